@@ -1,0 +1,130 @@
+"""`pitwatch audit` and `pitwatch query`: the embedded audit and its store."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import orjson
+
+from ..events.files import Rejected
+from ..engine.violation import Violation
+from ..store.embedded import EmbeddedStore
+from . import report
+from .run import audit_paths
+
+DEFAULT_DATA = "pitwatch-data"
+
+
+class _Audit:
+    name = "audit"
+    help = "audit event files (JSON Lines or Avro) against the rules"
+    description = """\
+Rebuild every round in the files named (JSON Lines, Avro container files, or
+directories of them), judge it against its table's rule pack, print a summary and the
+violations, and store events, rounds and violations in the embedded store (chDB).
+
+A malformed line never stops the audit: it is reported with its line number and kept
+aside in DATA/rejects.jsonl. Auditing the same input twice adds no duplicates.
+
+examples:
+  pitwatch audit floor/events.jsonl
+  pitwatch audit floor/ --format jsonl > violations.jsonl
+  pitwatch audit shift.avro --data /var/lib/pitwatch --limit 0"""
+
+    def configure(self, p: argparse.ArgumentParser) -> None:
+        p.add_argument("paths", nargs="+", metavar="PATH", help="files or directories")
+        p.add_argument("--format", choices=("table", "jsonl"), default="table",
+                       help="table: summary and violations for people (default); jsonl: one "
+                       "violation per line on stdout, the summary on stderr")
+        p.add_argument("--data", default=DEFAULT_DATA, metavar="DIR",
+                       help=f"embedded store directory (default ./{DEFAULT_DATA})")
+        p.add_argument("--no-store", action="store_true", help="judge only; store nothing")
+        p.add_argument("--limit", type=int, default=50,
+                       help="violations shown in table format (0 = all; default 50)")
+        p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    def run(self, args: argparse.Namespace) -> int:
+        data = Path(args.data)
+        store = None
+        if not args.no_store:
+            store = EmbeddedStore(data)
+            store.setup()
+        data.mkdir(parents=True, exist_ok=True)
+        rejects_path = data / "rejects.jsonl"
+        rejects = open(rejects_path, "a", encoding="utf-8")  # noqa: SIM115
+        jsonl = args.format == "jsonl"
+        out = sys.stdout
+
+        def on_violation(v: Violation) -> None:
+            if jsonl:
+                out.buffer.write(orjson.dumps(v.to_json()) + b"\n")
+
+        def on_reject(r: Rejected) -> None:
+            rejects.write(r.to_json() + "\n")
+            print(f"pitwatch audit: {r.source}:{r.line}: {r.reason}", file=sys.stderr)
+
+        try:
+            rep = audit_paths(args.paths, store=store, on_violation=on_violation,
+                              on_reject=on_reject, progress=not args.quiet and sys.stderr.isatty(),
+                              keep_violations=not jsonl)
+        finally:
+            rejects.close()
+            if store is not None:
+                store.close()
+        report.summary(rep, sys.stderr if jsonl else out)
+        if rep.rejected:
+            print(f"rejects: {rejects_path}", file=sys.stderr if jsonl else out)
+        if store is not None:
+            print(f"store: {data}/ (pitwatch query --data {data} \"SELECT ...\")",
+                  file=sys.stderr if jsonl else out)
+        if not jsonl:
+            report.table(rep.violations, out, None if args.limit == 0 else args.limit)
+        return 0
+
+
+class _Query:
+    name = "query"
+    help = "run SQL on the embedded store"
+    description = """\
+Answer SQL on the embedded store (the tables events, rounds, violations; see
+schemas/clickhouse). The tables are ReplacingMergeTree: add FINAL to read through
+any row not merged yet.
+
+examples:
+  pitwatch query "SELECT code, count() FROM violations FINAL GROUP BY code"
+  pitwatch query --format jsonl "SELECT * FROM rounds FINAL WHERE violations > 0 LIMIT 5\""""
+
+    def configure(self, p: argparse.ArgumentParser) -> None:
+        p.add_argument("sql", help="the query")
+        p.add_argument("--data", default=DEFAULT_DATA, metavar="DIR",
+                       help=f"embedded store directory (default ./{DEFAULT_DATA})")
+        p.add_argument("--format", choices=("table", "jsonl"), default="table")
+
+    def run(self, args: argparse.Namespace) -> int:
+        if not Path(args.data).exists():
+            raise FileNotFoundError(f"no store at {args.data}: run `pitwatch audit` or "
+                                    "`pitwatch demo` first, or pass --data")
+        store = EmbeddedStore(args.data)
+        try:
+            rows = store.query(args.sql)
+        finally:
+            store.close()
+        if args.format == "jsonl":
+            for r in rows:
+                sys.stdout.buffer.write(orjson.dumps(r) + b"\n")
+            return 0
+        if not rows:
+            print("(no rows)")
+            return 0
+        cols = list(rows[0])
+        widths = [max(len(c), *(len(str(r[c])) for r in rows)) for c in cols]
+        print("  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True)))
+        for r in rows:
+            print("  ".join(str(r[c]).ljust(w) for c, w in zip(cols, widths, strict=True)))
+        return 0
+
+
+AUDIT = _Audit()
+QUERY = _Query()

@@ -1,0 +1,53 @@
+"""What the audit prints: a summary for people, violations as a table or JSON Lines."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import IO
+
+from ..engine.violation import Violation
+from .run import AuditReport
+
+SEVERITY_ORDER = {"CRITICAL": 0, "HIGH": 1, "MEDIUM": 2, "LOW": 3}
+
+
+def dollars(cents: int) -> str:
+    return f"${cents / 100:,.2f}"
+
+
+def summary(rep: AuditReport, out: IO[str]) -> None:
+    games = ", ".join(f"{g} {n}" for g, n in rep.games.most_common()) or "none"
+    sev = ", ".join(f"{s} {rep.by_severity[s]}" for s in SEVERITY_ORDER if rep.by_severity[s])
+    print(f"audited {rep.events:,} events from {rep.files} file(s): {len(rep.tables)} tables, "
+          f"{rep.rounds:,} rounds ({games})", file=out)
+    if rep.rejected:
+        print(f"rejected {rep.rejected:,} malformed record(s): kept aside with their reasons",
+              file=out)
+    print(f"money: wagered {dollars(rep.wagered)}, paid {dollars(rep.paid)}, collected "
+          f"{dollars(rep.collected)}, returned {dollars(rep.returned)}", file=out)
+    total = sum(rep.by_code.values())
+    print(f"violations: {total:,}" + (f" ({sev})" if sev else ""), file=out)
+    for code, n in rep.by_code.most_common():
+        print(f"  {n:6,}  {code}", file=out)
+    if rep.incomplete:
+        print(f"incomplete rounds: {rep.incomplete:,}", file=out)
+
+
+def _clip(s: str, n: int) -> str:
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def table(violations: Iterable[Violation], out: IO[str], limit: int | None = None) -> None:
+    vs = sorted(violations, key=lambda v: (SEVERITY_ORDER.get(v.severity, 9), v.detected_at))
+    shown = vs if limit is None else vs[:limit]
+    if not shown:
+        return
+    print(f"\n{'SEVERITY':8}  {'CODE':32}  {'TABLE':9}  {'ROUND':16}  {'SEAT':>4}  "
+          f"{'CITATION':28}  MESSAGE", file=out)
+    for v in shown:
+        seat = "" if v.seat is None else f"{v.seat}/{v.hand}"
+        print(f"{v.severity:8}  {v.code:32}  {v.table_id:9}  {v.round_id:16}  {seat:>4}  "
+              f"{_clip(v.citation, 28):28}  {v.message}", file=out)
+    if len(vs) > len(shown):
+        print(f"… and {len(vs) - len(shown):,} more (--limit 0 for all, or --format jsonl)",
+              file=out)

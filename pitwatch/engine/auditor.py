@@ -1,0 +1,270 @@
+"""The per-table auditor: cuts a table's stream into rounds, keeps each device's record
+honest (seq and prev_digest), treats redeliveries as no-ops, runs the rule pack's
+checks on every event and folds it into the round.
+
+Violations go out through `on_violation` the moment the evidence arrives; a round's
+summary goes out through `on_round` when it ends (or is found incomplete). Time-outs
+come in as an argument (`expire(now_ms)`), never from a clock.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..events.avro import digest
+from ..events.model import Event, RoundEnded, RoundStarted, ShoeLoaded, TableOpened
+from .rulepack import Finding, RulePack
+from .state import Round, TableState
+from .violation import Violation
+
+#: How many recent seq numbers per device are remembered to tell a redelivery (same
+#: event_id) from a conflict (another event with the same seq).
+SEQ_WINDOW = 4096
+#: How many ended rounds per table are remembered to refuse late events for them.
+CLOSED_WINDOW = 64
+
+
+@dataclass(frozen=True, slots=True)
+class RoundSummary:
+    round_id: str
+    table_id: str
+    jurisdiction: str
+    game: str
+    pack: str
+    pack_version: str
+    dealer_id: str
+    seats: tuple[int, ...]
+    events: int
+    wagered: int
+    paid: int
+    collected: int
+    returned: int
+    violations: int
+    complete: bool
+    started: int
+    ended: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {f: getattr(self, f) for f in self.__slots__}
+
+
+class _Device:
+    __slots__ = ("last_seq", "last_event", "window")
+
+    def __init__(self) -> None:
+        self.last_seq = 0
+        self.last_event: Event | None = None
+        self.window: OrderedDict[int, str] = OrderedDict()
+
+
+PackSelector = Callable[[str, str], RulePack]
+ViolationSink = Callable[[Violation], None]
+RoundSink = Callable[[RoundSummary], None]
+
+
+class TableAuditor:
+    def __init__(self, table_id: str, select_pack: PackSelector,
+                 on_violation: ViolationSink, on_round: RoundSink) -> None:
+        self.table = TableState(table_id)
+        self.select_pack = select_pack
+        self.pack = select_pack("OTHER", "OTHER")
+        self.on_violation = on_violation
+        self.on_round = on_round
+        self.devices: dict[str, _Device] = {}
+        self.round: Round | None = None
+        self.pending_open: TableOpened | None = None
+        self.closed: OrderedDict[str, None] = OrderedDict()
+
+    # --- input -----------------------------------------------------------------------
+
+    def feed(self, ev: Event) -> None:
+        if not self._record(ev):
+            return
+        rid = ev.round_id
+        p = ev.payload
+        if rid is None:
+            self._table_event(ev)
+            return
+        r = self.round
+        if r is None or r.round_id != rid:
+            if rid in self.closed:
+                self._raise_record("PROCEDURE_OUT_OF_ORDER", ev, rid,
+                                   f"{ev.type} for round {rid} after it ended")
+                return
+            if r is not None:
+                self._incomplete(r, ev.event_id, ev.ts, f"the table moved on to round {rid}")
+            r = self.round = self._open_round(rid)
+        elif r.ended:
+            self._raise_record("PROCEDURE_OUT_OF_ORDER", ev, rid,
+                               f"{ev.type} after the round ended")
+            return
+        void = False
+        if not r.started and type(p) is not RoundStarted:
+            self._raise_record("PROCEDURE_OUT_OF_ORDER", ev, rid,
+                               f"{ev.type} before RoundStarted")
+            void = True
+        else:
+            for rule in self.pack.by_type[type(p)]:
+                f = rule.check(r, ev)
+                if f is not None:
+                    self._emit(r, rule.code, rule.severity, rule.citation, ev, f)
+                    if rule.voids:
+                        void = True
+                        break
+        r.apply(ev, void)
+        if type(p) is RoundEnded and not void:
+            self._close(r, complete=True)
+
+    def expire(self, now_ms: int, timeout_ms: int) -> None:
+        """Close the open round as incomplete if nothing came for it for `timeout_ms`
+        by the caller's clock `now_ms` (device time in replays, wall time when live)."""
+        r = self.round
+        if r is not None and not r.ended and now_ms - r.last_ts > timeout_ms:
+            self._incomplete(r, r.last_event_id, now_ms,
+                             f"no RoundEnded within {timeout_ms / 1000:g} s of its last event")
+
+    def finish(self) -> None:
+        """End of input: a round still open is incomplete."""
+        r = self.round
+        if r is not None and not r.ended:
+            self._incomplete(r, r.last_event_id, r.last_ts, "the input ended before RoundEnded")
+
+    # --- the record: seq, digest, redelivery -----------------------------------------
+
+    def _record(self, ev: Event) -> bool:
+        """Check the device's record; False when the event is not to be applied."""
+        dev = self.devices.get(ev.device_id)
+        if dev is None:
+            dev = self.devices[ev.device_id] = _Device()
+        seq = ev.seq
+        seen = dev.window.get(seq)
+        if seen is not None:
+            if seen != ev.event_id:
+                self._raise_record("SEQUENCE_CONFLICT", ev, ev.round_id,
+                                   f"{ev.device_id} seq {seq} carried {seen} and now {ev.event_id}")
+            return False  # a redelivery is a no-op; a conflicting copy is not applied
+        if dev.last_event is not None and seq <= dev.last_seq:
+            self._raise_record("SEQUENCE_CONFLICT", ev, ev.round_id,
+                               f"{ev.device_id} seq {seq} is behind {dev.last_seq} and unknown")
+            return False
+        if dev.last_event is not None and seq > dev.last_seq + 1:
+            gap = (f"seq {dev.last_seq + 1}" if seq == dev.last_seq + 2
+                   else f"seq {dev.last_seq + 1}–{seq - 1}")
+            self._raise_record("SEQUENCE_GAP", ev, ev.round_id,
+                               f"{ev.device_id} skipped {gap} (got {seq} after {dev.last_seq})")
+        elif dev.last_event is not None or seq == 1:
+            expected = None if dev.last_event is None else digest(dev.last_event)
+            if ev.prev_digest != expected:
+                got = "none" if ev.prev_digest is None else ev.prev_digest.hex()[:12]
+                want = "none" if expected is None else expected.hex()[:12]
+                self._raise_record("DIGEST_MISMATCH", ev, ev.round_id,
+                                   f"{ev.device_id} seq {seq} prev_digest {got}… "
+                                   f"does not match its previous event ({want}…)")
+        dev.last_seq = seq
+        dev.last_event = ev
+        dev.window[seq] = ev.event_id
+        if len(dev.window) > SEQ_WINDOW:
+            dev.window.popitem(last=False)
+        return True
+
+    # --- rounds ------------------------------------------------------------------------
+
+    def _table_event(self, ev: Event) -> None:
+        p = ev.payload
+        if type(p) is TableOpened:
+            if self.round is None or self.round.ended:
+                self._open_table(p)
+            else:
+                self.pending_open = p  # the posted rules change from the next round on
+        elif type(p) is ShoeLoaded:
+            self.table.decks = p.decks
+            self.table.counts = {}
+
+    def _open_table(self, p: TableOpened) -> None:
+        t = self.table
+        t.jurisdiction, t.game, t.rules, t.opened = p.jurisdiction, p.game, p.rules, True
+        if not t.decks:
+            t.decks = p.rules.decks
+        self.pack = self.select_pack(p.jurisdiction, p.game)
+
+    def _open_round(self, round_id: str) -> Round:
+        if self.pending_open is not None:
+            self._open_table(self.pending_open)
+            self.pending_open = None
+        return Round(self.table, round_id)
+
+    def _incomplete(self, r: Round, event_id: str, ts: int, why: str) -> None:
+        severity, citation = self.pack.record_citations["ROUND_INCOMPLETE"]
+        self._emit_raw(r, "ROUND_INCOMPLETE", severity, citation, event_id, ts,
+                       Finding(f"round {r.round_id} has no RoundEnded: {why}"))
+        self._close(r, complete=False)
+
+    def _close(self, r: Round, complete: bool) -> None:
+        r.ended = True
+        self.closed[r.round_id] = None
+        if len(self.closed) > CLOSED_WINDOW:
+            self.closed.popitem(last=False)
+        t, pack = self.table, self.pack
+        self.on_round(RoundSummary(
+            r.round_id, t.table_id, t.jurisdiction, t.game, pack.name, pack.version,
+            r.dealer_id, r.seats, r.events, r.wagered, r.paid, r.collected, r.returned,
+            r.violations, complete, r.started_ts, r.last_ts))
+
+    # --- emitting ----------------------------------------------------------------------
+
+    def _raise_record(self, code: str, ev: Event, round_id: str | None, message: str) -> None:
+        severity, citation = self.pack.record_citations[code]
+        r = self.round if self.round is not None and self.round.round_id == round_id else None
+        v = Violation(code, severity, self.table.table_id, round_id or "", None, None,
+                      ev.event_id, (), citation, message, self.pack.name, self.pack.version,
+                      ev.ts)
+        if r is not None:
+            r.violations += 1
+        self.on_violation(v)
+
+    def _emit(self, r: Round, code: str, severity: str, citation: str, ev: Event,
+              f: Finding) -> None:
+        self._emit_raw(r, code, severity, citation, ev.event_id, ev.ts, f)
+
+    def _emit_raw(self, r: Round, code: str, severity: str, citation: str, event_id: str,
+                  ts: int, f: Finding) -> None:
+        key = (code, f.seat, f.hand)
+        if key in r.raised:  # one violation per code and hand per round
+            return
+        r.raised.add(key)
+        r.violations += 1
+        self.on_violation(Violation(
+            code, severity, self.table.table_id, r.round_id, f.seat, f.hand, event_id,
+            f.evidence, citation, f.message, self.pack.name, self.pack.version, ts))
+
+
+class Auditor:
+    """All tables of a stream: one `TableAuditor` each, created on first sight."""
+
+    def __init__(self, select_pack: PackSelector, on_violation: ViolationSink,
+                 on_round: RoundSink) -> None:
+        self.select_pack = select_pack
+        self.on_violation = on_violation
+        self.on_round = on_round
+        self.tables: dict[str, TableAuditor] = {}
+
+    def table(self, table_id: str) -> TableAuditor:
+        t = self.tables.get(table_id)
+        if t is None:
+            t = self.tables[table_id] = TableAuditor(
+                table_id, self.select_pack, self.on_violation, self.on_round)
+        return t
+
+    def feed(self, ev: Event) -> None:
+        self.table(ev.table_id).feed(ev)
+
+    def expire(self, now_ms: int, timeout_ms: int) -> None:
+        for t in self.tables.values():
+            t.expire(now_ms, timeout_ms)
+
+    def finish(self) -> None:
+        for t in self.tables.values():
+            t.finish()

@@ -1,0 +1,70 @@
+"""Rule packs: one jurisdiction and game's checks, each with its code, severity and
+citation. A check is a small function of the round's state before an event and the
+event; it returns a `Finding` when the event shows a violation, else None."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..events.model import PAYLOAD_TYPES, Event, Payload
+from .violation import Severity
+
+if TYPE_CHECKING:
+    from .state import Round
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    message: str
+    seat: int | None = None
+    hand: int | None = None
+    evidence: tuple[str, ...] = ()
+
+
+Check = Callable[["Round", Event], Finding | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    code: str
+    severity: Severity
+    citation: str
+    check: Check
+    on: tuple[type[Payload], ...]  # the event types the check looks at
+    #: A finding makes the event void: a wager or decision that should not stand (HIGH),
+    #: or an event the round cannot admit. The round's state does not take it in, and no
+    #: later check is asked about it.
+    voids: bool = False
+
+
+@dataclass(frozen=True)
+class RulePack:
+    name: str
+    version: str
+    jurisdiction: str
+    game: str
+    title: str
+    rules: tuple[Rule, ...]
+    #: citations of the record checks the auditor itself makes (sequence, digest, ...)
+    record_citations: dict[str, tuple[Severity, str]] = field(default_factory=dict)
+    by_type: dict[type[Payload], tuple[Rule, ...]] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "by_type", {
+            t: tuple(r for r in self.rules if t in r.on) for t in PAYLOAD_TYPES.values()
+        })
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}@{self.version}"
+
+    def codes(self) -> set[str]:
+        return {r.code for r in self.rules} | set(self.record_citations)
+
+    def citation(self, code: str) -> str:
+        for r in self.rules:
+            if r.code == code:
+                return r.citation
+        return self.record_citations[code][1]

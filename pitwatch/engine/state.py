@@ -1,0 +1,338 @@
+"""A round's state: a deterministic fold over its events.
+
+`Round.apply(event)` moves the state on by one event; the checks read the state as it
+was before the event. Nothing here reads a clock, draws a random number or does I/O,
+so the same events always give the same state. The state is mutated in place for
+speed; it is owned by one table's auditor and rebuilt from the events on replay.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..blackjack import hand_total, is_blackjack, is_ten_value
+from ..events.model import (
+    CardDealt,
+    CardsCleared,
+    Event,
+    HoleCardInserted,
+    HoleCardRevealed,
+    InsuranceOffered,
+    PayoutMade,
+    PlayerDecision,
+    RoundStarted,
+    Rules,
+    SwitchOffered,
+    WagerCollected,
+    WagerPlaced,
+    WagerReturned,
+)
+
+#: Wagers that belong to a hand and share its outcome.
+HAND_KINDS = frozenset({"MAIN", "SPLIT", "DOUBLE", "FREE_DOUBLE", "FREE_SPLIT"})
+FREE_KINDS = frozenset({"FREE_DOUBLE", "FREE_SPLIT"})
+#: Wagers that open a hand.
+BASE_KINDS = frozenset({"MAIN", "SPLIT", "FREE_SPLIT"})
+
+
+@dataclass(slots=True)
+class TableState:
+    """What outlives a round: the posted rules, the game and the shoe's card counts."""
+
+    table_id: str
+    jurisdiction: str = "OTHER"
+    game: str = "OTHER"
+    rules: Rules = field(default_factory=Rules)
+    opened: bool = False
+    decks: int = 0
+    counts: dict[tuple[str, str], int] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Wager:
+    kind: str
+    amount: int
+    event_id: str
+    paid: int = 0
+    collected: int = 0
+    returned: int = 0
+    settlements: int = 0
+
+    @property
+    def settled(self) -> bool:
+        return self.settlements > 0
+
+
+@dataclass(slots=True)
+class Hand:
+    seat: int
+    hand: int
+    ranks: list[str] = field(default_factory=list)
+    suits: list[str] = field(default_factory=list)
+    wagers: dict[str, Wager] = field(default_factory=dict)
+    decisions: list[str] = field(default_factory=list)
+    split: bool = False  # a hand made by or from a split: no blackjack
+    switched: bool = False  # Blackjack Switch: a switched A+10 is 21, not blackjack
+    surrendered: bool = False
+    even_money: bool = False
+    cleared: bool = False
+
+    @property
+    def total(self) -> int:
+        return hand_total(self.ranks)[0]
+
+    @property
+    def bust(self) -> bool:
+        return hand_total(self.ranks)[0] > 21
+
+    @property
+    def blackjack(self) -> bool:
+        return (not self.split and not self.switched and len(self.ranks) == 2
+                and is_blackjack(self.ranks))
+
+    @property
+    def base(self) -> Wager | None:
+        w = self.wagers
+        return w.get("MAIN") or w.get("SPLIT") or w.get("FREE_SPLIT")
+
+    @property
+    def live(self) -> bool:
+        """Still needs the dealer's final hand to be settled."""
+        return not (self.bust or self.surrendered or self.even_money or self.blackjack
+                    or (self.base is not None and self.base.settled))
+
+
+class Round:
+    """One round of one table, folded from its events."""
+
+    __slots__ = (
+        "table", "round_id", "dealer_id", "seats", "started_ts", "last_ts", "events",
+        "hands", "side", "dealer_ranks", "dealer_suits", "first_card", "initial_complete",
+        "further_card", "hole_inserted", "revealed", "insurance_offered", "switch_offered",
+        "dealer_done", "ended", "pending_split", "raised", "wagered", "paid", "collected",
+        "returned", "violations", "bonus_settled_seats", "started", "last_event_id", "voided",
+        "surrendered",
+    )
+
+    def __init__(self, table: TableState, round_id: str) -> None:
+        self.table = table
+        self.round_id = round_id
+        self.dealer_id = ""
+        self.seats: tuple[int, ...] = ()
+        self.started = False
+        self.started_ts = 0
+        self.last_ts = 0
+        self.last_event_id = ""
+        self.events = 0
+        self.hands: dict[tuple[int, int], Hand] = {}
+        self.side: dict[tuple[int, int, str], Wager] = {}
+        self.dealer_ranks: list[str] = []
+        self.dealer_suits: list[str] = []
+        self.first_card = False
+        self.initial_complete = False
+        self.further_card = False
+        self.hole_inserted = False
+        self.revealed = False  # the dealer's second card is known to all
+        self.insurance_offered = False
+        self.switch_offered = False
+        self.dealer_done = False
+        self.ended = False
+        self.pending_split: dict[int, int] = {}
+        self.raised: set[tuple[str, int | None, int | None]] = set()
+        self.wagered = self.paid = self.collected = self.returned = 0
+        self.violations = 0
+        self.bonus_settled_seats: list[int] = []
+        self.voided: set[tuple[int, int, str]] = set()
+        self.surrendered: list[Hand] = []
+
+    # --- questions the checks ask ------------------------------------------------------
+
+    @property
+    def rules(self) -> Rules:
+        return self.table.rules
+
+    @property
+    def up_card(self) -> str | None:
+        return self.dealer_ranks[0] if self.dealer_ranks else None
+
+    @property
+    def up_ace(self) -> bool:
+        return bool(self.dealer_ranks) and self.dealer_ranks[0] == "A"
+
+    @property
+    def up_ace_or_ten(self) -> bool:
+        return bool(self.dealer_ranks) and (self.dealer_ranks[0] == "A"
+                                            or is_ten_value(self.dealer_ranks[0]))
+
+    @property
+    def dealer_blackjack(self) -> bool:
+        return len(self.dealer_ranks) >= 2 and is_blackjack(self.dealer_ranks[:2])
+
+    @property
+    def dealer_total(self) -> int:
+        return hand_total(self.dealer_ranks)[0]
+
+    @property
+    def bonus_due(self) -> bool:
+        """13:69F-2.25(e): bonus wagers are due once the dealer's two cards are seen to
+        total 17 or more, or the third card is dealt."""
+        d = self.dealer_ranks
+        return self.revealed and (len(d) >= 3 or (len(d) == 2 and hand_total(d)[0] >= 17))
+
+    def main_of(self, seat: int, hand: int) -> Wager | None:
+        h = self.hands.get((seat, hand))
+        return None if h is None else h.wagers.get("MAIN")
+
+    def seat_has(self, seat: int, kind: str) -> bool:
+        return any(k[0] == seat and k[2] == kind for k in self.side) or any(
+            s == seat and kind in h.wagers for (s, _), h in self.hands.items())
+
+    def wager_for(self, seat: int, hand: int, kind: str) -> Wager | None:
+        if kind in HAND_KINDS:
+            h = self.hands.get((seat, hand))
+            return None if h is None else h.wagers.get(kind)
+        return self.side.get((seat, hand, kind))
+
+    def open_side(self, kind: str) -> list[tuple[tuple[int, int, str], Wager]]:
+        return [(k, w) for k, w in self.side.items() if k[2] == kind and not w.settled]
+
+    def needs_dealer_cards(self) -> bool:
+        """Whether the dealer must complete the hand: a hand still in play, or a wager
+        that turns on the dealer's cards (bonus, Push 22) still open."""
+        return any(h.live for h in self.hands.values()) or bool(self.open_side("PUSH22"))
+
+    # --- the fold ------------------------------------------------------------------------
+
+    def apply(self, ev: Event, void: bool = False) -> None:
+        """Move the state on by one event. A void event (a wager or decision that should
+        not stand, or one the state cannot admit) is counted but changes nothing."""
+        self.events += 1
+        self.last_ts = ev.ts
+        self.last_event_id = ev.event_id
+        p = ev.payload
+        if void:
+            if type(p) is WagerPlaced:
+                self.wagered += p.amount
+                self.voided.add((p.seat, p.hand, p.kind))
+            return
+        t = type(p)
+        if t is CardDealt:
+            self._card(p)  # type: ignore[arg-type]
+        elif t is WagerPlaced:
+            self._wager(ev, p)  # type: ignore[arg-type]
+        elif t is PayoutMade or t is WagerCollected or t is WagerReturned:
+            self._settle(p)  # type: ignore[arg-type]
+        elif t is PlayerDecision:
+            self._decision(p)  # type: ignore[arg-type]
+        elif t is RoundStarted:
+            self.started = True
+            self.dealer_id = p.dealer_id  # type: ignore[union-attr]
+            self.seats = p.seats  # type: ignore[union-attr]
+            self.started_ts = ev.ts
+        elif t is HoleCardInserted:
+            self.hole_inserted = True
+        elif t is HoleCardRevealed:
+            self.revealed = True
+        elif t is InsuranceOffered:
+            self.insurance_offered = True
+        elif t is SwitchOffered:
+            self.switch_offered = True
+        elif t is CardsCleared:
+            p2: CardsCleared = p  # type: ignore[assignment]
+            if p2.seat is None:
+                self.dealer_done = True
+            else:
+                h = self.hands.get((p2.seat, p2.hand or 0))
+                if h is not None:
+                    h.cleared = True
+        else:  # RoundEnded
+            self.ended = True
+            self.dealer_done = True
+
+    def _card(self, p: CardDealt) -> None:
+        counts = self.table.counts
+        key = (p.rank, p.suit)
+        counts[key] = counts.get(key, 0) + 1
+        if not self.first_card:
+            self.first_card = True
+        if p.to == "DEALER":
+            self.dealer_ranks.append(p.rank)
+            self.dealer_suits.append(p.suit)
+            if self.table.rules.hole_card == "NONE" and len(self.dealer_ranks) == 2:
+                self.revealed = True
+        else:
+            h = self.hands.get((p.seat or 0, p.hand or 0))
+            if h is None:
+                return
+            if self.initial_complete:
+                self.further_card = True
+            h.ranks.append(p.rank)
+            h.suits.append(p.suit)
+        if not self.initial_complete:
+            self.initial_complete = bool(self.dealer_ranks) and all(
+                len(h.ranks) >= 2 for h in self.hands.values())
+
+    def _wager(self, ev: Event, p: WagerPlaced) -> None:
+        self.wagered += p.amount
+        w = Wager(p.kind, p.amount, ev.event_id)
+        if p.kind in HAND_KINDS:
+            key = (p.seat, p.hand)
+            h = self.hands.get(key)
+            if h is None:
+                h = self.hands[key] = Hand(p.seat, p.hand)
+                if p.kind in BASE_KINDS and p.kind != "MAIN":  # a split: take the pair's card
+                    parent = self.hands.get((p.seat, self.pending_split.pop(p.seat, 0)))
+                    h.split = True
+                    if parent is not None:
+                        parent.split = True
+                        if len(parent.ranks) >= 2:
+                            h.ranks.append(parent.ranks.pop())
+                            h.suits.append(parent.suits.pop())
+            h.wagers[p.kind] = w
+        else:
+            key3 = (p.seat, p.hand, p.kind)
+            prior = self.side.get(key3)
+            if prior is not None and not prior.settled:
+                prior.amount += p.amount
+            else:
+                self.side[key3] = w
+
+    def _settle(self, p: PayoutMade | WagerCollected | WagerReturned) -> None:
+        w = self.wager_for(p.seat, p.hand, p.kind)
+        if type(p) is PayoutMade:
+            self.paid += p.amount
+        elif type(p) is WagerCollected:
+            self.collected += p.amount
+        else:
+            self.returned += p.amount
+        if w is None:
+            return
+        w.settlements += 1
+        if type(p) is PayoutMade:
+            w.paid += p.amount
+        elif type(p) is WagerCollected:
+            w.collected += p.amount
+        else:
+            w.returned += p.amount
+        if p.kind == "BONUS":
+            self.bonus_settled_seats.append(p.seat)
+
+    def _decision(self, p: PlayerDecision) -> None:
+        h = self.hands.get((p.seat, p.hand))
+        if h is None:
+            return
+        h.decisions.append(p.decision)
+        d = p.decision
+        if d == "SPLIT":
+            self.pending_split[p.seat] = p.hand
+        elif d == "SURRENDER":
+            h.surrendered = True
+            self.surrendered.append(h)
+        elif d == "EVEN_MONEY":
+            h.even_money = True
+        elif d == "SWITCH":
+            other = self.hands.get((p.seat, 1 - p.hand))
+            if other is not None and len(h.ranks) >= 2 and len(other.ranks) >= 2:
+                h.ranks[1], other.ranks[1] = other.ranks[1], h.ranks[1]
+                h.suits[1], other.suits[1] = other.suits[1], h.suits[1]
+                h.switched = other.switched = True

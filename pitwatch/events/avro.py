@@ -1,0 +1,220 @@
+"""Avro forms of an event: schemaless body, single-object encoding, container files.
+
+fastavro does the byte work (measured in bench/codec.py against the avro package).
+The canonical form of an event, the one `prev_digest` hashes, is its schemaless Avro
+binary under the schema it was written with.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from collections.abc import Iterable, Iterator
+from typing import IO, Any, Final
+
+import fastavro
+
+from .model import (
+    CardDealt,
+    CardsCleared,
+    Event,
+    HoleCardInserted,
+    HoleCardRevealed,
+    InsuranceOffered,
+    PayEntry,
+    PayoutMade,
+    PayTable,
+    PlayerDecision,
+    Ratio,
+    RoundEnded,
+    RoundStarted,
+    Rules,
+    ShoeLoaded,
+    SwitchOffered,
+    TableOpened,
+    WagerCollected,
+    WagerPlaced,
+    WagerReturned,
+)
+from .schema import NAMESPACE, plain_schema, single_object_header
+
+RANK_TO_AVRO: Final = {
+    "A": "ACE", "2": "TWO", "3": "THREE", "4": "FOUR", "5": "FIVE", "6": "SIX", "7": "SEVEN",
+    "8": "EIGHT", "9": "NINE", "10": "TEN", "J": "JACK", "Q": "QUEEN", "K": "KING",
+}
+RANK_FROM_AVRO: Final = {v: k for k, v in RANK_TO_AVRO.items()}
+_PREFIX: Final = NAMESPACE + "."
+_EMPTY: Final[dict[str, Any]] = {}
+
+
+class DecodeError(ValueError):
+    """Bytes that are not an event of a schema this reader knows."""
+
+
+# --- typed event <-> Avro datum -----------------------------------------------------
+
+
+def rules_to_dict(r: Rules) -> dict[str, Any]:
+    return {
+        "decks": r.decks, "dealer_hits_soft_17": r.dealer_hits_soft_17,
+        "blackjack_pays": {"num": r.blackjack_pays.num, "den": r.blackjack_pays.den},
+        "insurance_pays": {"num": r.insurance_pays.num, "den": r.insurance_pays.den},
+        "hole_card": r.hole_card, "double_on": r.double_on,
+        "double_after_split": r.double_after_split, "max_split_hands": r.max_split_hands,
+        "resplit_aces": r.resplit_aces, "hit_split_aces": r.hit_split_aces,
+        "insurance": r.insurance, "even_money": r.even_money, "surrender": r.surrender,
+        "bonus_wager": r.bonus_wager, "bonus_wager_max": r.bonus_wager_max,
+        "match_wager": r.match_wager, "push22_wager": r.push22_wager,
+        "progressive_wager": r.progressive_wager, "multiple_action": r.multiple_action,
+        "min_wager": r.min_wager, "max_wager": r.max_wager, "chip_unit": r.chip_unit,
+        "pay_tables": None if r.pay_tables is None else [
+            {"name": t.name,
+             "entries": [{"key": e.key, "num": e.num, "den": e.den} for e in t.entries]}
+            for t in r.pay_tables
+        ],
+    }
+
+
+def rules_from_dict(d: dict[str, Any]) -> Rules:
+    """Rules from their Avro datum or JSON object (the same field names)."""
+    tables = d.get("pay_tables")
+    return Rules(
+        decks=d["decks"], dealer_hits_soft_17=d["dealer_hits_soft_17"],
+        blackjack_pays=Ratio(d["blackjack_pays"]["num"], d["blackjack_pays"]["den"]),
+        insurance_pays=Ratio(d["insurance_pays"]["num"], d["insurance_pays"]["den"]),
+        hole_card=d["hole_card"], double_on=d["double_on"],
+        double_after_split=d["double_after_split"], max_split_hands=d["max_split_hands"],
+        resplit_aces=d["resplit_aces"], hit_split_aces=d["hit_split_aces"],
+        insurance=d["insurance"], even_money=d["even_money"], surrender=d["surrender"],
+        bonus_wager=d["bonus_wager"], bonus_wager_max=d.get("bonus_wager_max"),
+        match_wager=d["match_wager"], push22_wager=d["push22_wager"],
+        progressive_wager=d["progressive_wager"], multiple_action=d["multiple_action"],
+        min_wager=d["min_wager"], max_wager=d["max_wager"], chip_unit=d["chip_unit"],
+        pay_tables=None if tables is None else tuple(
+            PayTable(t["name"], tuple(PayEntry(e["key"], e["num"], e["den"]) for e in t["entries"]))
+            for t in tables
+        ),
+    )
+
+
+def _payload_to_avro(p: object) -> dict[str, Any]:
+    if isinstance(p, CardDealt):
+        return {"to": p.to, "seat": p.seat, "hand": p.hand, "rank": RANK_TO_AVRO[p.rank],
+                "suit": p.suit, "face_up": p.face_up}
+    if isinstance(p, TableOpened):
+        return {"jurisdiction": p.jurisdiction, "game": p.game, "rules": rules_to_dict(p.rules)}
+    if isinstance(p, RoundStarted):
+        return {"dealer_id": p.dealer_id, "seats": list(p.seats)}
+    return {name: getattr(p, name) for name in p.__slots__}  # type: ignore[attr-defined]
+
+
+def to_datum(ev: Event) -> dict[str, Any]:
+    """The Avro datum of an event, the union branch named as fastavro's tuple notation."""
+    return {
+        "event_id": ev.event_id, "table_id": ev.table_id, "device_id": ev.device_id,
+        "seq": ev.seq, "ts": ev.ts, "round_id": ev.round_id, "prev_digest": ev.prev_digest,
+        "payload": (_PREFIX + type(ev.payload).__name__, _payload_to_avro(ev.payload)),
+    }
+
+
+def _wager(cls: Any) -> Any:
+    return lambda d: cls(d["seat"], d["hand"], d["kind"], d["amount"])
+
+
+_FROM_AVRO: Final[dict[str, Any]] = {
+    _PREFIX + "TableOpened": lambda d: TableOpened(d["jurisdiction"], d["game"],
+                                                   rules_from_dict(d["rules"])),
+    _PREFIX + "ShoeLoaded": lambda d: ShoeLoaded(d["shoe_id"], d["decks"]),
+    _PREFIX + "RoundStarted": lambda d: RoundStarted(d["dealer_id"], tuple(d["seats"])),
+    _PREFIX + "WagerPlaced": _wager(WagerPlaced),
+    _PREFIX + "CardDealt": lambda d: CardDealt(d["to"], d["seat"], d["hand"],
+                                               RANK_FROM_AVRO[d["rank"]], d["suit"], d["face_up"]),
+    _PREFIX + "InsuranceOffered": lambda d: InsuranceOffered(),
+    _PREFIX + "SwitchOffered": lambda d: SwitchOffered(d["seat"]),
+    _PREFIX + "HoleCardInserted": lambda d: HoleCardInserted(d["dealer_blackjack"]),
+    _PREFIX + "HoleCardRevealed": lambda d: HoleCardRevealed(),
+    _PREFIX + "PlayerDecision": lambda d: PlayerDecision(d["seat"], d["hand"], d["decision"]),
+    _PREFIX + "PayoutMade": _wager(PayoutMade),
+    _PREFIX + "WagerCollected": _wager(WagerCollected),
+    _PREFIX + "WagerReturned": _wager(WagerReturned),
+    _PREFIX + "CardsCleared": lambda d: CardsCleared(d["seat"], d["hand"]),
+    _PREFIX + "RoundEnded": lambda d: RoundEnded(),
+}
+
+
+def from_datum(d: dict[str, Any]) -> Event:
+    name, body = d["payload"]
+    try:
+        payload = _FROM_AVRO[name](body)
+    except KeyError as e:
+        raise DecodeError(f"unknown payload {name!r}") from e
+    event_id, ts = d["event_id"], d["ts"]
+    if type(ts) is not int:  # a file written under the logical types: datetime and UUID
+        ts, event_id = int(ts.timestamp() * 1000), str(event_id)
+    return Event(event_id, d["table_id"], d["device_id"], d["seq"], ts,
+                 d["round_id"], d["prev_digest"], payload)
+
+
+# --- bytes ----------------------------------------------------------------------------
+
+
+def encode(ev: Event) -> bytes:
+    """The canonical form: schemaless Avro binary of the event."""
+    buf = io.BytesIO()
+    fastavro.schemaless_writer(buf, plain_schema(), to_datum(ev))
+    return buf.getvalue()
+
+
+def digest(ev: Event) -> bytes:
+    """SHA-256 of the canonical form: what the device's next event carries as prev_digest."""
+    return hashlib.sha256(encode(ev)).digest()
+
+
+def decode(body: bytes) -> Event:
+    try:
+        d = fastavro.schemaless_reader(io.BytesIO(body), plain_schema(), None,
+                                       return_record_name=True)
+    except Exception as e:  # fastavro raises many kinds on bad bytes
+        raise DecodeError(f"not a TableEvent body: {e}") from e
+    return from_datum(d)
+
+
+def encode_single(ev: Event) -> bytes:
+    """Avro single-object encoding: the fingerprint header, then the body (Kafka values)."""
+    return single_object_header() + encode(ev)
+
+
+def decode_single(message: bytes) -> Event:
+    header = single_object_header()
+    if message[:2] != header[:2]:
+        raise DecodeError("not Avro single-object encoded (no C3 01 marker)")
+    if message[:10] != header:
+        raise DecodeError(f"unknown schema fingerprint {message[2:10].hex()}")
+    return decode(message[10:])
+
+
+# --- container files ----------------------------------------------------------------
+
+
+def write_container(out: IO[bytes], events: Iterable[Event], codec: str = "deflate") -> int:
+    n = 0
+
+    def data() -> Iterator[dict[str, Any]]:
+        nonlocal n
+        for ev in events:
+            n += 1
+            yield to_datum(ev)
+
+    # The plain schema: same fingerprint, and readers get ints and strs, not datetimes.
+    fastavro.writer(out, plain_schema(), data(), codec=codec, sync_interval=64 * 1024)
+    return n
+
+
+def read_container_datums(src: IO[bytes]) -> Iterator[dict[str, Any]]:
+    """Raw datums, for the bare-decode baseline and for typed reading."""
+    yield from fastavro.reader(src, reader_schema=plain_schema(), return_record_name=True)
+
+
+def read_container(src: IO[bytes]) -> Iterator[Event]:
+    for d in read_container_datums(src):
+        yield from_datum(d)

@@ -1,0 +1,167 @@
+"""The JSON Lines form of design/events.md: envelope fields, "type", payload fields beside.
+
+`from_json` is the strict edge: whatever a device vendor or investigator writes is
+checked here, field by field, and refused with a reason that names the field.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Final
+
+import orjson
+
+from .avro import rules_from_dict, rules_to_dict
+from .model import (
+    DECISIONS,
+    DOUBLE_ON,
+    GAMES,
+    HOLE_CARD_MODES,
+    JURISDICTIONS,
+    PAYLOAD_TYPES,
+    RANKS,
+    RECIPIENTS,
+    SUITS,
+    WAGER_KINDS,
+    Event,
+    Rules,
+    TableOpened,
+)
+
+
+class InvalidEvent(ValueError):
+    """A JSON object that is not an event of the contract; the message says why."""
+
+
+# field -> check, per payload type. A check is a type, a vocabulary, or "?type" for nullable.
+_INT, _STR, _BOOL = int, str, bool
+_WAGER: Final = {"seat": _INT, "hand": _INT, "kind": WAGER_KINDS, "amount": _INT}
+_FIELDS: Final[dict[str, dict[str, Any]]] = {
+    "TableOpened": {"jurisdiction": JURISDICTIONS, "game": GAMES, "rules": dict},
+    "ShoeLoaded": {"shoe_id": _STR, "decks": _INT},
+    "RoundStarted": {"dealer_id": _STR, "seats": list},
+    "WagerPlaced": _WAGER,
+    "CardDealt": {"to": RECIPIENTS, "seat": (_INT, None), "hand": (_INT, None),
+                  "rank": frozenset(RANKS), "suit": frozenset(SUITS), "face_up": _BOOL},
+    "InsuranceOffered": {},
+    "SwitchOffered": {"seat": _INT},
+    "HoleCardInserted": {"dealer_blackjack": _BOOL},
+    "HoleCardRevealed": {},
+    "PlayerDecision": {"seat": _INT, "hand": _INT, "decision": DECISIONS},
+    "PayoutMade": _WAGER,
+    "WagerCollected": _WAGER,
+    "WagerReturned": _WAGER,
+    "CardsCleared": {"seat": (_INT, None), "hand": (_INT, None)},
+    "RoundEnded": {},
+}
+
+
+def _check(type_name: str, name: str, value: Any, check: Any) -> None:
+    ok: bool
+    if isinstance(check, tuple):  # nullable
+        ok = value is None or (isinstance(value, check[0]) and not isinstance(value, bool))
+    elif isinstance(check, frozenset):
+        ok = isinstance(value, str) and value in check
+    elif check is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    else:
+        ok = isinstance(value, check)
+    if not ok:
+        want = sorted(check) if isinstance(check, frozenset) else check
+        raise InvalidEvent(f"{type_name}.{name}: {value!r} is not {want}")
+
+
+def _ts(value: Any) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        try:
+            dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError as e:
+            raise InvalidEvent(f"ts: {value!r} is not ISO-8601") from e
+        if dt.tzinfo is None:
+            raise InvalidEvent(f"ts: {value!r} has no zone")
+        return int(dt.timestamp() * 1000)
+    raise InvalidEvent(f"ts: {value!r} is neither milliseconds nor ISO-8601")
+
+
+def _rules(d: dict[str, Any]) -> Rules:
+    try:
+        rules = rules_from_dict(d)
+    except (KeyError, TypeError) as e:
+        raise InvalidEvent(f"TableOpened.rules: missing or malformed {e}") from e
+    if rules.hole_card not in HOLE_CARD_MODES:
+        raise InvalidEvent(f"TableOpened.rules.hole_card: {rules.hole_card!r}")
+    if rules.double_on not in DOUBLE_ON:
+        raise InvalidEvent(f"TableOpened.rules.double_on: {rules.double_on!r}")
+    return rules
+
+
+def from_json(d: Any) -> Event:
+    if not isinstance(d, dict):
+        raise InvalidEvent("not a JSON object")
+    type_name = d.get("type")
+    fields = _FIELDS.get(type_name) if isinstance(type_name, str) else None
+    if fields is None:
+        raise InvalidEvent(f"unknown type {type_name!r}")
+    for name, check in (("event_id", _STR), ("table_id", _STR), ("device_id", _STR),
+                        ("seq", _INT), ("round_id", (_STR, None)), ("prev_digest", (_STR, None))):
+        if name not in d and not isinstance(check, tuple):
+            raise InvalidEvent(f"missing {name}")
+        _check("envelope", name, d.get(name), check)
+    if "ts" not in d:
+        raise InvalidEvent("missing ts")
+    values = {}
+    for name, check in fields.items():
+        if name not in d and not isinstance(check, tuple):
+            raise InvalidEvent(f"{type_name}: missing {name}")
+        value = d.get(name)
+        _check(type_name, name, value, check)
+        values[name] = value
+    if type_name == "TableOpened":
+        values["rules"] = _rules(values["rules"])
+    elif type_name == "RoundStarted":
+        if not all(isinstance(s, int) for s in values["seats"]):
+            raise InvalidEvent("RoundStarted.seats: not a list of seat numbers")
+        values["seats"] = tuple(values["seats"])
+    digest_hex = d.get("prev_digest")
+    try:
+        prev = None if digest_hex is None else bytes.fromhex(digest_hex)
+    except ValueError as e:
+        raise InvalidEvent("prev_digest: not hex") from e
+    payload = PAYLOAD_TYPES[type_name](**values)
+    return Event(d["event_id"], d["table_id"], d["device_id"], d["seq"], _ts(d["ts"]),
+                 d.get("round_id"), prev, payload)
+
+
+def _rules_json(r: Rules) -> dict[str, Any]:
+    from .avro import _rules_to_avro  # the JSON object has the Avro datum's shape
+
+    return _rules_to_avro(r)
+
+
+def to_json(ev: Event) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "type": type(ev.payload).__name__, "event_id": ev.event_id, "table_id": ev.table_id,
+        "device_id": ev.device_id, "seq": ev.seq, "ts": ev.ts, "round_id": ev.round_id,
+        "prev_digest": None if ev.prev_digest is None else ev.prev_digest.hex(),
+    }
+    p = ev.payload
+    for name in p.__slots__:  # type: ignore[union-attr]
+        d[name] = getattr(p, name)
+    if isinstance(p, TableOpened):
+        d["rules"] = rules_to_dict(p.rules)  # the JSON object has the datum's shape
+    return d
+
+
+def dumps(ev: Event) -> bytes:
+    """One JSON line, without the newline."""
+    return orjson.dumps(to_json(ev))
+
+
+def loads(line: bytes | str) -> Event:
+    try:
+        d = orjson.loads(line)
+    except orjson.JSONDecodeError as e:
+        raise InvalidEvent(f"not JSON: {e}") from e
+    return from_json(d)

@@ -1,0 +1,223 @@
+"""Typed table events: the envelope of design/events.md and one payload each.
+
+Plain slotted dataclasses, frozen so an event is a value. Closed vocabularies are
+string constants (the Avro enums' JSON spellings) kept in one place here; the codec
+checks them at the edge so the engine can trust them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Final
+
+from ..blackjack.ratio import Ratio
+
+# --- vocabularies (the JSON Lines spellings) -------------------------------------
+
+JURISDICTIONS: Final = frozenset({"NJ", "PA", "NZ", "OTHER"})
+GAMES: Final = frozenset({"BLACKJACK", "BLACKJACK_SWITCH", "FREE_BET_BLACKJACK", "OTHER"})
+WAGER_KINDS: Final = frozenset(
+    {"MAIN", "INSURANCE", "BONUS", "MATCH", "PUSH22", "DOUBLE", "SPLIT", "FREE_DOUBLE",
+     "FREE_SPLIT", "OTHER"}
+)
+DECISIONS: Final = frozenset(
+    {"HIT", "STAND", "DOUBLE", "SPLIT", "SURRENDER", "SWITCH", "EVEN_MONEY", "OTHER"}
+)
+RECIPIENTS: Final = frozenset({"PLAYER", "DEALER"})
+RANKS: Final = ("A", "2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K")
+SUITS: Final = ("C", "D", "H", "S")
+HOLE_CARD_MODES: Final = frozenset({"READER", "PEEK", "NONE"})
+DOUBLE_ON: Final = frozenset({"ANY", "NINE_TEN_ELEVEN", "TEN_ELEVEN"})
+
+
+@dataclass(frozen=True, slots=True)
+class PayEntry:
+    key: str
+    num: int
+    den: int
+
+
+@dataclass(frozen=True, slots=True)
+class PayTable:
+    name: str
+    entries: tuple[PayEntry, ...]
+
+    def ratio(self, key: str) -> Ratio | None:
+        for e in self.entries:
+            if e.key == key:
+                return Ratio(e.num, e.den)
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """What the layout and the casino's notices post (events.md, `rules`)."""
+
+    decks: int = 6
+    dealer_hits_soft_17: bool = False
+    blackjack_pays: Ratio = Ratio(3, 2)
+    insurance_pays: Ratio = Ratio(2, 1)
+    hole_card: str = "READER"
+    double_on: str = "ANY"
+    double_after_split: bool = True
+    max_split_hands: int = 4
+    resplit_aces: bool = False
+    hit_split_aces: bool = False
+    insurance: bool = True
+    even_money: bool = False
+    surrender: bool = False
+    bonus_wager: bool = False
+    bonus_wager_max: int | None = None
+    match_wager: bool = False
+    push22_wager: bool = False
+    progressive_wager: bool = False
+    multiple_action: bool = False
+    min_wager: int = 1000
+    max_wager: int = 500000
+    chip_unit: int = 100
+    pay_tables: tuple[PayTable, ...] | None = None
+
+    def pay_table(self, name: str) -> PayTable | None:
+        for t in self.pay_tables or ():
+            if t.name == name:
+                return t
+        return None
+
+
+# --- payloads -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TableOpened:
+    jurisdiction: str
+    game: str
+    rules: Rules
+
+
+@dataclass(frozen=True, slots=True)
+class ShoeLoaded:
+    shoe_id: str
+    decks: int
+
+
+@dataclass(frozen=True, slots=True)
+class RoundStarted:
+    dealer_id: str
+    seats: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class WagerPlaced:
+    seat: int
+    hand: int
+    kind: str
+    amount: int
+
+
+@dataclass(frozen=True, slots=True)
+class CardDealt:
+    to: str
+    seat: int | None
+    hand: int | None
+    rank: str
+    suit: str
+    face_up: bool
+
+
+@dataclass(frozen=True, slots=True)
+class InsuranceOffered:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class SwitchOffered:
+    seat: int
+
+
+@dataclass(frozen=True, slots=True)
+class HoleCardInserted:
+    dealer_blackjack: bool
+
+
+@dataclass(frozen=True, slots=True)
+class HoleCardRevealed:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerDecision:
+    seat: int
+    hand: int
+    decision: str
+
+
+@dataclass(frozen=True, slots=True)
+class PayoutMade:
+    seat: int
+    hand: int
+    kind: str
+    amount: int
+
+
+@dataclass(frozen=True, slots=True)
+class WagerCollected:
+    seat: int
+    hand: int
+    kind: str
+    amount: int
+
+
+@dataclass(frozen=True, slots=True)
+class WagerReturned:
+    seat: int
+    hand: int
+    kind: str
+    amount: int
+
+
+@dataclass(frozen=True, slots=True)
+class CardsCleared:
+    seat: int | None
+    hand: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class RoundEnded:
+    pass
+
+
+Payload = (
+    TableOpened | ShoeLoaded | RoundStarted | WagerPlaced | CardDealt | InsuranceOffered
+    | SwitchOffered | HoleCardInserted | HoleCardRevealed | PlayerDecision | PayoutMade
+    | WagerCollected | WagerReturned | CardsCleared | RoundEnded
+)
+
+PAYLOAD_TYPES: Final[dict[str, type[Payload]]] = {
+    cls.__name__: cls
+    for cls in (
+        TableOpened, ShoeLoaded, RoundStarted, WagerPlaced, CardDealt, InsuranceOffered,
+        SwitchOffered, HoleCardInserted, HoleCardRevealed, PlayerDecision, PayoutMade,
+        WagerCollected, WagerReturned, CardsCleared, RoundEnded,
+    )
+}
+
+#: Payloads that carry money with a wager kind (placed, paid, collected, returned).
+MONEY_PAYLOADS: Final = (WagerPlaced, PayoutMade, WagerCollected, WagerReturned)
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One event from a table device: the envelope and its payload."""
+
+    event_id: str
+    table_id: str
+    device_id: str
+    seq: int
+    ts: int  # device clock, ms since the epoch; display and latency only
+    round_id: str | None
+    prev_digest: bytes | None
+    payload: Payload = field(repr=True)
+
+    @property
+    def type(self) -> str:
+        return type(self.payload).__name__

@@ -1,0 +1,45 @@
+"""Helpers the checks share: money formatting, settlement comparison."""
+
+from __future__ import annotations
+
+from ...blackjack import Settlement
+from ...events.model import Event, PayoutMade, WagerCollected, WagerReturned
+from ...engine.state import Wager
+
+Money = PayoutMade | WagerCollected | WagerReturned
+
+
+def c(cents: int) -> str:
+    """Cents as the violation messages show them: 1,500."""
+    return f"{cents:,}"
+
+
+def verb(p: Money) -> str:
+    return {PayoutMade: "paid", WagerCollected: "collected", WagerReturned: "returned"}[type(p)]
+
+
+def expected_text(exp: Settlement) -> str:
+    if exp.payout:
+        return f"paid {c(exp.payout)}"
+    parts = []
+    if exp.collected:
+        parts.append(f"collected {c(exp.collected)}")
+    if exp.returned:
+        parts.append(f"returned {c(exp.returned)}")
+    return " and ".join(parts) or "no money moved"
+
+
+def mismatch(p: Money, w: Wager, exp: Settlement) -> bool:
+    """Whether one settlement event disagrees with the expected settlement of `w`."""
+    t = type(p)
+    if t is PayoutMade:
+        return exp.payout == 0 or p.amount != exp.payout - w.paid
+    if t is WagerCollected:
+        return exp.collected == 0 or p.amount != exp.collected - w.collected
+    return exp.returned == 0 or p.amount != exp.returned - w.returned
+
+
+def money(ev: Event) -> Money:
+    p = ev.payload
+    assert isinstance(p, PayoutMade | WagerCollected | WagerReturned)
+    return p

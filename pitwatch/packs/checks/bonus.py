@@ -1,0 +1,138 @@
+"""The dealer-bust bonus wager: N.J.A.C. 13:69F-2.25.
+
+2.25(f)'s pay table for three eights is missing from the regulation text: it is used
+only when the table posts one (`pay_tables` entry named BONUS); otherwise 2.25(e)'s
+table applies to an eight like any other.
+"""
+
+from __future__ import annotations
+
+from ...blackjack import Ratio, hand_total, settle_bonus
+from ...engine.rulepack import Finding
+from ...engine.state import Round
+from ...events.model import Event, WagerPlaced
+from ._common import c, expected_text, mismatch, money, verb
+
+MIN_BONUS = 100  # $1.00, 2.25(c)
+
+
+def _bonus(ev: Event) -> WagerPlaced | None:
+    p = ev.payload
+    return p if isinstance(p, WagerPlaced) and p.kind == "BONUS" else None
+
+
+def not_available(r: Round, ev: Event) -> Finding | None:
+    p = _bonus(ev)
+    if p is None:
+        return None
+    rules = r.rules
+    why = ("the table does not offer it" if not rules.bonus_wager
+           else "the table offers multiple action blackjack (2.25(h))" if rules.multiple_action
+           else "the table offers a progressive wager (2.25(h))" if rules.progressive_wager
+           else None)
+    return None if why is None else Finding(f"bonus wager of {c(p.amount)} but {why}",
+                                            p.seat, p.hand)
+
+
+def too_late(r: Round, ev: Event) -> Finding | None:
+    p = _bonus(ev)
+    if p is None or not r.first_card:
+        return None
+    return Finding(f"bonus wager of {c(p.amount)} placed after the first card was dealt",
+                   p.seat, p.hand)
+
+
+def without_main(r: Round, ev: Event) -> Finding | None:
+    p = _bonus(ev)
+    if p is None or r.main_of(p.seat, 0) is not None:
+        return None
+    return Finding(f"bonus wager of {c(p.amount)} at seat {p.seat}, which has no blackjack "
+                   "wager", p.seat, p.hand)
+
+
+def amount(r: Round, ev: Event) -> Finding | None:
+    p = _bonus(ev)
+    main = None if p is None else r.main_of(p.seat, 0)
+    if p is None or main is None:
+        return None
+    if p.amount < MIN_BONUS:
+        return Finding(f"bonus wager of {c(p.amount)} is under the {c(MIN_BONUS)} minimum",
+                       p.seat, p.hand)
+    posted = r.rules.bonus_wager_max
+    cap = main.amount if posted is None else min(main.amount, posted)
+    if p.amount > cap:
+        limit = (f"the blackjack wager {c(main.amount)}" if cap == main.amount
+                 else f"the posted maximum {c(cap)}")
+        return Finding(f"bonus wager of {c(p.amount)} exceeds {limit}", p.seat, p.hand)
+    return None
+
+
+def _two_under_17(r: Round) -> bool:
+    d = r.dealer_ranks
+    return r.revealed and len(d) == 2 and hand_total(d)[0] < 17
+
+
+def third_card_not_drawn(r: Round, ev: Event) -> Finding | None:
+    """2.25(d): with a bonus wager standing and two dealer cards under 17, the dealer
+    draws a third card; any event after the reveal but another dealer card shows the
+    dealer stopped. (A surrender's settlement right after the reveal does not.)"""
+    if not _two_under_17(r) or not r.open_side("BONUS"):
+        return None
+    p = ev.payload
+    seat = getattr(p, "seat", None)
+    h = r.hands.get((seat, getattr(p, "hand", 0) or 0)) if seat is not None else None
+    if h is not None and h.surrendered:
+        return None
+    return Finding(f"bonus wagers stand and the dealer's first two cards total "
+                   f"{r.dealer_total}, but no third card was drawn")
+
+
+def _pay_table(r: Round) -> dict[str, Ratio] | None:
+    t = r.rules.pay_table("BONUS")
+    return None if t is None else {e.key: Ratio(e.num, e.den) for e in t.entries}
+
+
+def settlement_wrong(r: Round, ev: Event) -> Finding | None:
+    p = money(ev)
+    if p.kind != "BONUS":
+        return None
+    w = r.side.get((p.seat, p.hand, "BONUS"))
+    if w is None or _two_under_17(r):
+        return None  # void, or the third card is missing (its own code)
+    if not r.bonus_due:
+        return Finding(f"bonus wager {c(w.amount)} {verb(p)} {c(p.amount)} before the dealer's "
+                       "cards decided it", p.seat, p.hand)
+    exp = settle_bonus(w.amount, r.dealer_ranks[:3], r.dealer_suits[:3], pay_table=_pay_table(r))
+    if not mismatch(p, w, exp):
+        return None
+    cards = " ".join(r.dealer_ranks[:3])
+    return Finding(f"bonus wager {c(w.amount)} {verb(p)} {c(p.amount)} with dealer cards "
+                   f"{cards}; expected {expected_text(exp)}", p.seat, p.hand)
+
+
+def settlement_order(r: Round, ev: Event) -> Finding | None:
+    """2.25(e): once due, bonus wagers settle before any other wager, starting with the
+    player farthest to the dealer's right (the highest seat) and going round."""
+    if not r.bonus_due or _two_under_17(r):
+        return None
+    p = money(ev)
+    open_bonus = r.open_side("BONUS")
+    if p.kind != "BONUS":
+        if not open_bonus:
+            return None
+        return Finding(f"{p.kind} wager at seat {p.seat} {verb(p)} before the bonus wagers "
+                       f"were settled (seat {open_bonus[0][0][0]} still open)", p.seat, p.hand)
+    higher = [k[0] for k, _ in open_bonus if k[0] > p.seat]
+    if not higher:
+        return None
+    return Finding(f"bonus wager at seat {p.seat} settled before seat {max(higher)}'s "
+                   "(bonus wagers settle from the highest seat down)", p.seat, p.hand)
+
+
+def never_settled(r: Round, ev: Event) -> Finding | None:
+    """At RoundEnded: a bonus wager whose money never moved."""
+    if _two_under_17(r):
+        return None
+    for (seat, hand, _), w in r.open_side("BONUS"):
+        return Finding(f"bonus wager {c(w.amount)} never settled", seat, hand)
+    return None

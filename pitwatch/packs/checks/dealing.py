@@ -1,0 +1,135 @@
+"""The cards and the procedure: the shoe's counts, the dealer's play, events the
+round's state cannot admit. In every pack."""
+
+from __future__ import annotations
+
+from ...blackjack import dealer_must_draw, hand_total
+from ...engine.rulepack import Finding
+from ...engine.state import HAND_KINDS, Round
+from ...events.model import (
+    CardDealt,
+    CardsCleared,
+    Event,
+    PayoutMade,
+    PlayerDecision,
+    RoundEnded,
+    WagerCollected,
+    WagerPlaced,
+    WagerReturned,
+)
+
+
+def card_count_exceeded(r: Round, ev: Event) -> Finding | None:
+    p = ev.payload
+    assert isinstance(p, CardDealt)
+    decks = r.table.decks or r.rules.decks
+    seen = r.table.counts.get((p.rank, p.suit), 0)
+    if seen < decks:
+        return None
+    return Finding(f"{p.rank}{p.suit} dealt for the {seen + 1}th time from a shoe of {decks} "
+                   f"deck(s)", p.seat, p.hand)
+
+
+def _soft17(r: Round) -> str:
+    return "hits soft 17" if r.rules.dealer_hits_soft_17 else "stands on all 17s"
+
+
+def _describe(ranks: list[str]) -> str:
+    total, soft = hand_total(ranks)
+    return f"{'soft' if soft else 'hard'} {total} ({' '.join(ranks)})"
+
+
+def dealer_drew(r: Round, ev: Event) -> Finding | None:
+    """A dealer card once the dealer's hand is open, on a total the posted rule stands on."""
+    p = ev.payload
+    assert isinstance(p, CardDealt)
+    if p.to != "DEALER" or not r.revealed or len(r.dealer_ranks) < 2:
+        return None
+    if dealer_must_draw(r.dealer_ranks, hits_soft_17=r.rules.dealer_hits_soft_17):
+        return None
+    return Finding(f"dealer drew on {_describe(r.dealer_ranks)}; the table {_soft17(r)}")
+
+
+def _shows_dealer_stopped(r: Round, ev: Event) -> bool:
+    p = ev.payload
+    if isinstance(p, RoundEnded):
+        return True
+    if isinstance(p, CardsCleared):
+        if p.seat is None:
+            return True
+        h = r.hands.get((p.seat, p.hand or 0))
+        return h is not None and h.live
+    if isinstance(p, PayoutMade | WagerCollected | WagerReturned):
+        if p.kind == "PUSH22":
+            return True
+        h = r.hands.get((p.seat, p.hand))
+        return p.kind in HAND_KINDS and h is not None and h.live
+    return False
+
+
+def dealer_stood(r: Round, ev: Event) -> Finding | None:
+    """The dealer stopped (a live hand settled or cleared, the round ended) on a total
+    the posted rule draws on, with hands or a Push 22 wager waiting on the dealer.
+    (With a bonus wager open and two cards under 17, BONUS_THIRD_CARD_NOT_DRAWN speaks.)"""
+    if not r.revealed or r.dealer_done or len(r.dealer_ranks) < 2:
+        return None
+    if not dealer_must_draw(r.dealer_ranks, hits_soft_17=r.rules.dealer_hits_soft_17):
+        return None
+    if len(r.dealer_ranks) == 2 and r.open_side("BONUS"):
+        return None
+    if not _shows_dealer_stopped(r, ev) or not r.needs_dealer_cards():
+        return None
+    return Finding(f"dealer stood on {_describe(r.dealer_ranks)}; the table {_soft17(r)}")
+
+
+# --- procedure -------------------------------------------------------------------------
+
+
+def _out(what: str, seat: int | None = None, hand: int | None = None) -> Finding:
+    return Finding(what, seat, hand)
+
+
+def card_to_unknown_hand(r: Round, ev: Event) -> Finding | None:
+    p = ev.payload
+    assert isinstance(p, CardDealt)
+    if p.to == "DEALER":
+        return None
+    if (p.seat or 0, p.hand or 0) in r.hands:
+        return None
+    return _out(f"card {p.rank}{p.suit} to seat {p.seat} hand {p.hand}, which has no wager; "
+                "expected a card to a hand in play", p.seat, p.hand)
+
+
+def decision_for_unknown_hand(r: Round, ev: Event) -> Finding | None:
+    p = ev.payload
+    assert isinstance(p, PlayerDecision)
+    if (p.seat, p.hand) in r.hands:
+        return None
+    return _out(f"{p.decision} for seat {p.seat} hand {p.hand}, which is not in play; "
+                f"playing: {sorted({s for s, _ in r.hands}) or 'none'}", p.seat, p.hand)
+
+
+def wager_out_of_order(r: Round, ev: Event) -> Finding | None:
+    p = ev.payload
+    assert isinstance(p, WagerPlaced)
+    if p.kind == "MAIN" and r.first_card:
+        return _out(f"blackjack wager of {p.amount:,} placed after the first card",
+                    p.seat, p.hand)
+    if p.kind in ("DOUBLE", "FREE_DOUBLE") and (p.seat, p.hand) not in r.hands:
+        return _out(f"{p.kind} for seat {p.seat} hand {p.hand}, which is not in play",
+                    p.seat, p.hand)
+    if p.kind in ("SPLIT", "FREE_SPLIT") and p.seat not in r.pending_split:
+        return _out(f"{p.kind} wager at seat {p.seat} with no SPLIT decision before it",
+                    p.seat, p.hand)
+    return None
+
+
+def settlement_of_unknown_wager(r: Round, ev: Event) -> Finding | None:
+    p = ev.payload
+    assert isinstance(p, PayoutMade | WagerCollected | WagerReturned)
+    if p.kind in HAND_KINDS or r.wager_for(p.seat, p.hand, p.kind) is not None:
+        return None
+    if (p.seat, p.hand, p.kind) in r.voided:
+        return None
+    return _out(f"{p.kind} at seat {p.seat} hand {p.hand} settled, but no such wager was placed",
+                p.seat, p.hand)

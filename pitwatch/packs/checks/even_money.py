@@ -1,0 +1,91 @@
+"""Even money and the timing of blackjack payment.
+
+58 Pa. Code § 672a.8(e); NZ Gazette 1996 No 7 §8.1–8.3.
+"""
+
+from __future__ import annotations
+
+from ...blackjack import settle_even_money
+from ...engine.rulepack import Finding
+from ...engine.state import Round
+from ...events.model import CardDealt, CardsCleared, Event, PayoutMade, PlayerDecision
+from ._common import c, expected_text, mismatch, money, verb
+
+
+def not_available(r: Round, ev: Event) -> Finding | None:
+    p = ev.payload
+    if not isinstance(p, PlayerDecision) or p.decision != "EVEN_MONEY":
+        return None
+    h = r.hands.get((p.seat, p.hand))
+    why = ("the table does not offer even money" if not r.rules.even_money
+           else f"the dealer's first card is {r.up_card or 'not dealt'}, not an ace"
+           if not r.up_ace
+           else "the hand is not a blackjack" if h is None or not h.blackjack
+           else None)
+    return None if why is None else Finding(f"even money taken but {why}", p.seat, p.hand)
+
+
+def settlement_wrong(r: Round, ev: Event) -> Finding | None:
+    p = money(ev)
+    h = r.hands.get((p.seat, p.hand))
+    if h is None or not h.even_money or p.kind != "MAIN":
+        return None
+    w = h.wagers["MAIN"]
+    exp = settle_even_money(w.amount)
+    if not mismatch(p, w, exp):
+        return None
+    return Finding(f"even money on {c(w.amount)} {verb(p)} {c(p.amount)}; expected "
+                   f"{expected_text(exp)} (1 to 1)", p.seat, p.hand)
+
+
+def cards_removed(r: Round, ev: Event) -> Finding | None:
+    p = ev.payload
+    if not isinstance(p, CardsCleared) or p.seat is None:
+        return None
+    h = r.hands.get((p.seat, p.hand or 0))
+    if h is None or not h.even_money:
+        return None
+    open_push22 = [w for (seat, _, _), w in r.open_side("PUSH22") if seat == p.seat]
+    if not open_push22:
+        return None
+    return Finding(f"cards removed after even money while the Push 22 wager of "
+                   f"{c(open_push22[0].amount)} was still open (they stay tucked under it)",
+                   p.seat, p.hand)
+
+
+
+
+def blackjack_paid_early(r: Round, ev: Event) -> Finding | None:
+    """NZ 8.2: against an A or 10-value first card, no payment or removal of a player's
+    blackjack before the dealer's second card."""
+    if r.revealed or not r.up_ace_or_ten:
+        return None
+    p = ev.payload
+    if isinstance(p, PayoutMade):
+        if p.kind != "MAIN":
+            return None
+        what = f"paid {c(p.amount)}"
+    elif isinstance(p, CardsCleared) and p.seat is not None:
+        what = "its cards removed"
+    else:
+        return None
+    h = r.hands.get((p.seat, p.hand or 0))
+    if h is None or not h.blackjack or h.even_money:
+        return None
+    return Finding(f"blackjack {what} before the dealer's second card, against a "
+                   f"{r.up_card} up card", p.seat, p.hand)
+
+
+def blackjack_paid_late(r: Round, ev: Event) -> Finding | None:
+    """NZ 8.1: against a 2–9 first card, a player's blackjack is paid and removed
+    before any player receives a third card."""
+    p = ev.payload
+    if not isinstance(p, CardDealt) or not r.initial_complete or r.up_ace_or_ten:
+        return None
+    for h in r.hands.values():
+        if h.blackjack and not h.cleared:
+            base = h.base
+            state = "not paid" if base is None or base.paid == 0 else "not removed"
+            return Finding(f"blackjack against a {r.up_card} up card {state} before a further "
+                           "card was dealt", h.seat, h.hand)
+    return None

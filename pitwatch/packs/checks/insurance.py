@@ -1,0 +1,170 @@
+"""Insurance: availability, timing, amount, settlement and its order.
+
+N.J.A.C. 13:69F-2A.8 (Blackjack Switch), 58 Pa. Code § 672a.8 (Free Bet Blackjack),
+NZ Gazette 1996 No 7 §9.
+"""
+
+from __future__ import annotations
+
+from ...blackjack import pay, settle_insurance
+from ...engine.rulepack import Finding
+from ...engine.state import Round
+from ...events.model import CardDealt, Event, PayoutMade, WagerPlaced
+from ._common import c, expected_text, mismatch, money, verb
+
+
+def _insurance(ev: Event) -> WagerPlaced | None:
+    p = ev.payload
+    return p if isinstance(p, WagerPlaced) and p.kind == "INSURANCE" else None
+
+
+def not_available(r: Round, ev: Event) -> Finding | None:
+    p = _insurance(ev)
+    if p is None:
+        return None
+    if not r.rules.insurance:
+        return Finding(f"insurance of {c(p.amount)} at a table that does not offer insurance",
+                       p.seat, p.hand)
+    if r.up_card is not None and r.up_card != "A":
+        return Finding(f"insurance of {c(p.amount)} against a {r.up_card} up card: insurance is "
+                       "only offered when the dealer's first card is an ace", p.seat, p.hand)
+    return None
+
+
+def on_match_wager(r: Round, ev: Event) -> Finding | None:
+    p = _insurance(ev)
+    if p is None or r.main_of(p.seat, p.hand) is not None or not r.seat_has(p.seat, "MATCH"):
+        return None
+    return Finding(f"insurance of {c(p.amount)} on hand {p.hand}, which holds no blackjack "
+                   "wager: it can only stand against the match wager", p.seat, p.hand)
+
+
+def too_early(r: Round, ev: Event) -> Finding | None:
+    p = _insurance(ev)
+    if p is None or r.initial_complete:
+        return None
+    return Finding(f"insurance of {c(p.amount)} before the initial deal was complete",
+                   p.seat, p.hand)
+
+
+def too_late(r: Round, ev: Event) -> Finding | None:
+    p = _insurance(ev)
+    if p is None:
+        return None
+    why = ("after a player got a further card" if r.further_card
+           else "after the hole card went into the reader" if r.hole_inserted
+           else "after the switch was offered" if r.switch_offered
+           else "after the dealer's second card" if r.revealed
+           else None)
+    return None if why is None else Finding(f"insurance of {c(p.amount)} {why}", p.seat, p.hand)
+
+
+def allowed_insurance(initial: int, chip_unit: int) -> int:
+    """Half the initial wager, or the next amount in chips when half cannot be bet in
+    chips (2,500 in 500 chips: half is 1,250, so up to 1,500)."""
+    unit = max(chip_unit, 1)
+    return -(-initial // (2 * unit)) * unit
+
+
+def over_limit(r: Round, ev: Event) -> Finding | None:
+    p = _insurance(ev)
+    if p is None:
+        return None
+    main = r.main_of(p.seat, p.hand)
+    if main is None:
+        return None
+    prior = r.side.get((p.seat, p.hand, "INSURANCE"))
+    total = p.amount + (prior.amount if prior is not None and not prior.settled else 0)
+    limit = allowed_insurance(main.amount, r.rules.chip_unit)
+    if total <= limit:
+        return None
+    half = f"{main.amount / 2:,.2f}".rstrip("0").rstrip(".")
+    return Finding(f"insurance {c(total)} exceeds half of the {c(main.amount)} initial wager "
+                   f"({half}; up to {c(limit)} in chips of {c(r.rules.chip_unit)})",
+                   p.seat, p.hand)
+
+
+def under_minimum(r: Round, ev: Event) -> Finding | None:
+    p = _insurance(ev)
+    if p is None:
+        return None
+    if p.amount < r.rules.min_wager:
+        return Finding(f"insurance {c(p.amount)} is below the table minimum "
+                       f"{c(r.rules.min_wager)}", p.seat, p.hand)
+    win = pay(p.amount, r.rules.insurance_pays)
+    if win % max(r.rules.chip_unit, 1):
+        return Finding(f"insurance {c(p.amount)} would win {c(win)}, which cannot be paid in "
+                       f"chips of {c(r.rules.chip_unit)}", p.seat, p.hand)
+    return None
+
+
+def no_main_wager(r: Round, ev: Event) -> Finding | None:
+    p = _insurance(ev)
+    if p is None or r.main_of(p.seat, p.hand) is not None:
+        return None
+    return Finding(f"insurance on seat {p.seat} hand {p.hand}, which holds no blackjack wager",
+                   p.seat, p.hand)
+
+
+# --- settlement ----------------------------------------------------------------------
+
+
+def settlement_wrong(r: Round, ev: Event) -> Finding | None:
+    p = money(ev)
+    if p.kind != "INSURANCE":
+        return None
+    w = r.side.get((p.seat, p.hand, "INSURANCE"))
+    if w is None:
+        return None  # void, or never placed: the procedure check speaks
+    if len(r.dealer_ranks) < 2:
+        return Finding(f"insurance {verb(p)} {c(p.amount)} before the dealer's second card",
+                       p.seat, p.hand)
+    exp = settle_insurance(w.amount, r.dealer_blackjack, pays=r.rules.insurance_pays)
+    if not mismatch(p, w, exp):
+        return None
+    hole = "a blackjack" if r.dealer_blackjack else f"no blackjack ({r.dealer_ranks[1]} second)"
+    return Finding(f"insurance {c(w.amount)} {verb(p)} {c(p.amount)} with the dealer holding "
+                   f"{hole}; expected {expected_text(exp)} at {r.rules.insurance_pays}",
+                   p.seat, p.hand)
+
+
+def _losing_open(r: Round) -> list[tuple[int, int]]:
+    if r.dealer_blackjack or len(r.dealer_ranks) < 2:
+        return []
+    return [(k[0], k[1]) for k, _ in r.open_side("INSURANCE")]
+
+
+def collection_late(r: Round, ev: Event) -> Finding | None:
+    """On a further dealer card, or at the end: losing insurance still on the layout."""
+    p = ev.payload
+    if isinstance(p, CardDealt) and (p.to != "DEALER" or len(r.dealer_ranks) < 2):
+        return None
+    late = _losing_open(r)
+    if not late:
+        return None
+    seat, hand = late[0]
+    when = ("when the dealer drew a further card" if isinstance(p, CardDealt)
+            else "at the end of the round")
+    return Finding(f"losing insurance at seat {seat} still uncollected {when}", seat, hand)
+
+
+def paid_before_collection(r: Round, ev: Event) -> Finding | None:
+    p = ev.payload
+    if not isinstance(p, PayoutMade) or p.kind != "INSURANCE":
+        return None
+    losing = [k for k in _losing_open(r) if k != (p.seat, p.hand)]
+    if not losing:
+        return None
+    return Finding(f"insurance paid at seat {p.seat} while losing insurance at seat "
+                   f"{losing[0][0]} was still on the layout", p.seat, p.hand)
+
+
+def never_paid(r: Round, ev: Event) -> Finding | None:
+    """At RoundEnded: a winning insurance never paid."""
+    if not r.dealer_blackjack:
+        return None
+    for (seat, hand, _), w in r.open_side("INSURANCE"):
+        exp = pay(w.amount, r.rules.insurance_pays)
+        return Finding(f"winning insurance {c(w.amount)} never paid (expected {c(exp)})",
+                       seat, hand)
+    return None

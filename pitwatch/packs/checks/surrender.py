@@ -1,0 +1,82 @@
+"""Late surrender: N.J.A.C. 13:69F-2.8."""
+
+from __future__ import annotations
+
+from ...blackjack import Ratio, settle_surrender
+from ...engine.rulepack import Finding
+from ...engine.state import Round
+from ...events.model import Event, PlayerDecision, RoundEnded
+from ._common import c, expected_text, mismatch, money, verb
+
+
+def _surrender(ev: Event) -> PlayerDecision | None:
+    p = ev.payload
+    return p if isinstance(p, PlayerDecision) and p.decision == "SURRENDER" else None
+
+
+def not_available(r: Round, ev: Event) -> Finding | None:
+    p = _surrender(ev)
+    if p is None:
+        return None
+    rules = r.rules
+    why = ("the table does not offer surrender" if not rules.surrender
+           else "the table pays blackjack 6 to 5" if rules.blackjack_pays == Ratio(6, 5)
+           else "the table offers a progressive wager" if rules.progressive_wager
+           else "the table offers multiple action blackjack" if rules.multiple_action
+           else None)
+    return None if why is None else Finding(f"surrender taken but {why}", p.seat, p.hand)
+
+
+def too_early(r: Round, ev: Event) -> Finding | None:
+    p = _surrender(ev)
+    h = None if p is None else r.hands.get((p.seat, p.hand))
+    if p is None or h is None or len(h.ranks) >= 2:
+        return None
+    return Finding(f"surrender with {len(h.ranks)} card(s), before the first two",
+                   p.seat, p.hand)
+
+
+def too_late(r: Round, ev: Event) -> Finding | None:
+    p = _surrender(ev)
+    h = None if p is None else r.hands.get((p.seat, p.hand))
+    if p is None or h is None or (not h.decisions and len(h.ranks) <= 2):
+        return None
+    after = h.decisions[-1] if h.decisions else f"card {len(h.ranks)}"
+    return Finding(f"surrender after {after} on the hand", p.seat, p.hand)
+
+
+def settlement_wrong(r: Round, ev: Event) -> Finding | None:
+    p = money(ev)
+    h = r.hands.get((p.seat, p.hand))
+    if h is None or not h.surrendered or p.kind != "MAIN":
+        return None
+    w = h.wagers["MAIN"]
+    if r.up_ace_or_ten and not r.revealed:
+        return Finding(f"surrendered wager {c(w.amount)} {verb(p)} {c(p.amount)} before the "
+                       f"dealer's second card was revealed (up card {r.up_card})",
+                       p.seat, p.hand)
+    exp = settle_surrender(w.amount, r.up_ace_or_ten and r.dealer_blackjack)
+    if not mismatch(p, w, exp):
+        return None
+    return Finding(f"surrendered wager {c(w.amount)} {verb(p)} {c(p.amount)}; expected "
+                   f"{expected_text(exp)}", p.seat, p.hand)
+
+
+def not_settled_at_once(r: Round, ev: Event) -> Finding | None:
+    """2.8(a)1: against a 2–9 first card, half collected and half returned at once: by
+    the next card or decision. Against an A or 10-value card (2.8(a)2), by the end of
+    the round at the latest."""
+    at_end = isinstance(ev.payload, RoundEnded)
+    if not r.surrendered or (r.up_ace_or_ten and not at_end):
+        return None
+    for h in r.surrendered:
+        w = h.wagers.get("MAIN")
+        if w is None:
+            continue
+        exp = settle_surrender(w.amount, r.up_ace_or_ten and r.dealer_blackjack)
+        if w.collected != exp.collected or w.returned != exp.returned:
+            when = "at the end of the round" if at_end else f"when the next {ev.type} came"
+            return Finding(f"surrendered wager {c(w.amount)} not settled at once (collected "
+                           f"{c(w.collected)}, returned {c(w.returned)}) {when}",
+                           h.seat, h.hand)
+    return None

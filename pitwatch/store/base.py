@@ -1,0 +1,89 @@
+"""The store's interface and what both back ends share: the DDL, the row shapes and a
+batching writer."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..events.schema import schemas_dir
+
+TABLES = ("events", "rounds", "violations")
+
+
+class StoreError(RuntimeError):
+    """The store could not be reached or refused a statement."""
+
+
+class Store(Protocol):
+    def setup(self) -> None:
+        """Create the tables (idempotent)."""
+
+    def insert(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
+        """Insert rows as data (never as SQL text)."""
+
+    def query(self, sql: str) -> list[dict[str, Any]]:
+        """Run a query; rows as dicts."""
+
+    def dedupe(self) -> None:
+        """Merge replaced rows now (OPTIMIZE ... FINAL), so plain reads see no duplicate."""
+
+    def close(self) -> None: ...
+
+
+def ddl_statements() -> list[str]:
+    """The CREATE TABLE statements of schemas/clickhouse, in file order."""
+    files = sorted(Path(schemas_dir(), "clickhouse").glob("*.sql"))
+    out = []
+    for f in files:
+        lines = [ln for ln in f.read_text().splitlines() if not ln.lstrip().startswith("--")]
+        out.extend(s.strip() for s in "\n".join(lines).split(";") if s.strip())
+    return out
+
+
+def columns(table: str) -> list[str]:
+    """Column names of a table, in DDL order."""
+    for stmt in ddl_statements():
+        head, _, rest = stmt.partition("(")
+        if head.split()[-1] == table:
+            body = rest.rsplit(")", 1)[0]
+            cols = []
+            for line in body.splitlines():
+                parts = line.strip().rstrip(",").split()
+                if parts:
+                    cols.append(parts[0])
+            return cols
+    raise KeyError(table)
+
+
+class BatchWriter:
+    """Buffers rows per table and writes them in batches of `batch_rows`. `flush()`
+    writes what is buffered; the caller decides when time is up (no clock here)."""
+
+    def __init__(self, store: Store, batch_rows: int = 5000) -> None:
+        self.store = store
+        self.batch_rows = batch_rows
+        self.buffers: dict[str, list[dict[str, Any]]] = {t: [] for t in TABLES}
+        self.written: dict[str, int] = dict.fromkeys(TABLES, 0)
+
+    def add(self, table: str, row: dict[str, Any]) -> None:
+        buf = self.buffers[table]
+        buf.append(row)
+        if len(buf) >= self.batch_rows:
+            self.flush_table(table)
+
+    def flush_table(self, table: str) -> None:
+        buf = self.buffers[table]
+        if buf:
+            self.store.insert(table, buf)
+            self.written[table] += len(buf)
+            self.buffers[table] = []
+
+    def flush(self) -> None:
+        for t in TABLES:
+            self.flush_table(t)
+
+    @property
+    def pending(self) -> int:
+        return sum(len(b) for b in self.buffers.values())

@@ -1,0 +1,63 @@
+"""The embedded store: chDB, an in-process ClickHouse, in a data directory.
+
+Rows go in as data: each batch is written as a JSONEachRow file in the data directory
+and inserted with `INSERT ... SELECT * FROM file(...)`; no value is ever spliced into
+SQL text.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .base import StoreError, columns, ddl_statements, TABLES
+
+
+class EmbeddedStore:
+    def __init__(self, path: str | Path) -> None:
+        from chdb import session  # imported here: a heavy module, only when used
+
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._staging = self.path / "staging"
+        self._staging.mkdir(exist_ok=True)
+        self._session = session.Session(str(self.path / "chdb"))
+
+    def _run(self, sql: str, fmt: str = "CSV") -> str:
+        try:
+            res = self._session.query(sql, fmt)
+        except Exception as e:  # chDB raises its own error types
+            raise StoreError(f"chDB: {e}") from e
+        return str(res)
+
+    def setup(self) -> None:
+        for stmt in ddl_statements():
+            self._run(stmt)
+
+    def insert(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
+        if not rows:
+            return
+        cols = columns(table)
+        staged = self._staging / f"{table}-{os.getpid()}.jsonl"
+        with open(staged, "wb") as f:
+            f.write(b"\n".join(orjson.dumps(r) for r in rows))
+            f.write(b"\n")
+        col_list = ", ".join(cols)
+        self._run(f"INSERT INTO {table} ({col_list}) SELECT {col_list} "
+                  f"FROM file('{staged}', JSONEachRow)")
+        staged.unlink()
+
+    def query(self, sql: str) -> list[dict[str, Any]]:
+        out = self._run(sql, "JSONEachRow")
+        return [orjson.loads(line) for line in out.splitlines() if line.strip()]
+
+    def dedupe(self) -> None:
+        for t in TABLES:
+            self._run(f"OPTIMIZE TABLE {t} FINAL")
+
+    def close(self) -> None:
+        self._session.close()

@@ -1,0 +1,58 @@
+"""The ClickHouse server store, through clickhouse-driver's native protocol. Rows are
+sent as data with `INSERT INTO t (cols) VALUES` and a list of tuples."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from .base import TABLES, StoreError, columns, ddl_statements
+
+_TIME_COLUMNS = frozenset({"ts", "started", "ended", "detected_at"})
+
+
+class ServerStore:
+    def __init__(self, host: str = "127.0.0.1", port: int = 19000,
+                 database: str = "default", connect_timeout: float = 5.0) -> None:
+        from clickhouse_driver import Client
+
+        self.client = Client(host=host, port=port, database=database,
+                             connect_timeout=connect_timeout, send_receive_timeout=30)
+        self._cols = {t: columns(t) for t in TABLES}
+
+    def _execute(self, sql: str, params: Any = None) -> Any:
+        try:
+            return self.client.execute(sql, params) if params is not None \
+                else self.client.execute(sql)
+        except Exception as e:  # network errors and server exceptions alike
+            self.client.disconnect()
+            raise StoreError(f"ClickHouse: {e}") from e
+
+    def setup(self) -> None:
+        for stmt in ddl_statements():
+            self._execute(stmt)
+
+    def insert(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
+        if not rows:
+            return
+        cols = self._cols[table]
+        data = [tuple(datetime.fromtimestamp(r[c], UTC).replace(tzinfo=None)
+                      if c in _TIME_COLUMNS else r[c] for c in cols) for r in rows]
+        self._execute(f"INSERT INTO {table} ({', '.join(cols)}) VALUES", data)
+
+    def query(self, sql: str) -> list[dict[str, Any]]:
+        try:
+            rows, meta = self.client.execute(sql, with_column_types=True)
+        except Exception as e:
+            self.client.disconnect()
+            raise StoreError(f"ClickHouse: {e}") from e
+        names = [m[0] for m in meta]
+        return [dict(zip(names, r, strict=True)) for r in rows]
+
+    def dedupe(self) -> None:
+        for t in TABLES:
+            self._execute(f"OPTIMIZE TABLE {t} FINAL")
+
+    def close(self) -> None:
+        self.client.disconnect()

@@ -1,0 +1,21 @@
+-- Every device event as received, one row per event_id. `body` is the event's JSON Lines
+-- form, which is lossless: replay rebuilds the typed event, and its canonical Avro bytes
+-- and digest, from it. `pos` is its place in the table's stream (file order or offset).
+CREATE TABLE IF NOT EXISTS events (
+    event_id     String,
+    table_id     String,
+    device_id    String,
+    seq          UInt64,
+    ts           DateTime,
+    ts_ms        UInt16,
+    round_id     String,
+    type         String,
+    seat         UInt8,
+    hand         Int8,
+    kind         String,
+    amount       Int64,
+    pos          UInt64,
+    body         String
+) ENGINE = ReplacingMergeTree()
+PARTITION BY toYYYYMM(ts)
+ORDER BY (table_id, event_id)
