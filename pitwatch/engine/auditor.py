@@ -94,7 +94,7 @@ class TableAuditor:
                 self._raise_record("PROCEDURE_OUT_OF_ORDER", ev, rid,
                                    f"{ev.type} for round {rid} after it ended")
                 return
-            if r is not None:
+            if r is not None and not r.ended:
                 self._incomplete(r, ev.event_id, ev.ts, f"the table moved on to round {rid}")
             r = self.round = self._open_round(rid)
         elif r.ended:
@@ -131,6 +131,26 @@ class TableAuditor:
         r = self.round
         if r is not None and not r.ended:
             self._incomplete(r, r.last_event_id, r.last_ts, "the input ended before RoundEnded")
+
+    # --- snapshots ---------------------------------------------------------------------
+
+    def export_state(self) -> dict[str, Any]:
+        """Everything the auditor knows, as plain objects (the callbacks excepted): a
+        snapshot that `import_state` turns back into the same auditor."""
+        return {"table": self.table, "devices": self.devices, "round": self.round,
+                "pending_open": self.pending_open, "closed": self.closed,
+                "pack": (self.table.jurisdiction, self.table.game)}
+
+    def import_state(self, state: dict[str, Any]) -> None:
+        self.table = state["table"]
+        self.devices = state["devices"]
+        self.round = state["round"]
+        if self.round is not None:
+            self.round.table = self.table
+        self.pending_open = state["pending_open"]
+        self.closed = state["closed"]
+        self.pack = self.select_pack(*state["pack"]) if self.table.opened \
+            else self.select_pack("OTHER", "OTHER")
 
     # --- the record: seq, digest, redelivery -----------------------------------------
 

@@ -212,7 +212,7 @@ def write_container(out: IO[bytes], events: Iterable[Event], codec: str = "defla
 
 def read_container_datums(src: IO[bytes]) -> Iterator[dict[str, Any]]:
     """Raw datums, for the bare-decode baseline and for typed reading."""
-    yield from fastavro.reader(src, reader_schema=plain_schema(), return_record_name=True)
+    yield from fastavro.reader(src, return_record_name=True)
 
 
 def read_container(src: IO[bytes]) -> Iterator[Event]:

@@ -42,11 +42,11 @@ def parsed_schema() -> Any:
     return fastavro.parse_schema(raw_schema())
 
 
-def _strip_logical(node: Any) -> Any:
+def strip_logical(node: Any) -> Any:
     if isinstance(node, dict):
-        return {k: _strip_logical(v) for k, v in node.items() if k != "logicalType"}
+        return {k: strip_logical(v) for k, v in node.items() if k != "logicalType"}
     if isinstance(node, list):
-        return [_strip_logical(v) for v in node]
+        return [strip_logical(v) for v in node]
     return node
 
 
@@ -54,7 +54,7 @@ def _strip_logical(node: Any) -> Any:
 def plain_schema() -> Any:
     """The schema without logical types: the same bytes and fingerprint, but ts stays an
     int of milliseconds and event_id a str, with no datetime or UUID objects made."""
-    return fastavro.parse_schema(_strip_logical(raw_schema()))
+    return fastavro.parse_schema(strip_logical(raw_schema()))
 
 
 def _crc64_avro_table() -> list[int]:

@@ -14,10 +14,13 @@ _TIME_COLUMNS = frozenset({"ts", "started", "ended", "detected_at"})
 
 class ServerStore:
     def __init__(self, host: str = "127.0.0.1", port: int = 19000,
-                 database: str = "default", connect_timeout: float = 5.0) -> None:
+                 database: str = "pitwatch", connect_timeout: float = 5.0) -> None:
         from clickhouse_driver import Client
 
+        self.database = database
         self.client = Client(host=host, port=port, database=database,
+                             connect_timeout=connect_timeout, send_receive_timeout=30)
+        self._admin = Client(host=host, port=port, database="default",
                              connect_timeout=connect_timeout, send_receive_timeout=30)
         self._cols = {t: columns(t) for t in TABLES}
 
@@ -30,6 +33,13 @@ class ServerStore:
             raise StoreError(f"ClickHouse: {e}") from e
 
     def setup(self) -> None:
+        try:
+            self._admin.execute(f"CREATE DATABASE IF NOT EXISTS {self.database}")
+        except Exception as e:
+            self._admin.disconnect()
+            raise StoreError(f"ClickHouse: {e}") from e
+        finally:
+            self._admin.disconnect()
         for stmt in ddl_statements():
             self._execute(stmt)
 

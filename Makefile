@@ -1,0 +1,45 @@
+# The two commands a newcomer needs:
+#   make demo   install, then run the main job embedded (no servers)
+#   make test   install everything the tests need, start Kafka and ClickHouse, run them all
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test install install-test lint unit bench services-start services-stop clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+install: $(BIN)/python
+	$(BIN)/pip install -q -e .
+
+install-test: $(BIN)/python
+	$(BIN)/pip install -q -e '.[test]'
+
+demo: install
+	$(BIN)/pitwatch demo
+
+test: install-test
+	scripts/test.sh
+
+lint: install-test
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+unit: install-test
+	$(BIN)/python -m pytest -q -m "not integration"
+
+bench: install-test
+	$(BIN)/python bench/codec.py
+	$(BIN)/python bench/audit.py
+
+services-start:
+	deploy/services.sh start
+
+services-stop:
+	deploy/services.sh stop
+
+clean:
+	deploy/services.sh stop || true
+	rm -rf .run pitwatch-data

@@ -1,0 +1,43 @@
+"""Violations on the wire: Avro single-object encoding of schemas/avro/Violation.avsc,
+for the alerts topic."""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+from functools import cache
+from typing import Any
+
+import fastavro
+
+from ..events.schema import SINGLE_OBJECT_MAGIC, strip_logical, fingerprint, schemas_dir
+from .violation import Violation
+
+
+@cache
+def _schema() -> Any:
+    with open(schemas_dir() / "avro" / "Violation.avsc", encoding="utf-8") as f:
+        return fastavro.parse_schema(strip_logical(json.load(f)))
+
+
+@cache
+def _header() -> bytes:
+    return SINGLE_OBJECT_MAGIC + struct.pack("<Q", fingerprint(_schema()))
+
+
+def encode_violation(v: Violation) -> bytes:
+    d = v.to_json()
+    buf = io.BytesIO()
+    buf.write(_header())
+    fastavro.schemaless_writer(buf, _schema(), d)
+    return buf.getvalue()
+
+
+def decode_violation(msg: bytes) -> Violation:
+    if msg[:10] != _header():
+        raise ValueError("not a pitwatch.alerts.Violation (single-object header)")
+    d = fastavro.schemaless_reader(io.BytesIO(msg[10:]), _schema(), None)
+    return Violation(d["code"], d["severity"], d["table_id"], d["round_id"], d["seat"],
+                     d["hand"], d["event_id"], tuple(d["evidence"]), d["citation"],
+                     d["message"], d["pack"], d["pack_version"], d["detected_at"])

@@ -1,0 +1,123 @@
+"""The Faust app: an audit agent over the table-events topic, thin around the core.
+
+Per event: decode (a message that does not decode goes to the dead-letter topic with
+its reason), feed the table's auditor, send each violation to the alerts topic at once
+(Avro) and each finished round to the rounds topic, and persist the table's state in a
+changelog-backed Faust table. The ClickHouse sink runs beside it (`sink.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import faust
+import orjson
+
+from pitwatch.engine.alerts import encode_violation
+from pitwatch.engine.auditor import RoundSummary
+from pitwatch.engine.violation import Violation
+from pitwatch.events.avro import DecodeError, decode_single
+from pitwatch.events.model import RoundEnded
+from pitwatch.packs.registry import select
+from pitwatch.store.rows import round_row
+from pitwatch.store.server import ServerStore
+
+from .settings import Settings
+from .sink import run_sink
+from .state import TableStates
+
+log = logging.getLogger("pitwatch.worker")
+
+
+def create_app(settings: Settings) -> faust.App:
+    app = faust.App(
+        settings.app_id,
+        broker=f"kafka://{settings.kafka}",
+        store=settings.store,
+        datadir=str(Path(settings.data_dir) / "faust"),
+        topic_partitions=settings.partitions,
+        topic_replication_factor=1,
+        web_port=settings.web_port,
+        web_enabled=False,
+        producer_acks=-1,
+        producer_linger_ms=1,
+        stream_buffer_maxsize=8192,
+        consumer_auto_offset_reset="earliest",
+    )
+    raw = {"key_type": bytes, "value_type": bytes, "key_serializer": "raw",
+           "value_serializer": "raw"}
+    events = app.topic(settings.events_topic, partitions=settings.partitions, **raw)
+    alerts = app.topic(settings.alerts_topic, **raw)
+    rounds = app.topic(settings.rounds_topic, **raw)
+    dead = app.topic(settings.dead_letter_topic, **raw)
+    open_rounds = app.Table("open-rounds", default=None, partitions=settings.partitions,
+                            key_type=str, value_type=bytes, key_serializer="raw",
+                            value_serializer="raw")
+
+    out_v: list[Violation] = []
+    out_r: list[RoundSummary] = []
+    states = TableStates(open_rounds, select, out_v.append, out_r.append)
+
+    @app.on_partitions_revoked.connect
+    async def on_revoked(sender: Any, revoked: Any, **kwargs: Any) -> None:
+        states.forget()
+
+    @app.agent(events)
+    async def audit(stream: Any) -> None:
+        async for event in stream.events():
+            msg = event.message
+            try:
+                ev = decode_single(msg.value)
+            except DecodeError as e:
+                await dead.send(key=msg.key, value=orjson.dumps({
+                    "reason": str(e), "topic": msg.topic, "partition": msg.partition,
+                    "offset": msg.offset, "key": (msg.key or b"").decode("utf-8", "replace"),
+                    "value_b64": base64.b64encode(msg.value or b"").decode()}))
+                log.warning("dead letter at %s[%d]@%d: %s", msg.topic, msg.partition,
+                            msg.offset, e)
+                continue
+            auditor = states.auditor(ev.table_id)
+            auditor.feed(ev)
+            boundary = ev.round_id is None or type(ev.payload) is RoundEnded
+            states.record(ev.table_id, msg.value, boundary)
+            key = ev.table_id.encode()
+            for v in out_v:
+                await alerts.send(key=key, value=encode_violation(v))
+            for r in out_r:
+                await rounds.send(key=key, value=orjson.dumps(round_row(r)))
+            out_v.clear()
+            out_r.clear()
+
+    @app.timer(interval=10.0)
+    async def expire_rounds() -> None:
+        """Rounds left open past the time-out are incomplete (the wall clock is read here,
+        in the worker, and handed to the engine)."""
+        now_ms = int(time.time() * 1000)
+        for a in list(states.auditors.values()):
+            a.expire(now_ms, int(settings.round_timeout_s * 1000))
+        for v in out_v:
+            await alerts.send(key=v.table_id.encode(), value=encode_violation(v))
+        for r in out_r:
+            await rounds.send(key=r.table_id.encode(), value=orjson.dumps(round_row(r)))
+        out_v.clear()
+        out_r.clear()
+
+    if settings.sink:
+        stopping = asyncio.Event()
+
+        @app.task
+        async def sink() -> None:
+            await run_sink(settings, lambda: ServerStore(
+                settings.clickhouse_host, settings.clickhouse_port, settings.clickhouse_db),
+                stopping.is_set)
+
+        @app.on_before_shutdown.connect
+        def on_shutdown(sender: Any, **kwargs: Any) -> None:
+            stopping.set()
+
+    return app

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Run every check and test: lint, types, unit tests, then the integration tests against
+# real Kafka and ClickHouse, which this script starts (deploy/services.sh) and stops by
+# PID however the tests end.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=.venv/bin
+
+echo "== ruff"; $BIN/ruff check .
+echo "== mypy"; $BIN/mypy
+echo "== unit tests"; $BIN/python -m pytest -q -m "not integration" -p no:cacheprovider
+
+echo "== services"
+trap 'deploy/services.sh stop' EXIT
+deploy/services.sh start
+echo "== integration tests"
+PITWATCH_SERVICES=1 $BIN/python -m pytest -q -m integration -p no:cacheprovider
