@@ -48,6 +48,8 @@ def create_app(settings: Settings) -> faust.App:
         producer_linger_ms=1,
         stream_buffer_maxsize=8192,
         consumer_auto_offset_reset="earliest",
+        key_serializer="raw",
+        value_serializer="raw",
     )
     raw = {"key_type": bytes, "value_type": bytes, "key_serializer": "raw",
            "value_serializer": "raw"}
@@ -56,8 +58,7 @@ def create_app(settings: Settings) -> faust.App:
     rounds = app.topic(settings.rounds_topic, **raw)
     dead = app.topic(settings.dead_letter_topic, **raw)
     open_rounds = app.Table("open-rounds", default=None, partitions=settings.partitions,
-                            key_type=str, value_type=bytes, key_serializer="raw",
-                            value_serializer="raw")
+                            key_type=bytes, value_type=bytes)
 
     out_v: list[Violation] = []
     out_r: list[RoundSummary] = []

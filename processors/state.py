@@ -21,7 +21,7 @@ _GEN = struct.Struct("<Q")
 
 
 class TableStates:
-    def __init__(self, table: MutableMapping[str, bytes], select_pack: PackSelector,
+    def __init__(self, table: MutableMapping[bytes, bytes], select_pack: PackSelector,
                  on_violation: ViolationSink, on_round: RoundSink) -> None:
         self.table = table
         self.select_pack = select_pack
@@ -47,12 +47,12 @@ class TableStates:
         muted: list[Any] = []
         a = TableAuditor(table_id, self.select_pack, muted.append, muted.append)
         gen, n = 0, 0
-        snap = self.table.get(f"{table_id}|snap")
+        snap = self.table.get(f"{table_id}|snap".encode())
         if snap is not None:
             gen = _GEN.unpack_from(snap)[0]
             a.import_state(pickle.loads(snap[_GEN.size:]))  # noqa: S301 (our own changelog)
             while True:
-                delta = self.table.get(f"{table_id}|{n}")
+                delta = self.table.get(f"{table_id}|{n}".encode())
                 if delta is None or _GEN.unpack_from(delta)[0] != gen:
                     break
                 a.feed(decode_single(delta[_GEN.size:]))
@@ -70,10 +70,10 @@ class TableStates:
         if boundary:
             gen += 1
             state = a.export_state()
-            self.table[f"{table_id}|snap"] = _GEN.pack(gen) + pickle.dumps(state, protocol=5)
+            self.table[f"{table_id}|snap".encode()] = _GEN.pack(gen) + pickle.dumps(state, protocol=5)
             self.generation[table_id] = gen
             self.next_delta[table_id] = 0
         else:
             n = self.next_delta[table_id]
-            self.table[f"{table_id}|{n}"] = _GEN.pack(gen) + raw
+            self.table[f"{table_id}|{n}".encode()] = _GEN.pack(gen) + raw
             self.next_delta[table_id] = n + 1

@@ -60,6 +60,9 @@ examples:
                             sink=not args.no_sink, round_timeout_s=args.round_timeout
                             ).with_prefix(args.topic_prefix)
         logging.basicConfig(level=args.loglevel.upper())
+        from pathlib import Path
+
+        Path(settings.data_dir).mkdir(parents=True, exist_ok=True)
         app = create_app(settings)
         worker = Worker(app, loglevel=args.loglevel, quiet=True)
         worker.execute_from_commandline()

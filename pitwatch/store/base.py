@@ -47,7 +47,7 @@ def columns(table: str) -> list[str]:
     for stmt in ddl_statements():
         head, _, rest = stmt.partition("(")
         if head.split()[-1] == table:
-            body = rest.rsplit(")", 1)[0]
+            body = rest.split(") ENGINE", 1)[0]
             cols = []
             for line in body.splitlines():
                 parts = line.strip().rstrip(",").split()
