@@ -42,7 +42,7 @@ class AuditReport:
     def add_round(self, s: RoundSummary) -> None:
         self.rounds += 1
         self.incomplete += not s.complete
-        self.games[s.game] += 1
+        self.games[f"{s.jurisdiction} {s.game}"] += 1
         self.wagered += s.wagered
         self.paid += s.paid
         self.collected += s.collected
