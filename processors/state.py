@@ -50,7 +50,7 @@ class TableStates:
         snap = self.table.get(f"{table_id}|snap".encode())
         if snap is not None:
             gen = _GEN.unpack_from(snap)[0]
-            a.import_state(pickle.loads(snap[_GEN.size:]))  # noqa: S301 (our own changelog)
+            a.import_state(pickle.loads(snap[_GEN.size:]))
             while True:
                 delta = self.table.get(f"{table_id}|{n}".encode())
                 if delta is None or _GEN.unpack_from(delta)[0] != gen:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import orjson
 
-from ..events.files import Rejected
 from ..engine.violation import Violation
+from ..events.files import Rejected
 from ..store.embedded import EmbeddedStore
 from . import report
 from .run import audit_paths

@@ -11,7 +11,7 @@ from typing import Any
 
 import fastavro
 
-from ..events.schema import SINGLE_OBJECT_MAGIC, strip_logical, fingerprint, schemas_dir
+from ..events.schema import SINGLE_OBJECT_MAGIC, fingerprint, schemas_dir, strip_logical
 from .violation import Violation
 
 

@@ -52,7 +52,7 @@ class RoundSummary:
 
 
 class _Device:
-    __slots__ = ("last_seq", "last_event", "window")
+    __slots__ = ("last_event", "last_seq", "window")
 
     def __init__(self) -> None:
         self.last_seq = 0

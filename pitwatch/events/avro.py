@@ -36,7 +36,14 @@ from .model import (
     WagerPlaced,
     WagerReturned,
 )
-from .schema import NAMESPACE, plain_schema, single_object_header
+from .schema import (
+    NAMESPACE,
+    fingerprint,
+    plain_schema,
+    raw_schema,
+    single_object_header,
+    strip_logical,
+)
 
 RANK_TO_AVRO: Final = {
     "A": "ACE", "2": "TWO", "3": "THREE", "4": "FOUR", "5": "FIVE", "6": "SIX", "7": "SEVEN",
@@ -142,7 +149,7 @@ _FROM_AVRO: Final[dict[str, Any]] = {
 }
 
 
-def from_datum(d: dict[str, Any]) -> Event:
+def from_datum(d: dict[str, Any], raw: bytes | None = None) -> Event:
     name, body = d["payload"]
     try:
         payload = _FROM_AVRO[name](body)
@@ -152,7 +159,7 @@ def from_datum(d: dict[str, Any]) -> Event:
     if type(ts) is not int:  # a file written under the logical types: datetime and UUID
         ts, event_id = int(ts.timestamp() * 1000), str(event_id)
     return Event(event_id, d["table_id"], d["device_id"], d["seq"], ts,
-                 d["round_id"], d["prev_digest"], payload)
+                 d["round_id"], d["prev_digest"], payload, raw)
 
 
 # --- bytes ----------------------------------------------------------------------------
@@ -167,7 +174,7 @@ def encode(ev: Event) -> bytes:
 
 def digest(ev: Event) -> bytes:
     """SHA-256 of the canonical form: what the device's next event carries as prev_digest."""
-    return hashlib.sha256(encode(ev)).digest()
+    return hashlib.sha256(ev.raw if ev.raw is not None else encode(ev)).digest()
 
 
 def decode(body: bytes) -> Event:
@@ -176,7 +183,7 @@ def decode(body: bytes) -> Event:
                                        return_record_name=True)
     except Exception as e:  # fastavro raises many kinds on bad bytes
         raise DecodeError(f"not a TableEvent body: {e}") from e
-    return from_datum(d)
+    return from_datum(d, body)
 
 
 def encode_single(ev: Event) -> bytes:
@@ -196,7 +203,11 @@ def decode_single(message: bytes) -> Event:
 # --- container files ----------------------------------------------------------------
 
 
-def write_container(out: IO[bytes], events: Iterable[Event], codec: str = "deflate") -> int:
+def write_container(out: IO[bytes], events: Iterable[Event], codec: str = "deflate",
+                    sync_marker: bytes | None = None) -> int:
+    """An Avro container file of events; returns how many. The header carries the schema
+    as its file reads, without logical types (same fingerprint; readers get ints and
+    strs, not datetimes). With a `sync_marker` the same events give the same bytes."""
     n = 0
 
     def data() -> Iterator[dict[str, Any]]:
@@ -205,16 +216,31 @@ def write_container(out: IO[bytes], events: Iterable[Event], codec: str = "defla
             n += 1
             yield to_datum(ev)
 
-    # The plain schema: same fingerprint, and readers get ints and strs, not datetimes.
-    fastavro.writer(out, plain_schema(), data(), codec=codec, sync_interval=64 * 1024)
+    fastavro.writer(out, strip_logical(raw_schema()), data(), codec=codec,
+                    sync_interval=64 * 1024, sync_marker=sync_marker)
     return n
 
 
-def read_container_datums(src: IO[bytes]) -> Iterator[dict[str, Any]]:
-    """Raw datums, for the bare-decode baseline and for typed reading."""
-    yield from fastavro.reader(src, return_record_name=True)
+def read_container_records(src: IO[bytes]) -> Iterator[tuple[dict[str, Any], bytes | None]]:
+    """Each record's datum and, when the file was written under this schema, its raw
+    bytes: the canonical form, so digests need no re-encoding. Block by block, record by
+    record, as fast as fastavro's own reader."""
+    ours = fingerprint(plain_schema())
+    for block in fastavro.block_reader(src, return_record_name=True):
+        writer = block.writer_schema
+        same = fingerprint(fastavro.parse_schema(writer)) == ours
+        raw = block.bytes_.getvalue()
+        bio = io.BytesIO(raw)
+        schema = plain_schema() if same else fastavro.parse_schema(writer)
+        read = fastavro.schemaless_reader
+        pos = 0
+        for _ in range(block.num_records):
+            d = read(bio, schema, None, return_record_name=True)
+            end = bio.tell()
+            yield d, (raw[pos:end] if same else None)
+            pos = end
 
 
 def read_container(src: IO[bytes]) -> Iterator[Event]:
-    for d in read_container_datums(src):
-        yield from_datum(d)
+    for d, raw in read_container_records(src):
+        yield from_datum(d, raw)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from .avro import DecodeError, from_datum, read_container_datums, write_container
+from .avro import DecodeError, from_datum, read_container_records, write_container
 from .jsonl import InvalidEvent, dumps, loads
 from .model import Event
 
@@ -64,9 +64,9 @@ def read_jsonl(src: IO[bytes], name: str, reject: Reject) -> Iterator[Event]:
 def read_avro(src: IO[bytes], name: str, reject: Reject) -> Iterator[Event]:
     n = 0
     try:
-        for n, d in enumerate(read_container_datums(src), 1):  # noqa: B007
+        for n, (d, raw) in enumerate(read_container_records(src), 1):
             try:
-                yield from_datum(d)
+                yield from_datum(d, raw)
             except (DecodeError, KeyError) as e:
                 reject(Rejected(name, n, f"record {n}: {e}", repr(d)[:2000]))
     except Exception as e:  # a corrupt block: the rest of the file cannot be framed

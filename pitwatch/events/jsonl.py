@@ -134,12 +134,6 @@ def from_json(d: Any) -> Event:
                  d.get("round_id"), prev, payload)
 
 
-def _rules_json(r: Rules) -> dict[str, Any]:
-    from .avro import _rules_to_avro  # the JSON object has the Avro datum's shape
-
-    return _rules_to_avro(r)
-
-
 def to_json(ev: Event) -> dict[str, Any]:
     d: dict[str, Any] = {
         "type": type(ev.payload).__name__, "event_id": ev.event_id, "table_id": ev.table_id,

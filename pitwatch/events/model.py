@@ -1,8 +1,10 @@
 """Typed table events: the envelope of design/events.md and one payload each.
 
-Plain slotted dataclasses, frozen so an event is a value. Closed vocabularies are
-string constants (the Avro enums' JSON spellings) kept in one place here; the codec
-checks them at the edge so the engine can trust them.
+Plain slotted dataclasses compared by value. Events and payloads are not frozen:
+constructing a frozen dataclass costs twice as much, and a million of them are made per
+audit; nothing in pitwatch mutates an event once built. Closed vocabularies are string
+constants (the Avro enums' JSON spellings) kept in one place here; the codec checks them
+at the edge so the engine can trust them.
 """
 
 from __future__ import annotations
@@ -87,26 +89,26 @@ class Rules:
 # --- payloads -----------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class TableOpened:
     jurisdiction: str
     game: str
     rules: Rules
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ShoeLoaded:
     shoe_id: str
     decks: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RoundStarted:
     dealer_id: str
     seats: tuple[int, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class WagerPlaced:
     seat: int
     hand: int
@@ -114,7 +116,7 @@ class WagerPlaced:
     amount: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CardDealt:
     to: str
     seat: int | None
@@ -124,34 +126,34 @@ class CardDealt:
     face_up: bool
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class InsuranceOffered:
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SwitchOffered:
     seat: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class HoleCardInserted:
     dealer_blackjack: bool
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class HoleCardRevealed:
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PlayerDecision:
     seat: int
     hand: int
     decision: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PayoutMade:
     seat: int
     hand: int
@@ -159,7 +161,7 @@ class PayoutMade:
     amount: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class WagerCollected:
     seat: int
     hand: int
@@ -167,7 +169,7 @@ class WagerCollected:
     amount: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class WagerReturned:
     seat: int
     hand: int
@@ -175,13 +177,13 @@ class WagerReturned:
     amount: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CardsCleared:
     seat: int | None
     hand: int | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RoundEnded:
     pass
 
@@ -205,7 +207,7 @@ PAYLOAD_TYPES: Final[dict[str, type[Payload]]] = {
 MONEY_PAYLOADS: Final = (WagerPlaced, PayoutMade, WagerCollected, WagerReturned)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Event:
     """One event from a table device: the envelope and its payload."""
 
@@ -216,7 +218,10 @@ class Event:
     ts: int  # device clock, ms since the epoch; display and latency only
     round_id: str | None
     prev_digest: bytes | None
-    payload: Payload = field(repr=True)
+    payload: Payload
+    #: The event's canonical Avro bytes when it was decoded from them (an Avro file or a
+    #: Kafka message), so its digest needs no re-encoding. Not part of its value.
+    raw: bytes | None = field(default=None, compare=False, repr=False)
 
     @property
     def type(self) -> str:

@@ -5,8 +5,21 @@ from __future__ import annotations
 
 from ..engine.rulepack import RulePack
 from .base import (
-    CARD, CLEARED, CRITICAL, DECISION, END, HIGH, MEDIUM, MONEY, RECORD_CITATIONS, STOPPED,
-    WAGER, dealing_rules, payout_rules, procedure_rules, rule,
+    CARD,
+    CLEARED,
+    CRITICAL,
+    DECISION,
+    END,
+    HIGH,
+    MEDIUM,
+    MONEY,
+    RECORD_CITATIONS,
+    STOPPED,
+    WAGER,
+    dealing_rules,
+    payout_rules,
+    procedure_rules,
+    rule,
 )
 from .checks import bonus, surrender
 

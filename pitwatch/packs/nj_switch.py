@@ -4,8 +4,18 @@ from __future__ import annotations
 
 from ..engine.rulepack import RulePack
 from .base import (
-    CARD, CRITICAL, END, HIGH, MEDIUM, MONEY, RECORD_CITATIONS, WAGER, dealing_rules,
-    payout_rules, procedure_rules, rule,
+    CARD,
+    CRITICAL,
+    END,
+    HIGH,
+    MEDIUM,
+    MONEY,
+    RECORD_CITATIONS,
+    WAGER,
+    dealing_rules,
+    payout_rules,
+    procedure_rules,
+    rule,
 )
 from .checks import insurance
 

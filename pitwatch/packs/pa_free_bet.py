@@ -5,8 +5,20 @@ from __future__ import annotations
 
 from ..engine.rulepack import RulePack
 from .base import (
-    CARD, CLEARED, CRITICAL, DECISION, END, HIGH, MEDIUM, MONEY, RECORD_CITATIONS, WAGER,
-    dealing_rules, payout_rules, procedure_rules, rule,
+    CARD,
+    CLEARED,
+    CRITICAL,
+    DECISION,
+    END,
+    HIGH,
+    MEDIUM,
+    MONEY,
+    RECORD_CITATIONS,
+    WAGER,
+    dealing_rules,
+    payout_rules,
+    procedure_rules,
+    rule,
 )
 from .checks import even_money, insurance
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from .base import StoreError, columns, ddl_statements, TABLES
+from .base import TABLES, StoreError, columns, ddl_statements
 
 
 class EmbeddedStore:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ...blackjack import Settlement
-from ...events.model import Event, PayoutMade, WagerCollected, WagerReturned
 from ...engine.state import Wager
+from ...events.model import Event, PayoutMade, WagerCollected, WagerReturned
 
 Money = PayoutMade | WagerCollected | WagerReturned
 

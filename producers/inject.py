@@ -1,0 +1,715 @@
+"""The fault catalogue of docs/procedure.md ("Injection"): how each violation code is
+made in a round whose preconditions it meets.
+
+Every fault breaks exactly one rule and keeps its collateral out: a void wager is
+handed back with `WagerReturned` when its seat settles, a void decision changes
+nothing, a sequence gap keeps the digest chain, and so on. Each fault names the step
+the audit sees it on; that step's event id goes to truth.jsonl.
+
+A fault is injected only at tables whose rule pack judges its code (the sources in
+design/violations.md): insurance faults at Blackjack Switch (13:69F-2A.8), Free Bet
+(672a.8) and New Zealand (9.1-9.4) tables, surrender and bonus faults at New Jersey
+blackjack tables (2.8, 2.25), even money at Free Bet and New Zealand, blackjack payment
+in New Zealand; the dealing and record faults everywhere.
+
+Not injected: INSURANCE_PAID_BEFORE_COLLECTION (in a consistent stream all insurance
+of a round wins or all of it loses).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from pitwatch import blackjack as bj
+from pitwatch.events.model import (
+    SUITS,
+    CardDealt,
+    CardsCleared,
+    PayoutMade,
+    PlayerDecision,
+    RoundStarted,
+    WagerCollected,
+    WagerPlaced,
+    WagerReturned,
+)
+
+from .betting import allowed_insurance, chips, insurance_amount, side_amount
+from .dealing import PlayOptions
+from .floor import BLACKJACK, FREE_BET, SWITCH, TableConfig
+from .script import CONSOLE, RFID, SHOE, RoundScript, Step
+
+NJ_BJ: Final = ("NJ", BLACKJACK)
+NJ_SW: Final = ("NJ", SWITCH)
+PA_FB: Final = ("PA", FREE_BET)
+NZ_BJ: Final = ("NZ", BLACKJACK)
+INSURANCE_TABLES: Final = frozenset({NJ_SW, PA_FB, NZ_BJ})
+EVEN_MONEY_TABLES: Final = frozenset({PA_FB, NZ_BJ})
+HAND_WAGERS: Final = frozenset({"MAIN", "DOUBLE", "SPLIT"})
+
+
+@dataclass(frozen=True, slots=True)
+class InjectContext:
+    cfg: TableConfig
+    script: RoundScript
+    counts: Mapping[tuple[str, str], int]  # cards dealt from the shoe before the round
+    decks: int
+    last_round: bool
+
+
+Targets = Callable[[InjectContext], list[Any]]
+#: Edits the script; returns the step the audit sees the fault on, or None for "the
+#: next event of the table" (ROUND_INCOMPLETE).
+Apply = Callable[[InjectContext, Any], Step | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    code: str
+    tables: frozenset[tuple[str, str]] | None  # (jurisdiction, game); None: every table
+    targets: Targets
+    apply: Apply
+    #: faults that change the play: the round is dealt again with these options, and
+    #: `apply` then only names the step in the new script
+    replay: PlayOptions | None = None
+
+
+# --- helpers ---------------------------------------------------------------------------
+
+
+def _rfid(payload: object, *tag: object) -> Step:
+    return Step(RFID, payload, ("fault", *tag))  # type: ignore[arg-type]
+
+
+def _console(payload: object, *tag: object) -> Step:
+    return Step(CONSOLE, payload, ("fault", *tag))  # type: ignore[arg-type]
+
+
+def _hand_back(s: RoundScript, seat: int, hand: int, kind: str, amount: int) -> None:
+    """A void wager handed back when its seat settles."""
+    s.insert_at(s.seat_turn_index(seat), [_rfid(WagerReturned(seat, hand, kind, amount))])
+
+
+def _drop_insurance(s: RoundScript, seat: int) -> None:
+    """The seat makes no insurance of its own (the fault puts one in its place)."""
+    s.remove([*s.find("ins", seat), *s.find("ins_settle", seat)])
+
+
+def _free_seats(ctx: InjectContext) -> list[int]:
+    return [n for n in range(1, 8) if n not in ctx.script.facts.seats]
+
+
+def _up_ace(ctx: InjectContext) -> bool:
+    return ctx.script.facts.up == "A"
+
+
+def _insurers(ctx: InjectContext) -> list[tuple[int, int]]:
+    """Seats that could insure (no even money), with the amount a compliant player bets."""
+    if not _up_ace(ctx):
+        return []
+    out = []
+    for seat, f in ctx.script.facts.seats.items():
+        amount = insurance_amount(f.main, ctx.cfg.rules, ctx.cfg.jurisdiction)
+        if not f.even_money and amount is not None:
+            out.append((seat, amount))
+    return out
+
+
+def _void_insurance_at(where: Callable[[InjectContext], Step | None]) -> tuple[Targets, Apply]:
+    """Insurance of a compliant amount, placed at a moment it may not be."""
+
+    def targets(ctx: InjectContext) -> list[Any]:
+        return _insurers(ctx) if where(ctx) is not None else []
+
+    def apply(ctx: InjectContext, t: tuple[int, int]) -> Step:
+        seat, amount = t
+        s = ctx.script
+        _drop_insurance(s, seat)
+        anchor = where(ctx)
+        assert anchor is not None
+        step = _rfid(WagerPlaced(seat, 0, "INSURANCE", amount))
+        s.insert_after(anchor, step)
+        _hand_back(s, seat, 0, "INSURANCE", amount)
+        return step
+
+    return targets, apply
+
+
+def _void_insurance_amount(amount_of: Callable[[InjectContext, int], int | None]
+                           ) -> tuple[Targets, Apply]:
+    """Insurance at its time but of an amount that may not be bet."""
+
+    def targets(ctx: InjectContext) -> list[Any]:
+        if not (_up_ace(ctx) and ctx.script.find("ins_offer")):
+            return []
+        out = []
+        for seat, f in ctx.script.facts.seats.items():
+            amount = amount_of(ctx, f.main)
+            if not f.even_money and amount is not None:
+                out.append((seat, amount))
+        return out
+
+    def apply(ctx: InjectContext, t: tuple[int, int]) -> Step:
+        seat, amount = t
+        s = ctx.script
+        _drop_insurance(s, seat)
+        step = _rfid(WagerPlaced(seat, 0, "INSURANCE", amount))
+        s.insert_after_marker("ins_slot", seat, steps=[step])
+        _hand_back(s, seat, 0, "INSURANCE", amount)
+        return step
+
+    return targets, apply
+
+
+# --- insurance -------------------------------------------------------------------------
+
+
+def _after_deal(ctx: InjectContext) -> Step | None:
+    if _up_ace(ctx):
+        return None
+    s = ctx.script
+    return s.steps[s.marker_index("after_deal")]
+
+
+def _after_upcard(ctx: InjectContext) -> Step | None:
+    s = ctx.script
+    return s.steps[s.marker_index("after_upcard")]
+
+
+def _too_late_anchor(ctx: InjectContext) -> Step | None:
+    """After the hole card went into the reader; without a reader (New Zealand), after
+    the first further card a player got."""
+    s = ctx.script
+    reader = s.first("reader")
+    if reader is not None:
+        return reader
+    if not s.facts.play_phase:
+        return None
+    start = s.marker_index("play_start")
+    for step in s.steps[start:]:
+        p = step.payload
+        if isinstance(p, CardDealt) and p.to == "PLAYER":
+            return step
+    return None
+
+
+def _over_limit(ctx: InjectContext, main: int) -> int | None:
+    rules = ctx.cfg.rules
+    unit = rules.chip_unit
+    amount = allowed_insurance(main, unit) + unit
+    if ctx.cfg.jurisdiction == "NZ":  # keep it a chip multiple of at least the minimum
+        amount = max(amount, -(-rules.min_wager // unit) * unit)
+    return amount
+
+
+def _under_minimum(ctx: InjectContext, main: int) -> int | None:
+    rules = ctx.cfg.rules
+    unit = rules.chip_unit
+    return unit if unit < rules.min_wager and unit <= main // 2 else None
+
+
+def _on_match_targets(ctx: InjectContext) -> list[Any]:
+    if not (_up_ace(ctx) and ctx.script.find("ins_offer")):
+        return []
+    return [(seat, f.side[1]) for seat, f in ctx.script.facts.seats.items()
+            if f.side is not None and f.side[0] == "MATCH" and not f.split]
+
+
+def _on_match_apply(ctx: InjectContext, t: tuple[int, int]) -> Step:
+    seat, match = t
+    unit = ctx.cfg.rules.chip_unit
+    amount = max(unit, chips(match // 2, unit))
+    step = _rfid(WagerPlaced(seat, 2, "INSURANCE", amount))
+    ctx.script.insert_after_marker("ins_slot", seat, steps=[step])
+    _hand_back(ctx.script, seat, 2, "INSURANCE", amount)
+    return step
+
+
+def _ins_wrong_targets(ctx: InjectContext) -> list[Any]:
+    return [st for st in ctx.script.find("ins_settle") if isinstance(st.payload, PayoutMade)]
+
+
+def _ins_wrong_apply(ctx: InjectContext, step: Step) -> Step:
+    p = step.payload
+    assert isinstance(p, PayoutMade)
+    odds = ctx.cfg.rules.insurance_pays
+    step.payload = PayoutMade(p.seat, p.hand, p.kind, p.amount * odds.den // odds.num)  # 1 to 1
+    return step
+
+
+def _late_collection_targets(ctx: InjectContext) -> list[Any]:
+    s = ctx.script
+    if s.first("reader") is None or not s.find("dealer_draw"):
+        return []
+    return [st for st in s.find("ins_settle") if isinstance(st.payload, WagerCollected)]
+
+
+def _late_collection_apply(ctx: InjectContext, step: Step) -> Step:
+    s = ctx.script
+    s.remove([step])
+    s.insert_after_marker("settle_start", steps=[step])
+    first_draw = s.first("dealer_draw")
+    assert first_draw is not None
+    return first_draw  # the audit sees it when the dealer draws with it on the layout
+
+
+# --- even money and blackjack payment --------------------------------------------------
+
+
+def _em_not_available_targets(ctx: InjectContext) -> list[Any]:
+    if not (_up_ace(ctx) and ctx.script.find("ins_offer")):
+        return []
+    return [seat for seat, f in ctx.script.facts.seats.items() if not f.hand0_blackjack]
+
+
+def _em_not_available_apply(ctx: InjectContext, seat: int) -> Step:
+    s = ctx.script
+    _drop_insurance(s, seat)
+    step = _console(PlayerDecision(seat, 0, "EVEN_MONEY"))
+    s.insert_after_marker("ins_slot", seat, steps=[step])
+    return step
+
+
+def _em_wrong_apply(ctx: InjectContext, step: Step) -> Step:
+    p = step.payload
+    assert isinstance(p, PayoutMade)
+    step.payload = PayoutMade(p.seat, p.hand, p.kind, p.amount // 2)
+    return step
+
+
+def _em_removed_targets(ctx: InjectContext) -> list[Any]:
+    return [st for st in ctx.script.find("em_pay")
+            if not ctx.script.find("em_clear", st.tag[1])]
+
+
+def _em_removed_apply(ctx: InjectContext, pay: Step) -> Step:
+    s = ctx.script
+    seat = pay.tag[1]
+    assert isinstance(seat, int)
+    s.remove(s.find("clear", seat, 0))
+    step = _console(CardsCleared(seat, 0))
+    s.insert_after(pay, step)
+    return step
+
+
+def _bj_early_targets(ctx: InjectContext) -> list[Any]:
+    f = ctx.script.facts
+    if not (f.up == "A" or bj.is_ten_value(f.up)):
+        return []
+    return [seat for seat, sf in f.seats.items() if sf.hand0_blackjack and not sf.even_money]
+
+
+def _bj_early_apply(ctx: InjectContext, seat: int) -> Step:
+    s = ctx.script
+    main = s.facts.seats[seat].main
+    _drop_insurance(s, seat)
+    s.remove([*s.find("hand_settle", seat, 0), *s.find("clear", seat, 0)])
+    odds = ctx.cfg.rules.blackjack_pays
+    pay = _rfid(PayoutMade(seat, 0, "MAIN", bj.pay(main, bj.Ratio(odds.num, odds.den))))
+    s.insert_after_marker("after_deal", steps=[pay, _console(CardsCleared(seat, 0))])
+    return pay
+
+
+def _bj_late_targets(ctx: InjectContext) -> list[Any]:
+    return sorted({seat for st in ctx.script.find("nz_bj") if isinstance(seat := st.tag[1], int)})
+
+
+def _bj_late_apply(ctx: InjectContext, seat: int) -> Step:
+    s = ctx.script
+    moved = s.find("nz_bj", seat)
+    s.remove(moved)
+    s.insert_at(s.seat_turn_index(seat), moved)
+    start = s.marker_index("after_deal")
+    for step in s.steps[start:]:
+        if isinstance(step.payload, CardDealt):
+            return step  # the first card after the deal, with the blackjack still there
+    raise AssertionError("a New Zealand round always deals the dealer's second card")
+
+
+def _payout_wrong_targets(ctx: InjectContext) -> list[Any]:
+    return [st for st in ctx.script.find("hand_settle") if st.tag[3] in HAND_WAGERS]
+
+
+def _payout_wrong_apply(ctx: InjectContext, step: Step) -> Step:
+    p = step.payload
+    if isinstance(p, PayoutMade):  # a win overpaid by a chip
+        step.payload = PayoutMade(p.seat, p.hand, p.kind, p.amount + ctx.cfg.rules.chip_unit)
+    elif isinstance(p, WagerCollected):  # a loss handed back
+        step.payload = WagerReturned(p.seat, p.hand, p.kind, p.amount)
+    else:  # a push taken
+        assert isinstance(p, WagerReturned)
+        step.payload = WagerCollected(p.seat, p.hand, p.kind, p.amount)
+    return step
+
+
+# --- surrender -------------------------------------------------------------------------
+
+
+def _first_decisions(ctx: InjectContext, *kinds: str) -> list[Step]:
+    return [st for st in ctx.script.find("dec") if st.tag[3] == 0 and st.tag[4] in kinds]
+
+
+def _surrender_na_targets(ctx: InjectContext) -> list[Any]:
+    if ctx.cfg.rules.surrender:
+        return []
+    return [st for st in _first_decisions(ctx, "HIT", "STAND", "DOUBLE", "SPLIT")
+            if st.tag[2] == 0]
+
+
+def _surrender_na_apply(ctx: InjectContext, first: Step) -> Step:
+    p = first.payload
+    assert isinstance(p, PlayerDecision)
+    step = _console(PlayerDecision(p.seat, p.hand, "SURRENDER"))
+    ctx.script.insert_before(first, step)
+    return step
+
+
+def _surrender_early_targets(ctx: InjectContext) -> list[Any]:
+    return sorted(ctx.script.facts.seats) if ctx.cfg.rules.surrender else []
+
+
+def _surrender_early_apply(ctx: InjectContext, seat: int) -> Step:
+    step = _console(PlayerDecision(seat, 0, "SURRENDER"))
+    ctx.script.insert_after_marker("after_upcard", steps=[step])
+    return step
+
+
+def _surrender_late_targets(ctx: InjectContext) -> list[Any]:
+    if not ctx.cfg.rules.surrender:
+        return []
+    s = ctx.script
+    out: list[Step] = []
+    for dec in _first_decisions(ctx, "STAND", "HIT"):
+        if dec.tag[4] == "STAND":
+            out.append(dec)
+            continue
+        card = s.steps[s.index(dec) + 1]  # the hit card; a bust is settled right after it
+        if card.tag[0] == "hit" and s.steps[s.index(card) + 1].tag[0] != "bust":
+            out.append(card)
+    return out
+
+
+def _surrender_late_apply(ctx: InjectContext, after: Step) -> Step:
+    seat, hand = after.tag[1], after.tag[2]
+    assert isinstance(seat, int) and isinstance(hand, int)
+    step = _console(PlayerDecision(seat, hand, "SURRENDER"))
+    ctx.script.insert_after(after, step)
+    return step
+
+
+def _surrender_wrong_targets(ctx: InjectContext) -> list[Any]:
+    return [st for st in ctx.script.find("surr_settle")
+            if isinstance(st.payload, WagerCollected)]
+
+
+def _surrender_wrong_apply(ctx: InjectContext, collect: Step) -> Step:
+    s = ctx.script
+    seat, hand = collect.tag[1], collect.tag[2]
+    settle = s.find("surr_settle", seat, hand)
+    f = s.facts
+    if f.up == "A" or bj.is_ten_value(f.up):  # settled before the reveal
+        decision = next(st for st in s.find("dec", seat, hand) if st.tag[4] == "SURRENDER")
+        s.remove(settle)
+        s.insert_at(s.index(decision) + 1, settle)
+    else:  # the whole wager collected
+        p = collect.payload
+        assert isinstance(p, WagerCollected)
+        collect.payload = WagerCollected(p.seat, p.hand, p.kind, f.seats[p.seat].main)
+        s.remove([st for st in settle if isinstance(st.payload, WagerReturned)])
+    return collect
+
+
+# --- the bonus wager -------------------------------------------------------------------
+
+
+def _bonus_table(ctx: InjectContext) -> bool:
+    return ctx.cfg.rules.bonus_wager
+
+
+def _seats_without_bonus(ctx: InjectContext) -> list[int]:
+    return [seat for seat, f in ctx.script.facts.seats.items() if f.side is None]
+
+
+def _void_bonus(ctx: InjectContext, seat: int, amount: int, anchor: Step) -> Step:
+    step = _rfid(WagerPlaced(seat, 0, "BONUS", amount))
+    ctx.script.insert_after(anchor, step)
+    _hand_back(ctx.script, seat, 0, "BONUS", amount)
+    return step
+
+
+def _main_wager(ctx: InjectContext, seat: int) -> Step:
+    step = ctx.script.first("main_wp", seat, 0)
+    assert step is not None
+    return step
+
+
+def _bonus_na_apply(ctx: InjectContext, seat: int) -> Step:
+    amount = side_amount(ctx.script.facts.seats[seat].main, ctx.cfg.rules)
+    return _void_bonus(ctx, seat, amount, _main_wager(ctx, seat))
+
+
+def _bonus_late_apply(ctx: InjectContext, seat: int) -> Step:
+    s = ctx.script
+    amount = side_amount(s.facts.seats[seat].main, ctx.cfg.rules)
+    return _void_bonus(ctx, seat, amount, s.steps[s.marker_index("after_first_card")])
+
+
+def _bonus_amount_apply(ctx: InjectContext, seat: int) -> Step:
+    rules = ctx.cfg.rules
+    main = ctx.script.facts.seats[seat].main
+    cap = main if rules.bonus_wager_max is None else min(main, rules.bonus_wager_max)
+    return _void_bonus(ctx, seat, cap + rules.chip_unit, _main_wager(ctx, seat))
+
+
+def _bonus_without_main_apply(ctx: InjectContext, seat: int) -> Step:
+    s = ctx.script
+    start = s.steps[0]
+    p = start.payload
+    assert isinstance(p, RoundStarted)
+    start.payload = RoundStarted(p.dealer_id, tuple(sorted((*p.seats, seat))))
+    after = [st for st in s.find("main_wp") if st.tag[1] > seat]  # type: ignore[operator]
+    at = s.index(after[0]) if after else s.marker_index("wagers_end")
+    step = _rfid(WagerPlaced(seat, 0, "BONUS", ctx.cfg.rules.chip_unit))
+    s.insert_at(at, [step])
+    _hand_back(s, seat, 0, "BONUS", ctx.cfg.rules.chip_unit)
+    return step
+
+
+def _third_card_targets(ctx: InjectContext) -> list[Any]:
+    f = ctx.script.facts
+    return [True] if f.play_phase and f.bonus_open and f.dealer_two_total < 17 else []
+
+
+def _after_reveal(ctx: InjectContext, _t: object) -> Step:
+    """The dealer stopped on two cards: the first thing after the reveal shows it (the
+    hands settle on the two cards with the bonus wagers open, which go back last)."""
+    s = ctx.script
+    reveal = s.first("reveal")
+    assert reveal is not None
+    return next(st for st in s.steps[s.index(reveal) + 1:] if not st.is_marker)
+
+
+def _bonus_wrong_apply(ctx: InjectContext, step: Step) -> Step:
+    p = step.payload
+    if isinstance(p, PayoutMade):  # paid at 1 to 1
+        seat = p.seat
+        stake = ctx.script.facts.seats[seat].side
+        assert stake is not None
+        step.payload = PayoutMade(seat, p.hand, p.kind, stake[1])
+    else:  # a losing wager handed back
+        assert isinstance(p, WagerCollected)
+        step.payload = WagerReturned(p.seat, p.hand, p.kind, p.amount)
+    return step
+
+
+def _bonus_order_targets(ctx: InjectContext) -> list[Any]:
+    s = ctx.script
+    first = s.first("bonus_settle")
+    if first is None:
+        return []
+    if any(st.tag[0] in ("dealer_draw", "dealer_extra") for st in s.steps[s.index(first):]):
+        return []  # the dealer's hand is not final yet: the main wager could not settle
+    return list(s.facts.final_blocks[:1])
+
+
+def _bonus_order_apply(ctx: InjectContext, block: tuple[int, int]) -> Step:
+    s = ctx.script
+    seat, hand = block
+    moved = [st for st in s.steps
+             if st.tag[:3] in (("hand_settle", seat, hand), ("clear", seat, hand))
+             or (hand == 0 and st.tag[:2] == ("p22_settle", seat))]
+    s.remove(moved)
+    first = s.first("bonus_settle")
+    assert first is not None
+    s.insert_before(first, *moved)
+    return moved[0]
+
+
+# --- dealing and the record ------------------------------------------------------------
+
+
+def _dealer_drew_targets(ctx: InjectContext) -> list[Any]:
+    return [True] if ctx.script.facts.stopped_on_total else []
+
+
+def _dealer_extra(ctx: InjectContext, _t: object) -> Step:
+    step = ctx.script.first("dealer_extra")
+    assert step is not None
+    return step
+
+
+def _card_count_targets(ctx: InjectContext) -> list[Any]:
+    out = []
+    for st in ctx.script.steps:
+        p = st.payload
+        if isinstance(p, CardDealt) and p.face_up:
+            for suit in SUITS:
+                if suit != p.suit and ctx.counts.get((p.rank, suit), 0) >= ctx.decks:
+                    out.append((st, suit))
+    return out
+
+
+def _card_count_apply(ctx: InjectContext, t: tuple[Step, str]) -> Step:
+    step, suit = t
+    p = step.payload
+    assert isinstance(p, CardDealt)
+    step.payload = CardDealt(p.to, p.seat, p.hand, p.rank, suit, p.face_up)
+    return step
+
+
+def _out_of_order_targets(ctx: InjectContext) -> list[Any]:
+    return _free_seats(ctx) if ctx.script.facts.play_phase else []
+
+
+def _out_of_order_apply(ctx: InjectContext, seat: int) -> Step:
+    step = _console(PlayerDecision(seat, 0, "STAND"))
+    ctx.script.insert_after_marker("play_start", steps=[step])
+    return step
+
+
+def _record_targets(ctx: InjectContext) -> list[Any]:
+    """Console and shoe events: never a device's first (TableOpened, ShoeLoaded are)."""
+    return [st for st in ctx.script.steps if st.device in (CONSOLE, SHOE)]
+
+
+def _gap_apply(ctx: InjectContext, step: Step) -> Step:
+    step.skip_seq = True
+    return step
+
+
+def _digest_apply(ctx: InjectContext, step: Step) -> Step:
+    step.bad_digest = True
+    return step
+
+
+def _conflict_targets(ctx: InjectContext) -> list[Any]:
+    return [st for st in _record_targets(ctx)
+            if isinstance(st.payload, CardDealt | PlayerDecision | RoundStarted)]
+
+
+def _conflict_apply(ctx: InjectContext, step: Step) -> Step:
+    p = step.payload
+    if isinstance(p, CardDealt):
+        other = SUITS[(SUITS.index(p.suit) + 1) % len(SUITS)]
+        step.conflict = CardDealt(p.to, p.seat, p.hand, p.rank, other, p.face_up)
+    elif isinstance(p, PlayerDecision):
+        step.conflict = PlayerDecision(p.seat, p.hand, "HIT" if p.decision != "HIT" else "STAND")
+    else:
+        assert isinstance(p, RoundStarted)
+        step.conflict = RoundStarted(p.dealer_id + "-X", p.seats)
+    return step  # rendering names the conflicting copy (Step.conflict_id)
+
+
+def _incomplete_apply(ctx: InjectContext, _t: object) -> Step | None:
+    s = ctx.script
+    s.remove(s.find("end"))
+    return s.first("dealer_clear") if ctx.last_round else None
+
+
+def _all(ctx: InjectContext) -> list[Any]:
+    return [True]
+
+
+# --- the catalogue ---------------------------------------------------------------------
+
+_NA_A = _void_insurance_at(_after_deal)[1]  # any seat may insure: no ace, no one did
+_EARLY_T, _EARLY_A = _void_insurance_at(_after_upcard)
+_LATE_T, _LATE_A = _void_insurance_at(_too_late_anchor)
+_OVER_T, _OVER_A = _void_insurance_amount(_over_limit)
+_UNDER_T, _UNDER_A = _void_insurance_amount(_under_minimum)
+
+
+def _not_ace_insurers(ctx: InjectContext) -> list[Any]:
+    if _up_ace(ctx):
+        return []
+    out = []
+    for seat, f in ctx.script.facts.seats.items():
+        amount = insurance_amount(f.main, ctx.cfg.rules, ctx.cfg.jurisdiction)
+        if amount is not None:
+            out.append((seat, amount))
+    return out
+
+
+def _bonus_free_targets(ctx: InjectContext) -> list[Any]:
+    return _seats_without_bonus(ctx) if _bonus_table(ctx) else []
+
+
+def _without_main_targets(ctx: InjectContext) -> list[Any]:
+    return _free_seats(ctx) if _bonus_table(ctx) else []
+
+
+def _bonus_na_targets(ctx: InjectContext) -> list[Any]:
+    return [] if _bonus_table(ctx) else sorted(ctx.script.facts.seats)
+
+
+def _bonus_settled(ctx: InjectContext) -> list[Any]:
+    return ctx.script.find("bonus_settle")
+
+
+def _em_pays(ctx: InjectContext) -> list[Any]:
+    return ctx.script.find("em_pay")
+
+
+CATALOGUE: Final[tuple[Fault, ...]] = (
+    Fault("INSURANCE_NOT_AVAILABLE", INSURANCE_TABLES, _not_ace_insurers, _NA_A),
+    Fault("INSURANCE_OVER_LIMIT", INSURANCE_TABLES, _OVER_T, _OVER_A),
+    Fault("INSURANCE_UNDER_MINIMUM", frozenset({NZ_BJ}), _UNDER_T, _UNDER_A),
+    Fault("INSURANCE_TOO_EARLY", frozenset({NJ_SW, NZ_BJ}), _EARLY_T, _EARLY_A),
+    Fault("INSURANCE_TOO_LATE", INSURANCE_TABLES, _LATE_T, _LATE_A),
+    Fault("INSURANCE_ON_MATCH_WAGER", frozenset({NJ_SW}), _on_match_targets, _on_match_apply),
+    Fault("INSURANCE_SETTLEMENT_WRONG", INSURANCE_TABLES, _ins_wrong_targets, _ins_wrong_apply),
+    Fault("INSURANCE_COLLECTION_LATE", frozenset({NJ_SW, PA_FB}), _late_collection_targets,
+          _late_collection_apply),
+    Fault("EVEN_MONEY_NOT_AVAILABLE", EVEN_MONEY_TABLES, _em_not_available_targets,
+          _em_not_available_apply),
+    Fault("EVEN_MONEY_SETTLEMENT_WRONG", EVEN_MONEY_TABLES, _em_pays, _em_wrong_apply),
+    Fault("EVEN_MONEY_CARDS_REMOVED", frozenset({PA_FB}), _em_removed_targets,
+          _em_removed_apply),
+    Fault("BLACKJACK_PAID_EARLY", frozenset({NZ_BJ}), _bj_early_targets, _bj_early_apply),
+    Fault("BLACKJACK_PAID_LATE", frozenset({NZ_BJ}), _bj_late_targets, _bj_late_apply),
+    Fault("PAYOUT_WRONG", None, _payout_wrong_targets, _payout_wrong_apply),
+    Fault("SURRENDER_NOT_AVAILABLE", frozenset({NJ_BJ}), _surrender_na_targets,
+          _surrender_na_apply),
+    Fault("SURRENDER_TOO_EARLY", frozenset({NJ_BJ}), _surrender_early_targets,
+          _surrender_early_apply),
+    Fault("SURRENDER_TOO_LATE", frozenset({NJ_BJ}), _surrender_late_targets,
+          _surrender_late_apply),
+    Fault("SURRENDER_SETTLEMENT_WRONG", frozenset({NJ_BJ}), _surrender_wrong_targets,
+          _surrender_wrong_apply),
+    Fault("BONUS_WAGER_NOT_AVAILABLE", frozenset({NJ_BJ}), _bonus_na_targets, _bonus_na_apply),
+    Fault("BONUS_WAGER_TOO_LATE", frozenset({NJ_BJ}), _bonus_free_targets, _bonus_late_apply),
+    Fault("BONUS_WAGER_WITHOUT_MAIN", frozenset({NJ_BJ}), _without_main_targets,
+          _bonus_without_main_apply),
+    Fault("BONUS_WAGER_AMOUNT", frozenset({NJ_BJ}), _bonus_free_targets, _bonus_amount_apply),
+    Fault("BONUS_THIRD_CARD_NOT_DRAWN", frozenset({NJ_BJ}), _third_card_targets,
+          _after_reveal, PlayOptions(skip_bonus_third=True)),
+    Fault("BONUS_SETTLEMENT_WRONG", frozenset({NJ_BJ}), _bonus_settled, _bonus_wrong_apply),
+    Fault("BONUS_SETTLEMENT_ORDER", frozenset({NJ_BJ}), _bonus_order_targets,
+          _bonus_order_apply),
+    Fault("DEALER_DREW_WRONG", None, _dealer_drew_targets, _dealer_extra,
+          PlayOptions(extra_dealer_card=True)),
+    Fault("CARD_COUNT_EXCEEDED", None, _card_count_targets, _card_count_apply),
+    Fault("PROCEDURE_OUT_OF_ORDER", None, _out_of_order_targets, _out_of_order_apply),
+    Fault("SEQUENCE_GAP", None, _record_targets, _gap_apply),
+    Fault("SEQUENCE_CONFLICT", None, _conflict_targets, _conflict_apply),
+    Fault("DIGEST_MISMATCH", None, _record_targets, _digest_apply),
+    Fault("ROUND_INCOMPLETE", None, _all, _incomplete_apply),
+)
+
+BY_CODE: Final = {f.code: f for f in CATALOGUE}
+CODES: Final = tuple(f.code for f in CATALOGUE)
+NOT_INJECTED: Final = ("INSURANCE_PAID_BEFORE_COLLECTION",)
+
+
+def candidates(ctx: InjectContext) -> list[tuple[Fault, list[Any]]]:
+    """The faults this round can carry, each with its targets."""
+    key = (ctx.cfg.jurisdiction, ctx.cfg.game)
+    out = []
+    for fault in CATALOGUE:
+        if fault.tables is not None and key not in fault.tables:
+            continue
+        targets = fault.targets(ctx)
+        if targets:
+            out.append((fault, targets))
+    return out

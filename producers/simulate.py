@@ -1,0 +1,205 @@
+"""`pitwatch simulate`: a floor of tables dealing real rounds, with injected faults.
+
+The library side is `Floor` (a generator of events plus the ground truth of the faults
+it injected, for runs too long to hold) and `simulate_floor` (both as lists). The
+command writes DIR/events.jsonl (and DIR/events.avro with --avro) and DIR/truth.jsonl.
+The same arguments always give byte-identical files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from pitwatch.events.avro import write_container
+from pitwatch.events.jsonl import dumps
+from pitwatch.events.model import Event
+
+from .floor import TableConfig, floor_tables
+from .table import TableRun
+
+#: Runs of at least this many table-rounds show a progress bar (on a terminal).
+PROGRESS_FROM = 2_000
+
+
+class Floor:
+    """A floor's tables and their rounds, dealt lazily.
+
+    `events()` yields the tables' opening events, then round 1 of every table, round 2
+    of every table, and so on. `truth` fills up as the events are generated: one record
+    `{"code", "table_id", "round_id", "event_id"}` per injected fault.
+    """
+
+    def __init__(self, tables: int, rounds: int, seed: int, inject: float = 0.0, *,
+                 jurisdiction: str | None = None, game: str | None = None) -> None:
+        if rounds < 1:
+            raise ValueError(f"--rounds must be at least 1, not {rounds}")
+        if not 0.0 <= inject <= 1.0:
+            raise ValueError(f"--inject is a share of rounds, 0 to 1, not {inject}")
+        self.configs: list[TableConfig] = floor_tables(tables, jurisdiction=jurisdiction,
+                                                       game=game)
+        self.rounds = rounds
+        self.seed = seed
+        self.inject = inject
+        self.truth: list[dict[str, Any]] = []
+        self.event_count = 0
+        self.rounds_done = 0
+        self._runs = [TableRun(cfg, seed, rounds, inject, self.truth) for cfg in self.configs]
+
+    def events(self, on_round: Callable[[], None] | None = None) -> Iterator[Event]:
+        """The floor's events in order. `on_round()` is called after each table-round."""
+        n = 0
+        for run in self._runs:
+            batch = run.opening()
+            n += len(batch)
+            yield from batch
+        for k in range(1, self.rounds + 1):
+            for run in self._runs:
+                batch = run.play(k)
+                n += len(batch)
+                self.rounds_done += 1
+                self.event_count = n
+                yield from batch
+                if on_round is not None:
+                    on_round()
+        self.event_count = n
+
+    def faults_by_code(self) -> Counter[str]:
+        return Counter(t["code"] for t in self.truth)
+
+    def tables_by_game(self) -> Counter[str]:
+        return Counter(f"{c.jurisdiction} {c.game}" for c in self.configs)
+
+
+def simulate_floor(tables: int, rounds: int, seed: int, inject: float = 0.0,
+                   jurisdiction: str | None = None, game: str | None = None
+                   ) -> tuple[list[Event], list[dict[str, Any]]]:
+    """All events of a floor and the truth of its injected faults."""
+    floor = Floor(tables, rounds, seed, inject, jurisdiction=jurisdiction, game=game)
+    events = list(floor.events())
+    return events, floor.truth
+
+
+def write_floor(floor: Floor, out: Path, *, avro: bool = False, progress: bool = False
+                ) -> int:
+    """Write DIR/events.jsonl (and events.avro), then DIR/truth.jsonl; the event count."""
+    out.mkdir(parents=True, exist_ok=True)
+    bar: Any = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(floor.configs) * floor.rounds, unit=" rounds", file=sys.stderr,
+                   desc="simulate", mininterval=0.5)
+    tick = None if bar is None else (lambda: bar.update(1))
+    try:
+        with open(out / "events.jsonl", "wb") as jf:
+            events = _tee_jsonl(floor.events(tick), jf)
+            if avro:
+                with open(out / "events.avro", "wb") as af:
+                    write_avro(af, events, floor.seed)
+            else:
+                for _ in events:
+                    pass
+    finally:
+        if bar is not None:
+            bar.close()
+    with open(out / "truth.jsonl", "wb") as tf:
+        for rec in floor.truth:
+            tf.write(orjson.dumps(rec) + b"\n")
+    return floor.event_count
+
+
+def write_avro(out: IO[bytes], events: Iterator[Event], seed: int) -> None:
+    """The floor's Avro container file; the same seed gives the same bytes (the sync
+    marker comes from the seed, not from os.urandom)."""
+    marker = hashlib.sha256(f"pitwatch-simulate/{seed}/avro-sync".encode()).digest()[:16]
+    write_container(out, events, sync_marker=marker)
+
+
+def _tee_jsonl(events: Iterator[Event], out: IO[bytes]) -> Iterator[Event]:
+    write = out.write
+    for ev in events:
+        write(dumps(ev) + b"\n")
+        yield ev
+
+
+class _Simulate:
+    name = "simulate"
+    help = "simulate a casino floor dealing blackjack, with injected faults"
+    description = """\
+Deal real rounds at a floor of tables: New Jersey blackjack and Blackjack Switch,
+Pennsylvania Free Bet Blackjack, New Zealand blackjack (docs/procedure.md). Each
+table's devices (console, shoe, card reader, wager sensors) emit the events of
+design/events.md with contiguous seq and the prev_digest chain.
+
+With --inject RATE, that share of rounds breaks exactly one rule, chosen among those
+the round can break; DIR/truth.jsonl names each fault's code, round and the event the
+audit should see it on. The same arguments always give the same bytes.
+
+examples:
+  pitwatch simulate --tables 12 --rounds 150 --seed 7 --out floor/
+  pitwatch simulate --tables 4 --rounds 500 --seed 1 --inject 0.1 --out faults/
+  pitwatch simulate --tables 3 --rounds 100 --seed 2 --jurisdiction NZ --avro --out nz/"""
+
+    def configure(self, p: argparse.ArgumentParser) -> None:
+        p.add_argument("--tables", type=int, default=12, help="tables on the floor (default 12)")
+        p.add_argument("--rounds", type=int, default=150,
+                       help="rounds each table deals (default 150)")
+        p.add_argument("--seed", type=int, default=7, help="random seed (default 7)")
+        p.add_argument("--inject", type=float, default=0.0, metavar="RATE",
+                       help="share of rounds that carry one fault, 0 to 1 (default 0)")
+        p.add_argument("--jurisdiction", choices=("NJ", "PA", "NZ"),
+                       help="only tables of this jurisdiction")
+        p.add_argument("--game", choices=("BLACKJACK", "BLACKJACK_SWITCH", "FREE_BET_BLACKJACK"),
+                       help="only tables of this game")
+        p.add_argument("--avro", action="store_true",
+                       help="also write DIR/events.avro (Avro container file)")
+        p.add_argument("--out", required=True, type=Path, metavar="DIR",
+                       help="output directory")
+        p.add_argument("--quiet", action="store_true", help="no progress bar, no summary")
+
+    def run(self, args: argparse.Namespace) -> int:
+        floor = Floor(args.tables, args.rounds, args.seed, args.inject,
+                      jurisdiction=args.jurisdiction, game=args.game)
+        long_run = len(floor.configs) * floor.rounds >= PROGRESS_FROM
+        progress = long_run and not args.quiet and sys.stderr.isatty()
+        n = write_floor(floor, args.out, avro=args.avro, progress=progress)
+        if not args.quiet:
+            print(summary(floor, n, args.out, args.avro))
+        return 0
+
+
+def summary(floor: Floor, events: int, out: Path, avro: bool) -> str:
+    lines = [f"simulated {len(floor.configs)} tables x {floor.rounds} rounds "
+             f"(seed {floor.seed}): {floor.rounds_done:,} rounds, {events:,} events"]
+    for game, n in sorted(floor.tables_by_game().items()):
+        lines.append(f"  {n:3d} tables  {game}")
+    faults = floor.faults_by_code()
+    if faults:
+        lines.append(f"injected {sum(faults.values()):,} faults (rate {floor.inject:g}):")
+        for code, n in sorted(faults.items(), key=lambda kv: (-kv[1], kv[0])):
+            lines.append(f"  {n:5d}  {code}")
+    else:
+        lines.append("no faults injected")
+    files = "events.jsonl" + (", events.avro" if avro else "") + ", truth.jsonl"
+    lines.append(f"wrote {files} to {out}")
+    return "\n".join(lines)
+
+
+command = _Simulate()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -c 'from producers.simulate import main; main()'`: the command alone,
+    without the rest of the `pitwatch` CLI."""
+    parser = argparse.ArgumentParser(prog="pitwatch simulate", description=command.description,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    command.configure(parser)
+    return command.run(parser.parse_args(argv))

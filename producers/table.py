@@ -1,0 +1,165 @@
+"""One table of the floor, round after round: its shoe, its players, its faults.
+
+A table is independent of the others: its random sources are derived from the seed
+and its place on the floor, so it deals the same rounds whatever else the floor holds.
+Each round is dealt clean first; when the round is to carry a fault, one is chosen
+among those whose preconditions the round meets (the least injected so far at this
+table first, and of those the one least often possible), the script is edited (or
+the round dealt again, for the faults that change the play), and the round is
+rendered into events.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from pitwatch import blackjack as bj
+from pitwatch.events.model import CardDealt, Event, ShoeLoaded, TableOpened
+
+from .betting import draw_plans
+from .dealing import CLEAN, PlayOptions, ShoeCursor, ShoeEmptyError, play_round
+from .devices import TableDevices
+from .floor import TableConfig
+from .inject import Fault, InjectContext, candidates
+from .script import CONSOLE, SHOE, RoundScript, Step
+
+#: The floor opens at 18:00 UTC on 30 November 2026, plus the seed's minute of the hour.
+EPOCH: Final = datetime(2026, 11, 30, 18, 0, tzinfo=UTC)
+TABLE_STAGGER_MS: Final = 1_500  # tables open this far apart
+OPENING_MS: Final = 30_000  # from TableOpened to the first round
+SLOT_MS: Final = 90_000  # one round per table per slot
+ROUND_BUDGET_MS: Final = 75_000  # a round's events fit in this much of its slot
+DEALER_SHIFT: Final = 40  # rounds before the next dealer comes in
+
+
+def epoch_ms(seed: int) -> int:
+    return int(EPOCH.timestamp() * 1000) + (seed % 60) * 60_000
+
+
+class TableRun:
+    def __init__(self, cfg: TableConfig, seed: int, rounds: int, inject: float,
+                 truth: list[dict[str, Any]]) -> None:
+        base = f"pitwatch-simulate/{seed}/{cfg.index}"
+        self.cfg = cfg
+        self.rounds = rounds
+        self.inject = inject
+        self.truth = truth
+        self.play_rng = random.Random(base + "/players")
+        self.shoe_rng = random.Random(base + "/shoes")
+        self.inject_rng = random.Random(base + "/faults")
+        self.start_ms = epoch_ms(seed) + (cfg.index - 1) * TABLE_STAGGER_MS
+        self.devices = TableDevices(cfg.table_id, random.Random(base + "/ids"),
+                                    random.Random(base + "/clock"), self.start_ms)
+        self.shoes = 0
+        self.shoe = self._shuffle()
+        self.counts: dict[tuple[str, str], int] = {}
+        self.injected: Counter[str] = Counter()
+        self.eligible: Counter[str] = Counter()  # rounds in which each fault was possible
+        self.pending: dict[str, Any] | None = None  # a ROUND_INCOMPLETE awaiting its event
+
+    # --- shoes -----------------------------------------------------------------------
+
+    def _shuffle(self) -> ShoeCursor:
+        self.shoes += 1
+        shoe_id = f"{self.cfg.table_id}-S{self.shoes:04d}"
+        return ShoeCursor(bj.Shoe.shuffled(self.cfg.rules.decks, self.shoe_rng), shoe_id)
+
+    def _shoe_loaded(self) -> Step:
+        self.counts = {}
+        return Step(SHOE, ShoeLoaded(self.shoe.shoe_id, self.shoe.decks), ("shoe",))
+
+    def _new_shoe(self) -> Step:
+        self.shoe = self._shuffle()
+        return self._shoe_loaded()
+
+    # --- the table -------------------------------------------------------------------
+
+    def opening(self) -> list[Event]:
+        """TableOpened (the posted rules) and the first shoe."""
+        cfg = self.cfg
+        steps = [Step(CONSOLE, TableOpened(cfg.jurisdiction, cfg.game, cfg.rules), ("open",)),
+                 self._shoe_loaded()]
+        return self.devices.render(steps, None)
+
+    def dealer_id(self, k: int) -> str:
+        return f"D{(self.cfg.index * 37 + (k - 1) // DEALER_SHIFT) % 900 + 100:03d}"
+
+    def play(self, k: int) -> list[Event]:
+        """Round `k` (1-based): a new shoe first if the cut card came out, then the round."""
+        cfg = self.cfg
+        pre: list[Step] = []
+        if self.shoe.cut_card_reached:
+            pre.append(self._new_shoe())
+        plans = draw_plans(self.play_rng, cfg)
+        round_id = f"{cfg.table_id}-{k:06d}"
+        dealer = self.dealer_id(k)
+
+        def deal(opts: PlayOptions = CLEAN) -> RoundScript:
+            return play_round(cfg, self.shoe, round_id, dealer, plans, opts)
+
+        pos = self.shoe.pos
+        try:
+            script = deal()
+        except ShoeEmptyError:  # a long round at the end of the shoe: deal it from a new one
+            pre.append(self._new_shoe())
+            pos = 0
+            script = deal()
+
+        fault: Fault | None = None
+        truth_step: Step | None = None
+        if self.inject and self.inject_rng.random() < self.inject:
+            ctx = InjectContext(cfg, script, dict(self.counts), self.shoe.decks,
+                                k == self.rounds)
+            found = candidates(ctx)
+            for f, _ in found:
+                self.eligible[f.code] += 1
+            if found:  # the least injected first, then the most seldom possible
+                rank = {f.code: (self.injected[f.code], self.eligible[f.code]) for f, _ in found}
+                low = min(rank.values())
+                fault, targets = self.inject_rng.choice(
+                    [c for c in found if rank[c[0].code] == low])
+                target = self.inject_rng.choice(targets)
+                if fault.replay is not None:
+                    self.shoe.pos = pos
+                    try:
+                        ctx = replace(ctx, script=deal(fault.replay))
+                    except ShoeEmptyError:  # the extra card was not there: deal it clean
+                        self.shoe.pos = pos
+                        script, fault = deal(), None
+                if fault is not None:
+                    script = ctx.script
+                    truth_step = fault.apply(ctx, target)
+
+        slot = self.start_ms + OPENING_MS + (k - 1) * SLOT_MS + self.devices.clock.randint(0, 3000)
+        events = self.devices.render(pre, None, not_before=slot) if pre else []
+        body = self.devices.render(script.steps, round_id, not_before=slot,
+                                   budget_ms=ROUND_BUDGET_MS)
+        if self.pending is not None and body:
+            self.pending["event_id"] = body[0].event_id  # the table moved on
+            self.pending = None
+        conflicts = {s.conflict_id for s in script.steps if s.conflict_id is not None}
+        counts = self.counts
+        for ev in body:
+            p = ev.payload
+            if type(p) is CardDealt and ev.event_id not in conflicts:
+                key = (p.rank, p.suit)
+                counts[key] = counts.get(key, 0) + 1
+        if fault is not None:
+            self._record(fault, truth_step, round_id)
+        events.extend(body)
+        return events
+
+    def _record(self, fault: Fault, step: Step | None, round_id: str) -> None:
+        self.injected[fault.code] += 1
+        event_id = None
+        if step is not None:
+            event_id = step.conflict_id if fault.code == "SEQUENCE_CONFLICT" else step.event_id
+        rec: dict[str, Any] = {"code": fault.code, "table_id": self.cfg.table_id,
+                               "round_id": round_id, "event_id": event_id}
+        self.truth.append(rec)
+        if event_id is None:
+            self.pending = rec
