@@ -70,7 +70,8 @@ class TableStates:
         if boundary:
             gen += 1
             state = a.export_state()
-            self.table[f"{table_id}|snap".encode()] = _GEN.pack(gen) + pickle.dumps(state, protocol=5)
+            snapshot = _GEN.pack(gen) + pickle.dumps(state, protocol=5)
+            self.table[f"{table_id}|snap".encode()] = snapshot
             self.generation[table_id] = gen
             self.next_delta[table_id] = 0
         else:

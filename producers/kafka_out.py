@@ -4,6 +4,7 @@ counts and settings the workers need."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -31,10 +32,8 @@ def ensure_topics(bootstrap: str, partitions: int = 4, prefix: str = "") -> list
         new = [NewTopic(prefix + name, partitions, 1, topic_configs=cfg)
                for name, cfg in TOPIC_CONFIGS.items() if prefix + name not in existing]
         if new:
-            try:
+            with contextlib.suppress(TopicAlreadyExistsError):  # another creator won
                 admin.create_topics(new)
-            except TopicAlreadyExistsError:
-                pass
         return [t.name for t in new]
     finally:
         admin.close()

@@ -14,6 +14,7 @@ from typing import IO, Any, Final
 
 import fastavro
 
+from ..blackjack.ratio import Ratio
 from .model import (
     CardDealt,
     CardsCleared,
@@ -25,7 +26,6 @@ from .model import (
     PayoutMade,
     PayTable,
     PlayerDecision,
-    Ratio,
     RoundEnded,
     RoundStarted,
     Rules,
@@ -179,7 +179,7 @@ def digest(ev: Event) -> bytes:
 
 def decode(body: bytes) -> Event:
     try:
-        d = fastavro.schemaless_reader(io.BytesIO(body), plain_schema(), None,
+        d: Any = fastavro.schemaless_reader(io.BytesIO(body), plain_schema(), None,
                                        return_record_name=True)
     except Exception as e:  # fastavro raises many kinds on bad bytes
         raise DecodeError(f"not a TableEvent body: {e}") from e
@@ -217,7 +217,8 @@ def write_container(out: IO[bytes], events: Iterable[Event], codec: str = "defla
             yield to_datum(ev)
 
     fastavro.writer(out, strip_logical(raw_schema()), data(), codec=codec,
-                    sync_interval=64 * 1024, sync_marker=sync_marker)
+                    sync_interval=64 * 1024,
+                    sync_marker=sync_marker)  # type: ignore[arg-type]  # None: random
     return n
 
 
@@ -225,17 +226,19 @@ def read_container_records(src: IO[bytes]) -> Iterator[tuple[dict[str, Any], byt
     """Each record's datum and, when the file was written under this schema, its raw
     bytes: the canonical form, so digests need no re-encoding. Block by block, record by
     record, as fast as fastavro's own reader."""
-    ours = fingerprint(plain_schema())
+    schema: Any = None
+    same = False
+    read = fastavro.schemaless_reader
     for block in fastavro.block_reader(src, return_record_name=True):
-        writer = block.writer_schema
-        same = fingerprint(fastavro.parse_schema(writer)) == ours
-        raw = block.bytes_.getvalue()
+        if schema is None:  # one writer schema per file
+            writer = fastavro.parse_schema(block.writer_schema)
+            same = fingerprint(writer) == fingerprint(plain_schema())
+            schema = plain_schema() if same else writer
+        raw = block.bytes_.getvalue()  # type: ignore[attr-defined]
         bio = io.BytesIO(raw)
-        schema = plain_schema() if same else fastavro.parse_schema(writer)
-        read = fastavro.schemaless_reader
         pos = 0
         for _ in range(block.num_records):
-            d = read(bio, schema, None, return_record_name=True)
+            d: Any = read(bio, schema, None, return_record_name=True)
             end = bio.tell()
             yield d, (raw[pos:end] if same else None)
             pos = end

@@ -100,10 +100,10 @@ def _rules(d: dict[str, Any]) -> Rules:
 def from_json(d: Any) -> Event:
     if not isinstance(d, dict):
         raise InvalidEvent("not a JSON object")
-    type_name = d.get("type")
-    fields = _FIELDS.get(type_name) if isinstance(type_name, str) else None
-    if fields is None:
+    type_name: Any = d.get("type")
+    if not isinstance(type_name, str) or type_name not in _FIELDS:
         raise InvalidEvent(f"unknown type {type_name!r}")
+    fields = _FIELDS[type_name]
     for name, check in (("event_id", _STR), ("table_id", _STR), ("device_id", _STR),
                         ("seq", _INT), ("round_id", (_STR, None)), ("prev_digest", (_STR, None))):
         if name not in d and not isinstance(check, tuple):
@@ -111,7 +111,7 @@ def from_json(d: Any) -> Event:
         _check("envelope", name, d.get(name), check)
     if "ts" not in d:
         raise InvalidEvent("missing ts")
-    values = {}
+    values: dict[str, Any] = {}
     for name, check in fields.items():
         if name not in d and not isinstance(check, tuple):
             raise InvalidEvent(f"{type_name}: missing {name}")
@@ -141,7 +141,7 @@ def to_json(ev: Event) -> dict[str, Any]:
         "prev_digest": None if ev.prev_digest is None else ev.prev_digest.hex(),
     }
     p = ev.payload
-    for name in p.__slots__:  # type: ignore[union-attr]
+    for name in p.__slots__:
         d[name] = getattr(p, name)
     if isinstance(p, TableOpened):
         d["rules"] = rules_to_dict(p.rules)  # the JSON object has the datum's shape

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final
 
-from ..blackjack.ratio import Ratio
+from ..blackjack.ratio import THREE_TO_TWO, TWO_TO_ONE, Ratio
 
 # --- vocabularies (the JSON Lines spellings) -------------------------------------
 
@@ -57,8 +57,8 @@ class Rules:
 
     decks: int = 6
     dealer_hits_soft_17: bool = False
-    blackjack_pays: Ratio = Ratio(3, 2)
-    insurance_pays: Ratio = Ratio(2, 1)
+    blackjack_pays: Ratio = THREE_TO_TWO
+    insurance_pays: Ratio = TWO_TO_ONE
     hole_card: str = "READER"
     double_on: str = "ANY"
     double_after_split: bool = True

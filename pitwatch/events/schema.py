@@ -57,6 +57,7 @@ def plain_schema() -> Any:
     return fastavro.parse_schema(strip_logical(raw_schema()))
 
 
+@cache
 def _crc64_avro_table() -> list[int]:
     empty = 0xC15D213AA4D7A795
     table = []

@@ -35,7 +35,7 @@ class Store(Protocol):
 def ddl_statements() -> list[str]:
     """The CREATE TABLE statements of schemas/clickhouse, in file order."""
     files = sorted(Path(schemas_dir(), "clickhouse").glob("*.sql"))
-    out = []
+    out: list[str] = []
     for f in files:
         lines = [ln for ln in f.read_text().splitlines() if not ln.lstrip().startswith("--")]
         out.extend(s.strip() for s in "\n".join(lines).split(";") if s.strip())

@@ -25,11 +25,11 @@ class EmbeddedStore:
         self.path.mkdir(parents=True, exist_ok=True)
         self._staging = self.path / "staging"
         self._staging.mkdir(exist_ok=True)
-        self._session = session.Session(str(self.path / "chdb"))
+        self._session = session.Session(str(self.path / "chdb"))  # type: ignore[no-untyped-call]
 
     def _run(self, sql: str, fmt: str = "CSV") -> str:
         try:
-            res = self._session.query(sql, fmt)
+            res = self._session.query(sql, fmt)  # type: ignore[no-untyped-call]
         except Exception as e:  # chDB raises its own error types
             raise StoreError(f"chDB: {e}") from e
         return str(res)
@@ -60,4 +60,4 @@ class EmbeddedStore:
             self._run(f"OPTIMIZE TABLE {t} FINAL")
 
     def close(self) -> None:
-        self._session.close()
+        self._session.close()  # type: ignore[no-untyped-call]

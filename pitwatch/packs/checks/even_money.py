@@ -42,10 +42,11 @@ def cards_removed(r: Round, ev: Event) -> Finding | None:
     p = ev.payload
     if not isinstance(p, CardsCleared) or p.seat is None:
         return None
-    h = r.hands.get((p.seat, p.hand or 0))
+    seat = p.seat
+    h = r.hands.get((seat, p.hand or 0))
     if h is None or not h.even_money:
         return None
-    open_push22 = [w for (seat, _, _), w in r.open_side("PUSH22") if seat == p.seat]
+    open_push22 = [w for (s, _, _), w in r.open_side("PUSH22") if s == seat]
     if not open_push22:
         return None
     return Finding(f"cards removed after even money while the Push 22 wager of "
@@ -69,6 +70,7 @@ def blackjack_paid_early(r: Round, ev: Event) -> Finding | None:
         what = "its cards removed"
     else:
         return None
+    assert p.seat is not None
     h = r.hands.get((p.seat, p.hand or 0))
     if h is None or not h.blackjack or h.even_money:
         return None
