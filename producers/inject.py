@@ -311,7 +311,17 @@ def _bj_early_apply(ctx: InjectContext, seat: int) -> Step:
     return pay
 
 
+def _first_player_card(s: RoundScript) -> Step | None:
+    """The first card a player gets after the initial deal: a third card (8.1)."""
+    for step in s.steps[s.marker_index("after_deal"):]:
+        if isinstance(step.payload, CardDealt) and step.payload.to == "PLAYER":
+            return step
+    return None
+
+
 def _bj_late_targets(ctx: InjectContext) -> list[Any]:
+    if _first_player_card(ctx.script) is None:
+        return []  # no player got a third card: paying at the end breaks no rule
     return sorted({seat for st in ctx.script.find("nz_bj") if isinstance(seat := st.tag[1], int)})
 
 
@@ -319,12 +329,10 @@ def _bj_late_apply(ctx: InjectContext, seat: int) -> Step:
     s = ctx.script
     moved = s.find("nz_bj", seat)
     s.remove(moved)
-    s.insert_at(s.seat_turn_index(seat), moved)
-    start = s.marker_index("after_deal")
-    for step in s.steps[start:]:
-        if isinstance(step.payload, CardDealt):
-            return step  # the first card after the deal, with the blackjack still there
-    raise AssertionError("a New Zealand round always deals the dealer's second card")
+    third = _first_player_card(s)
+    assert third is not None
+    s.insert_after(third, *moved)  # paid and cleared only after a player's third card
+    return third
 
 
 def _payout_wrong_targets(ctx: InjectContext) -> list[Any]:

@@ -106,7 +106,7 @@ class TableAuditor:
             self._raise_record("PROCEDURE_OUT_OF_ORDER", ev, rid,
                                f"{ev.type} before RoundStarted")
             void = True
-        else:
+        elif not r.is_void_handback(p):
             for rule in self.pack.by_type[type(p)]:
                 f = rule.check(r, ev)
                 if f is not None:

@@ -168,7 +168,8 @@ class Round:
         self.wagered = self.paid = self.collected = self.returned = 0
         self.violations = 0
         self.bonus_settled_seats: list[int] = []
-        self.voided: set[tuple[int, int, str]] = set()
+        #: wagers that should not stand, by (seat, hand, kind): the amount not yet handed back
+        self.voided: dict[tuple[int, int, str], int] = {}
         self.surrendered: list[Hand] = []
 
     # --- questions the checks ask ------------------------------------------------------
@@ -222,6 +223,14 @@ class Round:
     def open_side(self, kind: str) -> list[tuple[tuple[int, int, str], Wager]]:
         return [(k, w) for k, w in self.side.items() if k[2] == kind and not w.settled]
 
+    def is_void_handback(self, p: object) -> bool:
+        """A WagerReturned that hands back (part of) a void wager: money the checks have
+        nothing to say about, since the wager was judged when it was placed."""
+        if type(p) is not WagerReturned:
+            return False
+        left = self.voided.get((p.seat, p.hand, p.kind), 0)
+        return 0 < p.amount <= left
+
     def needs_dealer_cards(self) -> bool:
         """Whether the dealer must complete the hand: a hand still in play, or a wager
         that turns on the dealer's cards (bonus, Push 22) still open."""
@@ -239,7 +248,8 @@ class Round:
         if void:
             if type(p) is WagerPlaced:
                 self.wagered += p.amount
-                self.voided.add((p.seat, p.hand, p.kind))
+                key = (p.seat, p.hand, p.kind)
+                self.voided[key] = self.voided.get(key, 0) + p.amount
             return
         t = type(p)
         if t is CardDealt:
@@ -324,6 +334,10 @@ class Round:
                 self.side[key3] = w
 
     def _settle(self, p: PayoutMade | WagerCollected | WagerReturned) -> None:
+        if self.is_void_handback(p):
+            self.returned += p.amount
+            self.voided[(p.seat, p.hand, p.kind)] -= p.amount
+            return
         w = self.wager_for(p.seat, p.hand, p.kind)
         if type(p) is PayoutMade:
             self.paid += p.amount

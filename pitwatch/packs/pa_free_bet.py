@@ -31,6 +31,7 @@ PACK = RulePack(
     rules=(
         *procedure_rules(),
         rule("INSURANCE_NOT_AVAILABLE", HIGH, f"{P}(a)", insurance.not_available, WAGER),
+        rule("INSURANCE_NOT_AVAILABLE", HIGH, f"{P}(a)", insurance.before_up_card, WAGER),
         rule("PROCEDURE_OUT_OF_ORDER", MEDIUM, RECORD_CITATIONS["PROCEDURE_OUT_OF_ORDER"][1],
              insurance.no_main_wager, WAGER, voids=True),
         rule("INSURANCE_TOO_LATE", HIGH, f"{P}(b)", insurance.too_late, WAGER),

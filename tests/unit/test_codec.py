@@ -15,10 +15,33 @@ from pitwatch.blackjack import Ratio
 from pitwatch.events import avro, jsonl
 from pitwatch.events.files import Rejected, read_files
 from pitwatch.events.model import (
-    DECISIONS, DOUBLE_ON, GAMES, HOLE_CARD_MODES, JURISDICTIONS, RANKS, SUITS, WAGER_KINDS,
-    CardDealt, CardsCleared, Event, HoleCardInserted, HoleCardRevealed, InsuranceOffered,
-    PayEntry, PayoutMade, PayTable, PlayerDecision, RoundEnded, RoundStarted, Rules,
-    ShoeLoaded, SwitchOffered, TableOpened, WagerCollected, WagerPlaced, WagerReturned,
+    DECISIONS,
+    DOUBLE_ON,
+    GAMES,
+    HOLE_CARD_MODES,
+    JURISDICTIONS,
+    RANKS,
+    SUITS,
+    WAGER_KINDS,
+    CardDealt,
+    CardsCleared,
+    Event,
+    HoleCardInserted,
+    HoleCardRevealed,
+    InsuranceOffered,
+    PayEntry,
+    PayoutMade,
+    PayTable,
+    PlayerDecision,
+    RoundEnded,
+    RoundStarted,
+    Rules,
+    ShoeLoaded,
+    SwitchOffered,
+    TableOpened,
+    WagerCollected,
+    WagerPlaced,
+    WagerReturned,
 )
 
 ints = st.integers(min_value=0, max_value=2**31 - 1)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...blackjack import Settlement
+from ...blackjack import Ratio, Settlement
 from ...engine.state import Wager
 from ...events.model import Event, PayoutMade, WagerCollected, WagerReturned
 
@@ -12,6 +12,10 @@ Money = PayoutMade | WagerCollected | WagerReturned
 def c(cents: int) -> str:
     """Cents as the violation messages show them: 1,500."""
     return f"{cents:,}"
+
+
+def odds(r: Ratio) -> str:
+    return f"{r.num} to {r.den}"
 
 
 def verb(p: Money) -> str:

@@ -60,10 +60,12 @@ def amount(r: Round, ev: Event) -> Finding | None:
                        p.seat, p.hand)
     posted = r.rules.bonus_wager_max
     cap = main.amount if posted is None else min(main.amount, posted)
-    if p.amount > cap:
+    prior = r.side.get((p.seat, p.hand, "BONUS"))
+    total = p.amount + (prior.amount if prior is not None and not prior.settled else 0)
+    if total > cap:
         limit = (f"the blackjack wager {c(main.amount)}" if cap == main.amount
                  else f"the posted maximum {c(cap)}")
-        return Finding(f"bonus wager of {c(p.amount)} exceeds {limit}", p.seat, p.hand)
+        return Finding(f"bonus wager of {c(total)} exceeds {limit}", p.seat, p.hand)
     return None
 
 

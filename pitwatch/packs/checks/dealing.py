@@ -26,8 +26,8 @@ def card_count_exceeded(r: Round, ev: Event) -> Finding | None:
     seen = r.table.counts.get((p.rank, p.suit), 0)
     if seen < decks:
         return None
-    return Finding(f"{p.rank}{p.suit} dealt for the {seen + 1}th time from a shoe of {decks} "
-                   f"deck(s)", p.seat, p.hand)
+    return Finding(f"{p.rank}{p.suit} dealt {seen + 1} times from a shoe of {decks} deck(s), "
+                   f"which holds {decks}", p.seat, p.hand)
 
 
 def _soft17(r: Round) -> str:
@@ -75,8 +75,9 @@ def dealer_stood(r: Round, ev: Event) -> Finding | None:
         return None
     if not dealer_must_draw(r.dealer_ranks, hits_soft_17=r.rules.dealer_hits_soft_17):
         return None
-    if len(r.dealer_ranks) == 2 and r.open_side("BONUS"):
-        return None
+    if len(r.dealer_ranks) == 2 and (r.open_side("BONUS") or
+                                     ("BONUS_THIRD_CARD_NOT_DRAWN", None, None) in r.raised):
+        return None  # BONUS_THIRD_CARD_NOT_DRAWN speaks for this stop
     if not _shows_dealer_stopped(r, ev) or not r.needs_dealer_cards():
         return None
     return Finding(f"dealer stood on {_describe(r.dealer_ranks)}; the table {_soft17(r)}")
@@ -128,8 +129,6 @@ def settlement_of_unknown_wager(r: Round, ev: Event) -> Finding | None:
     p = ev.payload
     assert isinstance(p, PayoutMade | WagerCollected | WagerReturned)
     if p.kind in HAND_KINDS or r.wager_for(p.seat, p.hand, p.kind) is not None:
-        return None
-    if (p.seat, p.hand, p.kind) in r.voided:
         return None
     return _out(f"{p.kind} at seat {p.seat} hand {p.hand} settled, but no such wager was placed",
                 p.seat, p.hand)

@@ -82,7 +82,8 @@ def blackjack_paid_late(r: Round, ev: Event) -> Finding | None:
     """NZ 8.1: against a 2–9 first card, a player's blackjack is paid and removed
     before any player receives a third card."""
     p = ev.payload
-    if not isinstance(p, CardDealt) or not r.initial_complete or r.up_ace_or_ten:
+    if not isinstance(p, CardDealt) or p.to != "PLAYER" or not r.initial_complete \
+            or r.up_ace_or_ten:
         return None
     for h in r.hands.values():
         if h.blackjack and not h.cleared:

@@ -50,15 +50,13 @@ def payout_wrong(r: Round, ev: Event) -> Finding | None:
     h = r.hands.get((p.seat, p.hand))
     w = None if h is None else h.wagers.get(p.kind)
     if h is None or w is None:
-        if (p.seat, p.hand, p.kind) in r.voided:
-            return None
         return Finding(f"{p.kind} {verb(p)} {c(p.amount)} for a wager never placed",
                        p.seat, p.hand)
     if h.surrendered or h.even_money:
         return None  # their own codes judge them
     if r.table.rules.hole_card == "NONE" and h.blackjack and r.up_ace_or_ten \
-            and not r.revealed:
-        return None  # BLACKJACK_PAID_EARLY (NZ 8.2)
+            and not r.revealed and type(p) is PayoutMade:
+        return None  # BLACKJACK_PAID_EARLY (NZ 8.2) judges an early payment
     exp = expected(r, h, w)
     if exp is None:
         return Finding(f"{p.kind} {c(w.amount)} {verb(p)} {c(p.amount)} before its outcome was "

@@ -10,7 +10,7 @@ from ...blackjack import pay, settle_insurance
 from ...engine.rulepack import Finding
 from ...engine.state import Round
 from ...events.model import CardDealt, Event, PayoutMade, WagerPlaced
-from ._common import c, expected_text, mismatch, money, verb
+from ._common import c, expected_text, mismatch, money, odds, verb
 
 
 def _insurance(ev: Event) -> WagerPlaced | None:
@@ -29,6 +29,16 @@ def not_available(r: Round, ev: Event) -> Finding | None:
         return Finding(f"insurance of {c(p.amount)} against a {r.up_card} up card: insurance is "
                        "only offered when the dealer's first card is an ace", p.seat, p.hand)
     return None
+
+
+def before_up_card(r: Round, ev: Event) -> Finding | None:
+    """Insurance before the dealer's first card is dealt: nothing shows an ace yet (for
+    packs without an INSURANCE_TOO_EARLY rule)."""
+    p = _insurance(ev)
+    if p is None or r.up_card is not None:
+        return None
+    return Finding(f"insurance of {c(p.amount)} before the dealer's first card: insurance is "
+                   "only offered when that card is an ace", p.seat, p.hand)
 
 
 def on_match_wager(r: Round, ev: Event) -> Finding | None:
@@ -84,6 +94,20 @@ def over_limit(r: Round, ev: Event) -> Finding | None:
                    p.seat, p.hand)
 
 
+def over_half(r: Round, ev: Event) -> Finding | None:
+    """NZ 9.3: "not more than half the amount staked", with no allowance for chips."""
+    p = _insurance(ev)
+    main = None if p is None else r.main_of(p.seat, p.hand)
+    if p is None or main is None:
+        return None
+    prior = r.side.get((p.seat, p.hand, "INSURANCE"))
+    total = p.amount + (prior.amount if prior is not None and not prior.settled else 0)
+    if 2 * total <= main.amount:
+        return None
+    return Finding(f"insurance {c(total)} exceeds half of the {c(main.amount)} original wager",
+                   p.seat, p.hand)
+
+
 def under_minimum(r: Round, ev: Event) -> Finding | None:
     p = _insurance(ev)
     if p is None:
@@ -124,7 +148,7 @@ def settlement_wrong(r: Round, ev: Event) -> Finding | None:
         return None
     hole = "a blackjack" if r.dealer_blackjack else f"no blackjack ({r.dealer_ranks[1]} second)"
     return Finding(f"insurance {c(w.amount)} {verb(p)} {c(p.amount)} with the dealer holding "
-                   f"{hole}; expected {expected_text(exp)} at {r.rules.insurance_pays}",
+                   f"{hole}; expected {expected_text(exp)} at {odds(r.rules.insurance_pays)}",
                    p.seat, p.hand)
 
 
@@ -157,6 +181,16 @@ def paid_before_collection(r: Round, ev: Event) -> Finding | None:
         return None
     return Finding(f"insurance paid at seat {p.seat} while losing insurance at seat "
                    f"{losing[0][0]} was still on the layout", p.seat, p.hand)
+
+
+def never_collected(r: Round, ev: Event) -> Finding | None:
+    """At RoundEnded: a losing insurance never collected (for packs that have no
+    INSURANCE_COLLECTION_LATE to say so)."""
+    late = _losing_open(r)
+    if not late:
+        return None
+    seat, hand = late[0]
+    return Finding(f"losing insurance at seat {seat} never collected", seat, hand)
 
 
 def never_paid(r: Round, ev: Event) -> Finding | None:
