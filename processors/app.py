@@ -27,6 +27,7 @@ from pitwatch.packs.registry import select
 from pitwatch.store.rows import round_row
 from pitwatch.store.server import ServerStore
 
+from .catch_up import PartitionReader
 from .settings import Settings
 from .sink import run_sink
 from .state import TableStates
@@ -35,6 +36,9 @@ log = logging.getLogger("pitwatch.worker")
 
 
 def create_app(settings: Settings) -> faust.App:
+    # the Kafka clients log every request at DEBUG: never build those records
+    for name in ("aiokafka", "kafka"):
+        logging.getLogger(name).setLevel(logging.WARNING)
     app = faust.App(
         settings.app_id,
         broker=f"kafka://{settings.kafka}",
@@ -45,7 +49,9 @@ def create_app(settings: Settings) -> faust.App:
         web_port=settings.web_port,
         web_enabled=False,
         producer_acks=-1,
-        producer_linger_ms=1,
+        # a few ms of linger batches the changelog and alert messages: without it each
+        # goes in a request of its own and the agent waits on the broker round trip
+        producer_linger_ms=10,
         stream_buffer_maxsize=8192,
         consumer_auto_offset_reset="earliest",
         key_serializer="raw",
@@ -63,6 +69,7 @@ def create_app(settings: Settings) -> faust.App:
     out_v: list[Violation] = []
     out_r: list[RoundSummary] = []
     states = TableStates(open_rounds, select, out_v.append, out_r.append)
+    catch_up = PartitionReader(settings.kafka)
 
     @app.on_partitions_revoked.connect
     async def on_revoked(sender: Any, revoked: Any, **kwargs: Any) -> None:
@@ -82,10 +89,11 @@ def create_app(settings: Settings) -> faust.App:
                 log.warning("dead letter at %s[%d]@%d: %s", msg.topic, msg.partition,
                             msg.offset, e)
                 continue
-            auditor = states.auditor(ev.table_id)
+            auditor, new = await states.auditor(ev.table_id, msg.topic, msg.partition,
+                                                msg.offset, catch_up.read)
             auditor.feed(ev)
-            boundary = ev.round_id is None or type(ev.payload) is RoundEnded
-            states.record(ev.table_id, msg.value, boundary)
+            if new or ev.round_id is None or type(ev.payload) is RoundEnded:
+                states.snapshot(ev.table_id, msg.offset)
             key = ev.table_id.encode()
             for v in out_v:
                 await alerts.send(key=key, value=encode_violation(v))

@@ -54,6 +54,8 @@ def test_worker_killed_mid_stream_loses_and_doubles_nothing(pipeline: Pipeline,
     pipeline.produce(events[half:])
     pipeline.start_worker()
     _assert_same(pipeline, exp, pipeline.wait_for(exp))
+    restarted = sorted(Path(pipeline.tmp).glob("worker-*.log"))[-1].read_text()
+    assert "restored table" in restarted  # tables came back from their snapshots
 
 
 def test_clickhouse_outage_loses_nothing(pipeline: Pipeline, floor: Floor) -> None:
