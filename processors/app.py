@@ -22,7 +22,6 @@ from pitwatch.engine.alerts import encode_violation
 from pitwatch.engine.auditor import RoundSummary
 from pitwatch.engine.violation import Violation
 from pitwatch.events.avro import DecodeError, decode_single
-from pitwatch.events.model import RoundEnded
 from pitwatch.packs.registry import select
 from pitwatch.store.rows import round_row
 from pitwatch.store.server import ServerStore
@@ -89,11 +88,7 @@ def create_app(settings: Settings) -> faust.App:
                 log.warning("dead letter at %s[%d]@%d: %s", msg.topic, msg.partition,
                             msg.offset, e)
                 continue
-            auditor, new = await states.auditor(ev.table_id, msg.topic, msg.partition,
-                                                msg.offset, catch_up.read)
-            auditor.feed(ev)
-            if new or ev.round_id is None or type(ev.payload) is RoundEnded:
-                states.snapshot(ev.table_id, msg.offset)
+            await states.process(ev, msg.topic, msg.partition, msg.offset, catch_up.read)
             key = ev.table_id.encode()
             for v in out_v:
                 await alerts.send(key=key, value=encode_violation(v))

@@ -22,7 +22,7 @@ from typing import Any
 
 from pitwatch.engine.auditor import PackSelector, RoundSink, TableAuditor, ViolationSink
 from pitwatch.events.avro import DecodeError, decode_single
-from pitwatch.events.model import Event
+from pitwatch.events.model import Event, RoundEnded
 
 log = logging.getLogger("pitwatch.worker")
 _HEAD = struct.Struct("<q")  # the offset folded up to
@@ -73,6 +73,14 @@ class TableStates:
                  table_id, topic, partition, done, folded)
         self.auditors[table_id] = a
         return a, False
+
+    async def process(self, ev: Event, topic: str, partition: int, offset: int,
+                      catch_up: CatchUp) -> None:
+        """Fold one event read at `offset`; snapshot at a boundary."""
+        auditor, new = await self.auditor(ev.table_id, topic, partition, offset, catch_up)
+        auditor.feed(ev)
+        if new or ev.round_id is None or type(ev.payload) is RoundEnded:
+            self.snapshot(ev.table_id, offset)
 
     def snapshot(self, table_id: str, offset: int) -> None:
         state: Any = self.auditors[table_id].export_state()
