@@ -95,6 +95,9 @@ def throughput(n: int) -> None:
     send_events(producer, topic, events)
     producer.close()  # type: ignore[attr-defined]
     bare = bare_consume(topic, n)
+    out = subprocess.run([sys.executable, str(ROOT / "bench/faust_bare.py"), topic, str(n)],
+                         capture_output=True, text=True, timeout=600, cwd=ROOT)
+    faust_bare = float(out.stdout.strip().splitlines()[-1])
     store = ServerStore(*CH, database=run)
     store.setup()
     proc = worker(run, Path(f"/tmp/{run}.log"))
@@ -127,6 +130,8 @@ def throughput(n: int) -> None:
         store.close()
     print(f"throughput, {n:,} events on the topic, one worker (sustained, after start-up):")
     print(f"  kafka-python bare consume (baseline)   {bare:10,.0f} events/s")
+    print(f"  a Faust agent that only counts         {faust_bare:10,.0f} events/s   "
+          "(Faust's own ceiling here)")
     print(f"  one worker, end to end into ClickHouse {n_timed / dt:10,.0f} events/s   "
           f"{n_timed / dt / bare:.2f}x the bare consumer   (target >= 10,000)")
     print(f"  ClickHouse sink                        {rows * n_timed / n / dt:10,.0f} rows/s "

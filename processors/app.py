@@ -3,12 +3,12 @@
 Per event: decode (a message that does not decode goes to the dead-letter topic with
 its reason), feed the table's auditor, send each violation to the alerts topic at once
 (Avro) and each finished round to the rounds topic, and persist the table's state in a
-changelog-backed Faust table. The ClickHouse sink runs beside it (`sink.py`).
+changelog-backed Faust table. The ClickHouse sink runs beside it, in a process of its
+own (`sink.py`), so the two use both cores.
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import logging
 import time
@@ -24,11 +24,9 @@ from pitwatch.engine.violation import Violation
 from pitwatch.events.avro import DecodeError, decode_single
 from pitwatch.packs.registry import select
 from pitwatch.store.rows import round_row
-from pitwatch.store.server import ServerStore
 
 from .catch_up import PartitionReader
 from .settings import Settings
-from .sink import run_sink
 from .state import TableStates
 
 log = logging.getLogger("pitwatch.worker")
@@ -110,18 +108,5 @@ def create_app(settings: Settings) -> faust.App:
             await rounds.send(key=r.table_id.encode(), value=orjson.dumps(round_row(r)))
         out_v.clear()
         out_r.clear()
-
-    if settings.sink:
-        stopping = asyncio.Event()
-
-        @app.task
-        async def sink() -> None:
-            await run_sink(settings, lambda: ServerStore(
-                settings.clickhouse_host, settings.clickhouse_port, settings.clickhouse_db),
-                stopping.is_set)
-
-        @app.on_before_shutdown.connect
-        def on_shutdown(sender: Any, **kwargs: Any) -> None:
-            stopping.set()
 
     return app

@@ -131,3 +131,35 @@ async def run_sink(settings: Settings, store_factory: Callable[[], Store],
                           len(batches))
         await consumer.stop()
         store.close()
+
+
+def sink_process(settings: Settings, loglevel: str) -> None:
+    """The sink's own process, started by `pitwatch worker`: it stops when told to
+    (SIGTERM) or when the worker that started it is gone (even by SIGKILL)."""
+    import os
+    import signal
+
+    from pitwatch.store.server import ServerStore
+
+    logging.basicConfig(level=loglevel.upper(),
+                        format="[%(asctime)s] [%(process)d] [%(levelname)s] %(message)s")
+    for name in ("aiokafka", "kafka"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    parent = os.getppid()
+    told = False
+
+    def stop(*_: object) -> None:
+        nonlocal told
+        told = True
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+
+    def stopping() -> bool:
+        return told or os.getppid() != parent
+
+    def store() -> Store:
+        return ServerStore(settings.clickhouse_host, settings.clickhouse_port,
+                           settings.clickhouse_db)
+
+    asyncio.run(run_sink(settings, store, stopping))

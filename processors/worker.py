@@ -63,6 +63,14 @@ examples:
         from pathlib import Path
 
         Path(settings.data_dir).mkdir(parents=True, exist_ok=True)
+        if settings.sink:  # in a process of its own: the audit and the sink use both cores
+            import multiprocessing
+
+            from .sink import sink_process
+
+            ctx = multiprocessing.get_context("spawn")
+            ctx.Process(target=sink_process, args=(settings, args.loglevel), daemon=True,
+                        name="pitwatch-sink").start()
         app = create_app(settings)
         worker = Worker(app, loglevel=args.loglevel, quiet=True)
         worker.execute_from_commandline()
