@@ -54,10 +54,13 @@ class AuditReport:
         self.by_table[v.table_id] += 1
 
 
-def _progress(events: Iterable[Event], total_bytes: int, enabled: bool) -> Iterator[Event]:
-    if not enabled:
-        yield from events
-        return
+def _progress(events: Iterable[Event], enabled: bool) -> Iterable[Event]:
+    """The events, through a progress bar when `enabled` (else untouched: no generator
+    layer in the way of the hot loop)."""
+    return _with_bar(events) if enabled else events
+
+
+def _with_bar(events: Iterable[Event]) -> Iterator[Event]:
     from tqdm import tqdm
 
     with tqdm(unit=" events", unit_scale=True, file=sys.stderr, desc="audit",
@@ -145,6 +148,6 @@ def audit_paths(
             on_reject(r)
 
     total = sum(f.stat().st_size for f in files)
-    events = _progress(read_files(files, reject), total, progress and total > 5_000_000)
+    events = _progress(read_files(files, reject), progress and total > 5_000_000)
     return audit_events(events, store=store, on_violation=on_violation,
                         keep_violations=keep_violations, report=rep)

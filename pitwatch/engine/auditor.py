@@ -15,7 +15,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..events.avro import digest
-from ..events.model import Event, RoundEnded, RoundStarted, ShoeLoaded, TableOpened
+from ..events.model import (
+    Event,
+    RoundEnded,
+    RoundStarted,
+    ShoeLoaded,
+    TableOpened,
+    WagerReturned,
+)
 from .rulepack import Finding, RulePack
 from .state import Round, TableState
 from .violation import Violation
@@ -84,7 +91,6 @@ class TableAuditor:
         if not self._record(ev):
             return
         rid = ev.round_id
-        p = ev.payload
         if rid is None:
             self._table_event(ev)
             return
@@ -101,21 +107,32 @@ class TableAuditor:
             self._raise_record("PROCEDURE_OUT_OF_ORDER", ev, rid,
                                f"{ev.type} after the round ended")
             return
+        p = ev.payload
+        t = type(p)
         void = False
-        if not r.started and type(p) is not RoundStarted:
+        if not r.started and t is not RoundStarted:
             self._raise_record("PROCEDURE_OUT_OF_ORDER", ev, rid,
                                f"{ev.type} before RoundStarted")
             void = True
-        elif not r.is_void_handback(p):
-            for rule in self.pack.by_type[type(p)]:
-                f = rule.check(r, ev)
+        elif t is not WagerReturned or not r.is_void_handback(p):
+            for rule in self.pack.by_type[t]:
+                try:
+                    f = rule.check(r, ev)
+                except (ValueError, KeyError, IndexError, TypeError) as e:
+                    # a state the checks cannot judge (e.g. after lost events): say so,
+                    # keep the event out of the fold, and go on with the stream
+                    self._raise_record("PROCEDURE_OUT_OF_ORDER", ev, rid,
+                                       f"{ev.type} cannot be judged in this round's state "
+                                       f"({rule.code} check: {e})")
+                    void = True
+                    break
                 if f is not None:
                     self._emit(r, rule.code, rule.severity, rule.citation, ev, f)
                     if rule.voids:
                         void = True
                         break
         r.apply(ev, void)
-        if type(p) is RoundEnded and not void:
+        if t is RoundEnded and not void:
             self._close(r, complete=True)
 
     def expire(self, now_ms: int, timeout_ms: int) -> None:
@@ -160,35 +177,42 @@ class TableAuditor:
         if dev is None:
             dev = self.devices[ev.device_id] = _Device()
         seq = ev.seq
-        seen = dev.window.get(seq)
-        if seen is not None:
-            if seen != ev.event_id:
+        last = dev.last_event
+        if last is None:
+            if seq == 1 and ev.prev_digest is not None:
+                self._digest_mismatch(ev, None)
+        elif seq <= dev.last_seq:  # the window holds seqs up to last_seq only
+            seen = dev.window.get(seq)
+            if seen is None:
+                self._raise_record("SEQUENCE_CONFLICT", ev, ev.round_id,
+                                   f"{ev.device_id} seq {seq} is behind {dev.last_seq} and unknown")
+            elif seen != ev.event_id:
                 self._raise_record("SEQUENCE_CONFLICT", ev, ev.round_id,
                                    f"{ev.device_id} seq {seq} carried {seen} and now {ev.event_id}")
             return False  # a redelivery is a no-op; a conflicting copy is not applied
-        if dev.last_event is not None and seq <= dev.last_seq:
-            self._raise_record("SEQUENCE_CONFLICT", ev, ev.round_id,
-                               f"{ev.device_id} seq {seq} is behind {dev.last_seq} and unknown")
-            return False
-        if dev.last_event is not None and seq > dev.last_seq + 1:
+        elif seq > dev.last_seq + 1:
             gap = (f"seq {dev.last_seq + 1}" if seq == dev.last_seq + 2
                    else f"seq {dev.last_seq + 1}–{seq - 1}")
             self._raise_record("SEQUENCE_GAP", ev, ev.round_id,
                                f"{ev.device_id} skipped {gap} (got {seq} after {dev.last_seq})")
-        elif dev.last_event is not None or seq == 1:
-            expected = None if dev.last_event is None else digest(dev.last_event)
+        else:
+            expected = digest(last)
             if ev.prev_digest != expected:
-                got = "none" if ev.prev_digest is None else ev.prev_digest.hex()[:12]
-                want = "none" if expected is None else expected.hex()[:12]
-                self._raise_record("DIGEST_MISMATCH", ev, ev.round_id,
-                                   f"{ev.device_id} seq {seq} prev_digest {got}… "
-                                   f"does not match its previous event ({want}…)")
+                self._digest_mismatch(ev, expected)
         dev.last_seq = seq
         dev.last_event = ev
-        dev.window[seq] = ev.event_id
-        if len(dev.window) > SEQ_WINDOW:
-            dev.window.popitem(last=False)
+        window = dev.window
+        window[seq] = ev.event_id
+        if len(window) > SEQ_WINDOW:
+            window.popitem(last=False)
         return True
+
+    def _digest_mismatch(self, ev: Event, expected: bytes | None) -> None:
+        got = "none" if ev.prev_digest is None else ev.prev_digest.hex()[:12]
+        want = "none" if expected is None else expected.hex()[:12]
+        self._raise_record("DIGEST_MISMATCH", ev, ev.round_id,
+                           f"{ev.device_id} seq {ev.seq} prev_digest {got}… "
+                           f"does not match its previous event ({want}…)")
 
     # --- rounds ------------------------------------------------------------------------
 
@@ -279,7 +303,10 @@ class Auditor:
         return t
 
     def feed(self, ev: Event) -> None:
-        self.table(ev.table_id).feed(ev)
+        t = self.tables.get(ev.table_id)
+        if t is None:
+            t = self.table(ev.table_id)
+        t.feed(ev)
 
     def expire(self, now_ms: int, timeout_ms: int) -> None:
         for t in self.tables.values():

@@ -224,23 +224,30 @@ def write_container(out: IO[bytes], events: Iterable[Event], codec: str = "defla
 
 def read_container_records(src: IO[bytes]) -> Iterator[tuple[dict[str, Any], bytes | None]]:
     """Each record's datum and, when the file was written under this schema, its raw
-    bytes: the canonical form, so digests need no re-encoding. Block by block, record by
-    record, as fast as fastavro's own reader."""
-    schema: Any = None
-    same = False
-    read = fastavro.schemaless_reader
-    for block in fastavro.block_reader(src, return_record_name=True):
-        if schema is None:  # one writer schema per file
-            writer = fastavro.parse_schema(block.writer_schema)
-            same = fingerprint(writer) == fingerprint(plain_schema())
-            schema = plain_schema() if same else writer
-        raw = block.bytes_.getvalue()  # type: ignore[attr-defined]
-        bio = io.BytesIO(raw)
+    bytes: the canonical form, so digests need no re-encoding. Block by block with
+    fastavro's own record iteration, which reads the block's bytes lazily: where the
+    read position stands after a record is where that record's bytes end."""
+    plain = plain_schema()
+    same = logical = False
+    for n, block in enumerate(fastavro.block_reader(src, return_record_name=True)):
+        if n == 0:  # one writer schema per file
+            writer = block.writer_schema
+            same = fingerprint(fastavro.parse_schema(writer)) == fingerprint(plain)
+            logical = strip_logical(writer) != writer
+        records: Iterable[Any] = block
+        if not same:
+            for d in records:
+                yield d, None
+            continue
+        bio: io.BytesIO = block.bytes_  # type: ignore[attr-defined]
+        raw = bio.getvalue()
+        if logical:  # the same bytes, read without the logical types (ints and strs)
+            records = (fastavro.schemaless_reader(bio, plain, None, return_record_name=True)
+                       for _ in range(block.num_records))
         pos = 0
-        for _ in range(block.num_records):
-            d: Any = read(bio, schema, None, return_record_name=True)
+        for d in records:
             end = bio.tell()
-            yield d, (raw[pos:end] if same else None)
+            yield d, raw[pos:end]
             pos = end
 
 

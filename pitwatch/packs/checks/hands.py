@@ -17,9 +17,7 @@ DEALER_22_GAMES = frozenset({"BLACKJACK_SWITCH", "FREE_BET_BLACKJACK"})
 
 def dealer_hand_for(r: Round, h: Hand) -> list[str] | None:
     """The dealer's cards that decide `h` now, or None if nothing decides it yet."""
-    if h.bust:
-        return r.dealer_ranks
-    if r.revealed or r.dealer_done:
+    if r.revealed or r.dealer_done or h.bust:
         return r.dealer_ranks
     d = r.dealer_ranks
     if r.hole_inserted and len(d) >= 2:  # the reader told the dealer
@@ -30,17 +28,20 @@ def dealer_hand_for(r: Round, h: Hand) -> list[str] | None:
 
 
 def expected(r: Round, h: Hand, w: Wager) -> Settlement | None:
+    if h.bust:  # lost, whatever the dealer holds; a free wager's marker moves no money
+        return Settlement(Outcome.LOSE, 0, 0 if w.kind in FREE_KINDS else w.amount, 0)
     dealer = dealer_hand_for(r, h)
     if dealer is None:
         return None
-    if h.bust:  # lost, whatever the dealer holds; a free wager's marker moves no money
-        return Settlement(Outcome.LOSE, 0, 0 if w.kind in FREE_KINDS else w.amount, 0)
     pushes = r.table.game in DEALER_22_GAMES
-    if w.kind in FREE_KINDS:
-        return settle_free_wager(h.ranks, dealer, w.amount, dealer_22_pushes=pushes)
-    return settle_hand(h.ranks, dealer, w.amount, blackjack_pays=r.rules.blackjack_pays,
-                       dealer_22_pushes=pushes,
-                       player_blackjack_allowed=not (h.split or h.switched))
+    try:
+        if w.kind in FREE_KINDS:
+            return settle_free_wager(h.ranks, dealer, w.amount, dealer_22_pushes=pushes)
+        return settle_hand(h.ranks, dealer, w.amount, blackjack_pays=r.rules.blackjack_pays,
+                           dealer_22_pushes=pushes,
+                           player_blackjack_allowed=not (h.split or h.switched))
+    except ValueError:  # the cards do not decide it (a card of the record missing)
+        return None
 
 
 def payout_wrong(r: Round, ev: Event) -> Finding | None:
