@@ -32,10 +32,10 @@ def main() -> None:
                 seen["t"] = time.perf_counter()
             seen["n"] += 1
             if seen["n"] == n:
-                print(f"{(n - 1) / (time.perf_counter() - seen['t']):.0f}", flush=True)
+                print(f"RATE {(n - 1) / (time.perf_counter() - seen['t']):.0f}", flush=True)
                 os._exit(0)
 
-    Worker(app, loglevel="error", quiet=True).execute_from_commandline()
+    Worker(app, loglevel="error", quiet=True, redirect_stdouts=False).execute_from_commandline()
 
 
 if __name__ == "__main__":

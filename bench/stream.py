@@ -14,6 +14,7 @@ Targets (issue 4): >= 10,000 events/s through one worker; p99 <= 500 ms.
 from __future__ import annotations
 
 import argparse
+import re
 import subprocess
 import sys
 import threading
@@ -97,7 +98,7 @@ def throughput(n: int) -> None:
     bare = bare_consume(topic, n)
     out = subprocess.run([sys.executable, str(ROOT / "bench/faust_bare.py"), topic, str(n)],
                          capture_output=True, text=True, timeout=600, cwd=ROOT)
-    faust_bare = float(out.stdout.strip().splitlines()[-1])
+    faust_bare = float(re.findall(r"RATE (\d+)", out.stdout + out.stderr)[-1])
     store = ServerStore(*CH, database=run)
     store.setup()
     proc = worker(run, Path(f"/tmp/{run}.log"))
