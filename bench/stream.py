@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from kafka import KafkaConsumer  # noqa: E402
 
+from pitwatch.audit.run import audit_events  # noqa: E402
 from pitwatch.engine.alerts import decode_violation  # noqa: E402
 from pitwatch.events.avro import digest  # noqa: E402
 from pitwatch.events.model import Event  # noqa: E402
@@ -92,6 +93,7 @@ def throughput(n: int) -> None:
         events.append(ev)
         if len(events) == n:
             break
+    expected_rounds = audit_events(events, finish=False).rounds
     producer = make_producer(KAFKA)
     send_events(producer, topic, events)
     producer.close()  # type: ignore[attr-defined]
@@ -115,8 +117,9 @@ def throughput(n: int) -> None:
         while (first := landed()) == 0 and time.monotonic() < deadline:
             time.sleep(0.1)
         t = time.perf_counter()
-        while landed() < n and time.monotonic() < deadline:
-            time.sleep(0.2)
+        while (landed() < n or landed("rounds") < expected_rounds) \
+                and time.monotonic() < deadline:
+            time.sleep(0.2)  # the sink has the events, the audit has closed every round
         dt = time.perf_counter() - t
         n_timed = n - first
         rows, last = 0, -1

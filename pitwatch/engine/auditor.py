@@ -28,8 +28,10 @@ from .state import Round, TableState
 from .violation import Violation
 
 #: How many recent seq numbers per device are remembered to tell a redelivery (same
-#: event_id) from a conflict (another event with the same seq).
-SEQ_WINDOW = 4096
+#: event_id) from a conflict (another event with the same seq). Redeliveries reach back
+#: to the last committed offset, seconds of traffic; the window is part of every
+#: snapshot a worker writes, so it is kept to what that needs.
+SEQ_WINDOW = 256
 #: How many ended rounds per table are remembered to refuse late events for them.
 CLOSED_WINDOW = 64
 
