@@ -206,13 +206,16 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=200_000)
     ap.add_argument("--rate", type=float, default=2000)
     ap.add_argument("--seconds", type=float, default=30)
+    ap.add_argument("--only", choices=("throughput", "latency"), help="run one part")
     args = ap.parse_args()
     started = not services_up()
     if started:
         subprocess.run([str(ROOT / "deploy/services.sh"), "start"], check=True)
     try:
-        throughput(args.events)
-        latency(args.rate, args.seconds)
+        if args.only != "latency":
+            throughput(args.events)
+        if args.only != "throughput":
+            latency(args.rate, args.seconds)
     finally:
         if started:
             subprocess.run([str(ROOT / "deploy/services.sh"), "stop"], check=True)
