@@ -68,6 +68,15 @@ def create_app(settings: Settings) -> faust.App:
     states = TableStates(open_rounds, select, out_v.append, out_r.append)
     catch_up = PartitionReader(settings.kafka)
 
+    async def send_found() -> None:
+        """Each violation to the alerts topic, each finished round to the rounds topic."""
+        for v in out_v:
+            await alerts.send(key=v.table_id.encode(), value=encode_violation(v))
+        for r in out_r:
+            await rounds.send(key=r.table_id.encode(), value=orjson.dumps(round_row(r)))
+        out_v.clear()
+        out_r.clear()
+
     @app.on_partitions_revoked.connect
     async def on_revoked(sender: Any, revoked: Any, **kwargs: Any) -> None:
         states.forget()
@@ -87,13 +96,7 @@ def create_app(settings: Settings) -> faust.App:
                             msg.offset, e)
                 continue
             await states.process(ev, msg.topic, msg.partition, msg.offset, catch_up.read)
-            key = ev.table_id.encode()
-            for v in out_v:
-                await alerts.send(key=key, value=encode_violation(v))
-            for r in out_r:
-                await rounds.send(key=key, value=orjson.dumps(round_row(r)))
-            out_v.clear()
-            out_r.clear()
+            await send_found()
 
     @app.timer(interval=10.0)
     async def expire_rounds() -> None:
@@ -102,11 +105,6 @@ def create_app(settings: Settings) -> faust.App:
         now_ms = int(time.time() * 1000)
         for a in list(states.auditors.values()):
             a.expire(now_ms, int(settings.round_timeout_s * 1000))
-        for v in out_v:
-            await alerts.send(key=v.table_id.encode(), value=encode_violation(v))
-        for r in out_r:
-            await rounds.send(key=r.table_id.encode(), value=orjson.dumps(round_row(r)))
-        out_v.clear()
-        out_r.clear()
+        await send_found()
 
     return app

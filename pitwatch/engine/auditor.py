@@ -28,10 +28,11 @@ from .state import Round, TableState
 from .violation import Violation
 
 #: How many recent seq numbers per device are remembered to tell a redelivery (same
-#: event_id) from a conflict (another event with the same seq). Redeliveries reach back
-#: to the last committed offset, seconds of traffic; the window is part of every
-#: snapshot a worker writes, so it is kept to what that needs.
-SEQ_WINDOW = 256
+#: event_id) from a conflict (another event with the same seq).
+SEQ_WINDOW = 4096
+#: How many of them a snapshot keeps: a worker restored from one sees redeliveries only
+#: back to the last committed offset, seconds of traffic, and snapshots stay small.
+SNAPSHOT_SEQ_WINDOW = 256
 #: How many ended rounds per table are remembered to refuse late events for them.
 CLOSED_WINDOW = 64
 
@@ -67,6 +68,12 @@ class _Device:
         self.last_seq = 0
         self.last_event: Event | None = None
         self.window: OrderedDict[int, str] = OrderedDict()
+
+    def trimmed(self, keep: int) -> _Device:
+        d = _Device()
+        d.last_seq, d.last_event = self.last_seq, self.last_event
+        d.window = OrderedDict(list(self.window.items())[-keep:])
+        return d
 
 
 PackSelector = Callable[[str, str], RulePack]
@@ -155,8 +162,10 @@ class TableAuditor:
 
     def export_state(self) -> dict[str, Any]:
         """Everything the auditor knows, as plain objects (the callbacks excepted): a
-        snapshot that `import_state` turns back into the same auditor."""
-        return {"table": self.table, "devices": self.devices, "round": self.round,
+        snapshot that `import_state` turns back into the same auditor (with the most
+        recent SNAPSHOT_SEQ_WINDOW seqs of each device)."""
+        devices = {k: d.trimmed(SNAPSHOT_SEQ_WINDOW) for k, d in self.devices.items()}
+        return {"table": self.table, "devices": devices, "round": self.round,
                 "pending_open": self.pending_open, "closed": self.closed,
                 "pack": (self.table.jurisdiction, self.table.game)}
 
