@@ -220,6 +220,11 @@ class Round:
             return None if h is None else h.wagers.get(kind)
         return self.side.get((seat, hand, kind))
 
+    def standing_with(self, p: WagerPlaced) -> int:
+        """A side wager's amount once `p` is added to what already stands on its spot."""
+        prior = self.side.get((p.seat, p.hand, p.kind))
+        return p.amount + (prior.amount if prior is not None and not prior.settled else 0)
+
     def open_side(self, kind: str) -> list[tuple[tuple[int, int, str], Wager]]:
         return [(k, w) for k, w in self.side.items() if k[2] == kind and not w.settled]
 

@@ -60,8 +60,7 @@ def amount(r: Round, ev: Event) -> Finding | None:
                        p.seat, p.hand)
     posted = r.rules.bonus_wager_max
     cap = main.amount if posted is None else min(main.amount, posted)
-    prior = r.side.get((p.seat, p.hand, "BONUS"))
-    total = p.amount + (prior.amount if prior is not None and not prior.settled else 0)
+    total = r.standing_with(p)
     if total > cap:
         limit = (f"the blackjack wager {c(main.amount)}" if cap == main.amount
                  else f"the posted maximum {c(cap)}")

@@ -83,8 +83,7 @@ def over_limit(r: Round, ev: Event) -> Finding | None:
     main = r.main_of(p.seat, p.hand)
     if main is None:
         return None
-    prior = r.side.get((p.seat, p.hand, "INSURANCE"))
-    total = p.amount + (prior.amount if prior is not None and not prior.settled else 0)
+    total = r.standing_with(p)
     limit = allowed_insurance(main.amount, r.rules.chip_unit)
     if total <= limit:
         return None
@@ -100,8 +99,7 @@ def over_half(r: Round, ev: Event) -> Finding | None:
     main = None if p is None else r.main_of(p.seat, p.hand)
     if p is None or main is None:
         return None
-    prior = r.side.get((p.seat, p.hand, "INSURANCE"))
-    total = p.amount + (prior.amount if prior is not None and not prior.settled else 0)
+    total = r.standing_with(p)
     if 2 * total <= main.amount:
         return None
     return Finding(f"insurance {c(total)} exceeds half of the {c(main.amount)} original wager",
