@@ -93,6 +93,8 @@ class TableAuditor:
         self.round: Round | None = None
         self.pending_open: TableOpened | None = None
         self.closed: OrderedDict[str, None] = OrderedDict()
+        #: record violations of a round raised before the round opened (on its first event)
+        self.early: dict[str, int] = {}
 
     # --- input -----------------------------------------------------------------------
 
@@ -249,7 +251,9 @@ class TableAuditor:
         if self.pending_open is not None:
             self._open_table(self.pending_open)
             self.pending_open = None
-        return Round(self.table, round_id)
+        r = Round(self.table, round_id)
+        r.violations = self.early.pop(round_id, 0)
+        return r
 
     def _incomplete(self, r: Round, event_id: str, ts: int, why: str) -> None:
         severity, citation = self.pack.record_citations["ROUND_INCOMPLETE"]
@@ -278,6 +282,8 @@ class TableAuditor:
                       ev.ts)
         if r is not None:
             r.violations += 1
+        elif round_id:  # on the first event of a round not opened yet: count it there
+            self.early[round_id] = self.early.get(round_id, 0) + 1
         self.on_violation(v)
 
     def _emit(self, r: Round, code: str, severity: str, citation: str, ev: Event,

@@ -34,3 +34,19 @@ def test_injected_faults_are_found_exactly(jurisdiction: str, game: str) -> None
     assert injected - found == Counter(), "missed faults"
     by_event = {(t["code"], t["event_id"]) for t in floor.truth}
     assert {(v.code, v.event_id) for v in rep.violations} == by_event
+
+
+def test_round_summaries_count_their_violations() -> None:
+    from pitwatch.engine.auditor import Auditor, RoundSummary
+    from pitwatch.engine.violation import Violation
+    from pitwatch.packs.registry import select
+
+    found: list[Violation] = []
+    rounds: list[RoundSummary] = []
+    auditor = Auditor(select, found.append, rounds.append)
+    for ev in Floor(4, 60, seed=303, inject=0.4).events():
+        auditor.feed(ev)
+    auditor.finish()
+    per_round = Counter(v.round_id for v in found)
+    assert per_round  # faults of every kind, record ones on a round's first event too
+    assert {s.round_id: s.violations for s in rounds if s.violations} == dict(per_round)
