@@ -106,7 +106,6 @@ class Round:
     """One round of one table, folded from its events."""
 
     __slots__ = (
-        "bonus_settled_seats",
         "collected",
         "dealer_done",
         "dealer_id",
@@ -167,7 +166,6 @@ class Round:
         self.raised: set[tuple[str, int | None, int | None]] = set()
         self.wagered = self.paid = self.collected = self.returned = 0
         self.violations = 0
-        self.bonus_settled_seats: list[int] = []
         #: wagers that should not stand, by (seat, hand, kind): the amount not yet handed back
         self.voided: dict[tuple[int, int, str], int] = {}
         self.surrendered: list[Hand] = []
@@ -359,8 +357,6 @@ class Round:
             w.collected += p.amount
         else:
             w.returned += p.amount
-        if p.kind == "BONUS":
-            self.bonus_settled_seats.append(p.seat)
 
     def _decision(self, p: PlayerDecision) -> None:
         h = self.hands.get((p.seat, p.hand))

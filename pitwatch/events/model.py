@@ -203,8 +203,6 @@ PAYLOAD_TYPES: Final[dict[str, type[Payload]]] = {
     )
 }
 
-#: Payloads that carry money with a wager kind (placed, paid, collected, returned).
-MONEY_PAYLOADS: Final = (WagerPlaced, PayoutMade, WagerCollected, WagerReturned)
 
 
 @dataclass(slots=True)

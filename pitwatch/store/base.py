@@ -83,7 +83,3 @@ class BatchWriter:
     def flush(self) -> None:
         for t in TABLES:
             self.flush_table(t)
-
-    @property
-    def pending(self) -> int:
-        return sum(len(b) for b in self.buffers.values())
