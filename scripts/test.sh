@@ -8,6 +8,7 @@ BIN=.venv/bin
 
 echo "== ruff"; $BIN/ruff check .
 echo "== mypy"; $BIN/mypy
+echo "== system packages"; scripts/system-deps.sh
 echo "== unit tests"; $BIN/python -m pytest -q -m "not integration" -p no:cacheprovider
 
 echo "== services"
