@@ -30,13 +30,15 @@ END: tuple[type[Payload], ...] = (RoundEnded,)
 #: Events that show the dealer has stopped drawing.
 STOPPED: tuple[type[Payload], ...] = (*MONEY, CardsCleared, RoundEnded)
 
-RECORD = "pitwatch record rule, design/events.md"
+RECORD = "pitwatch record rule, docs/events.md §"
 RECORD_CITATIONS: dict[str, tuple[Severity, str]] = {
-    "SEQUENCE_GAP": (LOW, f"{RECORD} (seq rises by 1 per device)"),
-    "SEQUENCE_CONFLICT": (LOW, f"{RECORD} (one seq, one event)"),
-    "DIGEST_MISMATCH": (LOW, f"{RECORD} (prev_digest: SHA-256 of the previous event)"),
-    "ROUND_INCOMPLETE": (LOW, f"{RECORD} (every round ends with RoundEnded)"),
-    "PROCEDURE_OUT_OF_ORDER": (MEDIUM, f"{RECORD} (round procedure, docs/procedure.md)"),
+    "SEQUENCE_GAP": (LOW, f"{RECORD} The record (seq rises by 1 per device)"),
+    "SEQUENCE_CONFLICT": (LOW, f"{RECORD} The record (one seq, one event)"),
+    "DIGEST_MISMATCH": (LOW, f"{RECORD} The record (prev_digest: SHA-256 of the previous "
+                        "event)"),
+    "ROUND_INCOMPLETE": (LOW, f"{RECORD} Rounds (every round ends with RoundEnded)"),
+    "PROCEDURE_OUT_OF_ORDER": (MEDIUM, "pitwatch record rule, docs/procedure.md § A round, "
+                               "in order"),
 }
 
 

@@ -21,7 +21,7 @@ from tests.rounds import TableScript, audit, check_quotes_and_coverage, codes, e
 
 PACK = "nj-blackjack-switch"
 I = "N.J.A.C. 13:69F-2A.8"  # noqa: E741
-PROCEDURE = "pitwatch record rule, design/events.md (round procedure, docs/procedure.md)"
+PROCEDURE = "pitwatch record rule, docs/procedure.md § A round, in order"
 PAYOUT_CITATION = ("Posted payout odds under N.J.A.C. 13:69F-2A: blackjack 1 to 1, dealer 22 "
                    "pushes (public summary; not in the regulation files)")
 SOFT17_CITATION = ("Posted rule of the table: the dealer hits soft 17 (Blackjack Switch, "
