@@ -22,6 +22,7 @@ from .base import (
     rule,
 )
 from .checks import bonus, surrender
+from .checks.limits import limit_rules
 
 S = "N.J.A.C. 13:69F-2.8"
 B = "N.J.A.C. 13:69F-2.25"
@@ -31,6 +32,7 @@ PACK = RulePack(
     title="New Jersey blackjack, N.J.A.C. 13:69F-2 (2.8 surrender, 2.25 bonus wager)",
     rules=(
         *procedure_rules(),
+        *limit_rules(),
         rule("SURRENDER_NOT_AVAILABLE", HIGH, f"{S}(c)", surrender.not_available, DECISION),
         rule("SURRENDER_TOO_EARLY", HIGH, f"{S}(a)", surrender.too_early, DECISION),
         rule("SURRENDER_TOO_LATE", HIGH, f"{S}(a)", surrender.too_late, DECISION),

@@ -21,6 +21,7 @@ from .base import (
     rule,
 )
 from .checks import even_money, insurance
+from .checks.limits import limit_rules
 
 G = "NZ Gazette 1996 No 7, Blackjack"
 
@@ -29,6 +30,7 @@ PACK = RulePack(
     title="New Zealand blackjack, Gazette 1996 No 7 (8.1–8.3 payment, 9.1–9.4 insurance)",
     rules=(
         *procedure_rules(),
+        *limit_rules(),
         rule("INSURANCE_NOT_AVAILABLE", HIGH, f"{G} 9.1", insurance.not_available, WAGER),
         rule("PROCEDURE_OUT_OF_ORDER", MEDIUM, RECORD_CITATIONS["PROCEDURE_OUT_OF_ORDER"][1],
              insurance.no_main_wager, WAGER, voids=True),

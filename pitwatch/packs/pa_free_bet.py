@@ -21,6 +21,7 @@ from .base import (
     rule,
 )
 from .checks import even_money, insurance
+from .checks.limits import limit_rules
 
 P = "58 Pa. Code § 672a.8"
 
@@ -30,6 +31,7 @@ PACK = RulePack(
     title="Pennsylvania Free Bet Blackjack, 58 Pa. Code 672a (672a.8 insurance, even money)",
     rules=(
         *procedure_rules(),
+        *limit_rules(),
         rule("INSURANCE_NOT_AVAILABLE", HIGH, f"{P}(a)", insurance.not_available, WAGER),
         rule("INSURANCE_NOT_AVAILABLE", HIGH, f"{P}(a)", insurance.before_up_card, WAGER),
         rule("PROCEDURE_OUT_OF_ORDER", MEDIUM, RECORD_CITATIONS["PROCEDURE_OUT_OF_ORDER"][1],
