@@ -20,6 +20,8 @@ from ..events.model import (
 )
 from .checks import dealing, hands
 
+#: what a table posts, read where no regulation text in docs/regulations fixes a rule
+POSTED = "docs/regulations/posted-rules.txt"
 CRITICAL, HIGH, MEDIUM, LOW = Severity.CRITICAL, Severity.HIGH, Severity.MEDIUM, Severity.LOW
 MONEY: tuple[type[Payload], ...] = (PayoutMade, WagerCollected, WagerReturned)
 WAGER: tuple[type[Payload], ...] = (WagerPlaced,)
@@ -63,9 +65,8 @@ def procedure_rules() -> list[Rule]:
 
 def dealing_rules(dealer_citation: str) -> list[Rule]:
     return [
-        rule("CARD_COUNT_EXCEEDED", MEDIUM, "Posted shoe: ShoeLoaded.decks copies of each card "
-             "(pitwatch; no paragraph of the regulation files)", dealing.card_count_exceeded,
-             CARD),
+        rule("CARD_COUNT_EXCEEDED", MEDIUM, "Posted shoe (ShoeLoaded.decks copies of each "
+             f"card), {POSTED} (e)", dealing.card_count_exceeded, CARD),
         rule("DEALER_DREW_WRONG", MEDIUM, dealer_citation, dealing.dealer_drew, CARD),
         rule("DEALER_DREW_WRONG", MEDIUM, dealer_citation, dealing.dealer_stood, STOPPED),
     ]

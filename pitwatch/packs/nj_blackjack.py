@@ -13,6 +13,7 @@ from .base import (
     HIGH,
     MEDIUM,
     MONEY,
+    POSTED,
     RECORD_CITATIONS,
     STOPPED,
     WAGER,
@@ -51,10 +52,8 @@ PACK = RulePack(
              f"{B}(d)–(f) (three eights: the table's posted pay table, (f)'s is not in the text)",
              bonus.settlement_wrong, MONEY),
         rule("BONUS_SETTLEMENT_WRONG", CRITICAL, f"{B}(e)", bonus.never_settled, END),
-        *dealing_rules("Posted soft-17 rule of the table under N.J.A.C. 13:69F-2 (the dealer's "
-                       "play is not in the regulation files)"),
-        *payout_rules("Posted payout odds under N.J.A.C. 13:69F-2 (blackjack as posted, wins "
-                      "1 to 1; the payout section is not in the regulation files)"),
+        *dealing_rules(f"Posted soft-17 rule of the table, {POSTED} (c)"),
+        *payout_rules(f"Posted payout odds (blackjack as posted, wins 1 to 1), {POSTED} (b)"),
     ),
     record_citations=RECORD_CITATIONS,
 )

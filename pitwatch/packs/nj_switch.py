@@ -10,6 +10,7 @@ from .base import (
     HIGH,
     MEDIUM,
     MONEY,
+    POSTED,
     RECORD_CITATIONS,
     WAGER,
     dealing_rules,
@@ -42,10 +43,10 @@ PACK = RulePack(
              insurance.paid_before_collection, MONEY),
         rule("INSURANCE_COLLECTION_LATE", MEDIUM, f"{I}(c)", insurance.collection_late,
              (*CARD, *END)),
-        *dealing_rules("Posted rule of the table: the dealer hits soft 17 (Blackjack Switch, "
-                       "public summary; 13:69F-2A's dealing rules are not in the files)"),
-        *payout_rules("Posted payout odds under N.J.A.C. 13:69F-2A: blackjack 1 to 1, dealer 22 "
-                      "pushes (public summary; not in the regulation files)"),
+        *dealing_rules(f"Posted soft-17 rule of the table (Blackjack Switch hits soft 17), "
+                       f"{POSTED} (c)"),
+        *payout_rules(f"Posted payout odds (Blackjack Switch: blackjack 1 to 1, dealer 22 "
+                      f"pushes), {POSTED} (b)"),
     ),
     record_citations=RECORD_CITATIONS,
 )

@@ -13,6 +13,7 @@ from .base import (
     HIGH,
     MEDIUM,
     MONEY,
+    POSTED,
     RECORD_CITATIONS,
     WAGER,
     dealing_rules,
@@ -49,10 +50,9 @@ PACK = RulePack(
         rule("BLACKJACK_PAID_EARLY", MEDIUM, f"{G} 8.2", even_money.blackjack_paid_early,
              (*MONEY, *CLEARED)),
         rule("BLACKJACK_PAID_LATE", MEDIUM, f"{G} 8.1", even_money.blackjack_paid_late, CARD),
-        *dealing_rules("Posted soft-17 rule of the table (the Gazette's dealing rules are not "
-                       "in the regulation files)"),
+        *dealing_rules(f"Posted soft-17 rule of the table, {POSTED} (c)"),
         *payout_rules(f"{G} 8.1–8.2 (blackjack 3 to 2, stand-off against a dealer blackjack); "
-                      "other wins 1 to 1 as posted"),
+                      f"other wins 1 to 1 as posted, {POSTED} (b)"),
     ),
     record_citations=RECORD_CITATIONS,
 )
