@@ -69,6 +69,11 @@ class EmbeddedStore:
         out = self._run(sql, "JSONEachRow", params)
         return [orjson.loads(line) for line in out.splitlines() if line.strip()]
 
+    def read_only(self) -> None:
+        """From now on this session refuses anything but reading the store (DDL, DML,
+        and table functions that reach files or the network)."""
+        self._run("SET readonly = 1")
+
     def dedupe(self) -> None:
         for t in TABLES:
             self._run(f"OPTIMIZE TABLE {t} FINAL")
