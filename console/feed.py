@@ -105,8 +105,10 @@ class KafkaAlerts:
         try:
             ids: set[int] | None = None
             for _ in range(50):
-                await consumer.topics()  # refreshes the metadata
-                ids = consumer.partitions_for_topic(self.topic)
+                # aiokafka's public partitions_for_topic() answers only for subscribed
+                # topics; a manual assignment reads the cluster's metadata itself
+                meta = await consumer._client.fetch_all_metadata()
+                ids = meta.partitions_for_topic(self.topic)
                 if ids:
                     break
                 await asyncio.sleep(0.2)

@@ -29,7 +29,7 @@ def feed(f: Filters, tables: list[str], codes: list[str], jurisdictions: list[st
 <p class="lede">Violations as the rules engine raises them, newest first: pushed to this
 page the moment they reach the alerts topic. Acknowledge one to record who looked at it.</p>
 {form}
-<p id="feed-note" class="note"></p>
+<p id="feed-note" class="note"></p><p id="feed-bad" class="note bad"></p>
 <table id="feed" class="feed"><thead><tr><th>device time (UTC)</th><th>severity</th>
 <th>table</th><th>seat</th><th>code and message</th><th>citation</th><th>triage</th></tr>
 </thead><tbody></tbody></table>

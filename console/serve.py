@@ -98,7 +98,13 @@ behind the site's authenticating proxy before opening it to a network."""
                 print(f"pitwatch serve: no embedded store in {args.data}/ (run `pitwatch "
                       "demo` or `pitwatch audit FILES --data DIR` first)", file=sys.stderr)
                 return 2
-            store = EmbeddedStore(args.data)
+            try:
+                store = EmbeddedStore(args.data)
+            except RuntimeError as e:  # chDB: the directory is another process's
+                print(f"pitwatch serve: cannot open the embedded store in {args.data}/ "
+                      f"(is another pitwatch process using it?): {str(e)[:200]}",
+                      file=sys.stderr)
+                return 2
             where = f"embedded store {args.data}/"
             poll = None
         store.setup()  # the triage log and the dashboard views, if missing

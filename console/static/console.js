@@ -8,6 +8,7 @@
   const body = feed.querySelector("tbody");
   const form = document.getElementById("filters");
   const note = document.getElementById("feed-note");
+  const bad = document.getElementById("feed-bad");
   const status = document.getElementById("status");
   const dialog = document.getElementById("ack-dialog");
   const triage = new Map(); // violation_id -> newest triage row
@@ -94,7 +95,7 @@
     });
     source.addEventListener("bad", (ev) => {
       const d = JSON.parse(ev.data);
-      note.textContent = `${d.count} undecodable message(s) on the alerts topic skipped; ` +
+      bad.textContent = `${d.count} undecodable message(s) on the alerts topic skipped; ` +
         `last at ${d.where}: ${d.reason}`;
     });
     source.onopen = () => setStatus("live", "ok");
