@@ -55,7 +55,7 @@ class ServerStore:
     def insert(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
         if not rows:
             return
-        cols = self._cols[table]
+        cols = self._cols.get(table) or columns(table)  # the three, or e.g. triage
         data = [tuple(datetime.fromtimestamp(r[c], UTC).replace(tzinfo=None)
                       if c in _TIME_COLUMNS else r[c] for c in cols) for r in rows]
         self._execute(f"INSERT INTO {table} ({', '.join(cols)}) VALUES", data)
