@@ -28,6 +28,10 @@ def summary(rep: AuditReport, out: IO[str]) -> None:
         print(f"  {n:6,}  {code}", file=out)
     if rep.incomplete:
         print(f"incomplete rounds: {rep.incomplete:,}", file=out)
+    if rep.engine_errors:
+        first = rep.engine_errors[0]
+        print(f"engine errors: {len(rep.engine_errors):,} (bugs in pitwatch, not findings about "
+              f"the tables; each logged with its event; first: {first})", file=out)
 
 
 def _clip(s: str, n: int) -> str:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..engine.auditor import Auditor, RoundSummary
+from ..engine.errors import EngineError
 from ..engine.violation import Violation
 from ..events.files import Rejected, expand, read_files
 from ..events.model import Event
@@ -40,6 +41,8 @@ class AuditReport:
     by_severity: Counter[str] = field(default_factory=Counter)
     by_table: Counter[str] = field(default_factory=Counter)
     violations: list[Violation] = field(default_factory=list)
+    #: bugs in the engine met on the way (never violations: pitwatch.engine.errors)
+    engine_errors: list[EngineError] = field(default_factory=list)
 
     def add_round(self, s: RoundSummary) -> None:
         self.rounds += 1
@@ -108,7 +111,7 @@ def audit_events(
         if writer is not None:
             writer.add("rounds", round_row(s))
 
-    auditor = Auditor(select, violation, round_done)
+    auditor = Auditor(select, violation, round_done, rep.engine_errors.append)
     latest = 0
     n = 0
     for ev in events:

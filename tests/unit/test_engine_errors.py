@@ -8,9 +8,13 @@ handed to `on_engine_error`, reported apart from violations, and the stream goes
 
 from __future__ import annotations
 
+import io
 import logging
 from dataclasses import replace
 
+import pytest
+
+from pitwatch.audit import report, run
 from pitwatch.engine.auditor import Auditor, RoundSummary
 from pitwatch.engine.errors import FOLD, EngineError
 from pitwatch.engine.rulepack import Check, Finding, RulePack, Undecidable
@@ -186,3 +190,34 @@ def test_undecidable_is_reported_as_cannot_be_judged_and_the_event_kept_out() ->
     assert procedure[0].citation == RECORD_CITATIONS["PROCEDURE_OUT_OF_ORDER"][1]
     assert run.errors == []
     assert run.rounds[0].collected == 0  # the collections were kept out of the fold
+
+
+def test_the_audit_report_shows_engine_errors_apart(
+        engine_errors: list[logging.LogRecord], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`pitwatch audit` counts engine errors in its report and prints them on a line of
+    their own, apart from the violations."""
+    planted = _with(_typo, hands.payout_wrong)
+
+    def pick(jurisdiction: str, game: str) -> RulePack:
+        chosen = select(jurisdiction, game)
+        return planted if chosen.name == planted.name else chosen
+
+    monkeypatch.setattr(run, "select", pick)
+    _, events, _fault = _two_rounds()
+    rep = run.audit_events(events)
+    assert [v.code for v in rep.violations] == ["DEALER_DREW_WRONG"]
+    assert len(rep.engine_errors) == len(engine_errors) == 4
+    out = io.StringIO()
+    report.summary(rep, out)
+    lines = out.getvalue().splitlines()
+    assert "violations: 1 (MEDIUM 1)" in lines
+    errors = [line for line in lines if line.startswith("engine errors: 4 ")]
+    assert len(errors) == 1 and "PAYOUT_WRONG" in errors[0]
+
+
+def test_a_clean_report_says_nothing_of_engine_errors() -> None:
+    _, events, _fault = _two_rounds()
+    rep = run.audit_events(events)
+    out = io.StringIO()
+    report.summary(rep, out)
+    assert rep.engine_errors == [] and "engine error" not in out.getvalue()
