@@ -670,12 +670,13 @@ def pa_free_bet(d: Deal) -> None:
             return out
         if not void and fault != "collection late":
             s.collect(2, "INSURANCE", 1000)
-        s.decide(2, "STAND")
+        stand = s.decide(2, "STAND")
+        if fault == "collection late":  # 672a.8(d) "immediately": late once seat 2 acts
+            out.append(("INSURANCE_COLLECTION_LATE", stand, 2, 0))
         s.reveal()
         if hole == "5":  # A 5 soft 16: an 8 (14), a king (24)
-            ev = s.dealer("8", "C")
+            s.dealer("8", "C")
             if fault == "collection late":
-                out.append(("INSURANCE_COLLECTION_LATE", ev, 2, 0))
                 s.collect(2, "INSURANCE", 1000)
             s.dealer("K", "C")
             s.collect(2, "PUSH22", 500)
