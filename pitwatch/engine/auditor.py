@@ -142,6 +142,8 @@ class TableAuditor:
                     break
                 if f is not None:
                     vid = self._emit(r, rule.code, rule.severity, rule.citation, ev, f)
+                    if f.void_wager is not None and f.seat is not None:
+                        r.void_standing(f.seat, f.hand or 0, f.void_wager, (rule.code, vid))
                     if rule.voids:
                         void, cause = True, (rule.code, vid)
                         break
@@ -248,12 +250,16 @@ class TableAuditor:
         """The posted rules against what the pack's text fixes: a finding on the
         TableOpened itself (round id empty)."""
         pack = self.select_pack(p.jurisdiction, p.game)
+        found: dict[str, list[tuple[str, str, str]]] = {}
         for rule in pack.posting:
             why = rule.check(p.rules)
             if why is not None:
-                self.on_violation(Violation(
-                    rule.code, rule.severity, self.table.table_id, "", None, None,
-                    ev.event_id, (), rule.citation, why, pack.name, pack.version, ev.ts))
+                found.setdefault(rule.code, []).append((rule.severity, rule.citation, why))
+        for code, items in found.items():  # one violation per code and event: one id
+            citations = "; ".join(dict.fromkeys(c for _, c, _ in items))
+            self.on_violation(Violation(
+                code, items[0][0], self.table.table_id, "", None, None, ev.event_id, (),
+                citations, "; ".join(w for _, _, w in items), pack.name, pack.version, ev.ts))
 
     def _open_table(self, p: TableOpened) -> None:
         self.pack = self.select_pack(p.jurisdiction, p.game)

@@ -25,6 +25,9 @@ class Finding:
     seat: int | None = None
     hand: int | None = None
     evidence: tuple[str, ...] = ()
+    #: a wager already standing that the finding makes void (its kind, on seat and
+    #: hand): judged once the stacks are all in, e.g. a minimum at the first card
+    void_wager: str | None = None
 
 
 Check = Callable[["Round", Event], Finding | None]

@@ -261,6 +261,23 @@ class Round:
         that turns on the dealer's cards (bonus, Push 22) still open."""
         return any(h.live for h in self.hands.values()) or bool(self.open_side("PUSH22"))
 
+    def void_standing(self, seat: int, hand: int, kind: str, cause: tuple[str, str]) -> None:
+        """A standing wager found void once its stacks were all in (a minimum judged at
+        the first card): it leaves the round's wagers and is to be handed back."""
+        key = (seat, hand, kind)
+        w = self.wager_for(seat, hand, kind)
+        if w is None or w.settled:
+            return
+        if kind in HAND_KINDS:
+            h = self.hands[(seat, hand)]
+            del h.wagers[kind]
+            if not h.wagers:
+                del self.hands[(seat, hand)]
+        else:
+            del self.side[key]
+        self.voided[key] = self.voided.get(key, 0) + w.amount
+        self.void_cause.setdefault(key, cause)
+
     # --- the fold ------------------------------------------------------------------------
 
     def apply(self, ev: Event, void: bool = False,

@@ -444,10 +444,8 @@ def _surrender_against_ten(*, hole: str, hole_card: str, settle: str
     elif settle == "whole":
         bad = sc.collect(1, "MAIN", 2000)
         sc.clear(1)
-    if dealer_bj:
-        first_after = sc.collect(2, "MAIN", 2000)
-    else:  # 10 + 7: the dealer stands on 17
-        first_after = sc.pay(2, "MAIN", 2000)
+    # seat 2 loses to a dealer blackjack; against 10 + 7 the dealer stands on 17
+    first_after = sc.collect(2, "MAIN", 2000) if dealer_bj else sc.pay(2, "MAIN", 2000)
     sc.clear(2)
     sc.finish_round()
     if settle == "never":  # "immediately": seen on the next other settlement
@@ -645,8 +643,48 @@ def test_2_25_c_bonus_wager_amount(main: int, posted: int | None, bonus: int,
         assert vs == []
         return
     v = only(vs, code)
+    if bonus < 100:  # the minimum judges the standing wager, once bets close: seat 1's
+        bad = next(e for e in sc.events if getattr(e.payload, "seat", None) == 1  # 1st card
+                   and type(e.payload).__name__ == "CardDealt")
     expect(v, code=code, severity="HIGH", citation=f"{B}(c)", event=bad, seat=1, hand=0,
            pack=PACK)
+
+
+@pytest.mark.parametrize("stacks, code", [((60, 60), None), ((40, 50), "BONUS_WAGER_AMOUNT")])
+def test_2_25_c_bonus_wager_minimum_judges_the_standing_wager(
+        stacks: tuple[int, int], code: str | None) -> None:
+    """N.J.A.C. 13:69F-2.25(c)
+
+    > The amount of an optional bonus wager shall be at least $ 1.00
+
+    Two stacks are one wager: 60 + 60 is $1.20 and stands (the first stack alone is no
+    finding); 40 + 50 is $0.90, void when the seat's first card closes the bets, and
+    handed back.
+    """
+    sc = table()
+    sc.start(1, [1])
+    sc.wager(1, "MAIN", 2000)
+    for amount in stacks:
+        sc.wager(1, "BONUS", amount)
+    first = sc.card(1, "10", "S")
+    sc.dealer("9", "D")
+    sc.card(1, "9", "H")
+    sc.dealer("8", "C", face_up=False)
+    sc.decide(1, "STAND")
+    sc.reveal()  # 17: the bonus loses
+    if code is None:
+        sc.collect(1, "BONUS", sum(stacks))
+    else:
+        sc.give_back(1, "BONUS", sum(stacks))
+    sc.pay(1, "MAIN", 2000)
+    sc.clear(1)
+    sc.finish_round()
+    vs = audit(sc.events)
+    if code is None:
+        assert vs == []
+        return
+    expect(only(vs, code), code=code, severity="HIGH", citation=f"{B}(c)", event=first,
+           seat=1, hand=0, pack=PACK)
 
 
 def test_2_25_c_bonus_wager_amount_counts_chips_added_to_it() -> None:

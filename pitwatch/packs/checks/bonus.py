@@ -57,9 +57,6 @@ def amount(r: Round, ev: Event) -> Finding | None:
     if p is None or main is None:
         return None
     total = r.standing_with(p)  # two stacks on one spot are one wager
-    if total < MIN_BONUS:
-        return Finding(f"bonus wager of {c(total)} is under the {c(MIN_BONUS)} minimum",
-                       p.seat, p.hand)
     posted = r.rules.bonus_wager_max
     cap = main.amount if posted is None else min(main.amount, posted)
     if total > cap:
@@ -67,6 +64,23 @@ def amount(r: Round, ev: Event) -> Finding | None:
                  else f"the posted maximum {c(cap)}")
         return Finding(f"bonus wager of {c(total)} exceeds {limit}", p.seat, p.hand)
     return None
+
+
+def under_minimum(r: Round, ev: Event) -> Finding | None:
+    """2.25(c) "at least $1.00": judged on the standing wager (every stack on the spot)
+    once bets are closed, at the seat's first card; a stack under $1.00 that another
+    brings over it is no finding. The wager is then void."""
+    p = ev.payload
+    if not isinstance(p, CardDealt) or p.to != "PLAYER" or p.seat is None:
+        return None
+    h = r.hands.get((p.seat, p.hand or 0))
+    if h is None or h.ranks:
+        return None  # not the seat's first card
+    w = r.side.get((p.seat, 0, "BONUS"))
+    if w is None or w.settled or w.amount >= MIN_BONUS:
+        return None
+    return Finding(f"bonus wager of {c(w.amount)} is under the {c(MIN_BONUS)} minimum",
+                   p.seat, 0, void_wager="BONUS")
 
 
 def _two_under_17(r: Round) -> bool:
