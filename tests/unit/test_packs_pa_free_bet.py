@@ -579,8 +579,8 @@ def test_free_double_settles_as_the_house_marker(draws: list[str], move: str,
         return
     v = only(vs, "PAYOUT_WRONG")
     if move == "return":
-        returned = [e for e in sc.events if isinstance(e.payload, WagerReturned)
-                    and e.payload.kind == "FREE_DOUBLE"][0]
+        returned = next(e for e in sc.events if isinstance(e.payload, WagerReturned)
+                        and e.payload.kind == "FREE_DOUBLE")
         expect(v, code="PAYOUT_WRONG", severity="CRITICAL", citation=PAYOUT_CITATION,
                event=returned, seat=1, hand=0, pack=PACK)
         assert "expected no money moved" in v.message
