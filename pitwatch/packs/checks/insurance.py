@@ -112,9 +112,9 @@ def over_limit(r: Round, ev: Event) -> Finding | None:
     limit = allowed_insurance(main.amount, r.rules.chip_unit)
     if total <= limit:
         return None
-    half = f"{main.amount / 2:,.2f}".rstrip("0").rstrip(".")
+    half = c(main.amount // 2) + (" and half a cent" if main.amount % 2 else "")
     return Finding(f"insurance {c(total)} exceeds half of the {c(main.amount)} initial wager "
-                   f"({half}; up to {c(limit)} in chips of {c(r.rules.chip_unit)})",
+                   f"(half is {half}; up to {c(limit)} in chips of {c(r.rules.chip_unit)})",
                    p.seat, p.hand)
 
 
