@@ -100,7 +100,7 @@ def test_nj_blackjack_previous_pack_version_has_no_insurance_checks() -> None:
     assert not any(c.startswith("INSURANCE_") for c in old.codes())
     assert {"INSURANCE_OVER_LIMIT", "INSURANCE_SETTLEMENT_WRONG"} <= new.codes()
     assert ("nj-blackjack", "2024.09-1") in registry.versions()
-    with pytest.raises(KeyError, match="known: .*nj-blackjack@2024.09-1"):
+    with pytest.raises(KeyError, match=r"known: .*nj-blackjack@2024\.09-1"):
         registry.get("nj-blackjack", "1999.1-1")
 
 
