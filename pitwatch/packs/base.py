@@ -23,6 +23,8 @@ from ..events.model import (
 )
 from .checks import dealing, even_money, hands, posting, side, surrender, void
 
+#: what a table posts, read where no regulation text in docs/regulations fixes a rule
+POSTED = "docs/regulations/posted-rules.txt"
 CRITICAL, HIGH, MEDIUM, LOW = Severity.CRITICAL, Severity.HIGH, Severity.MEDIUM, Severity.LOW
 MONEY: tuple[type[Payload], ...] = (PayoutMade, WagerCollected, WagerReturned)
 WAGER: tuple[type[Payload], ...] = (WagerPlaced,)
@@ -36,30 +38,31 @@ STOPPED: tuple[type[Payload], ...] = (*MONEY, CardsCleared, RoundEnded)
 AFTER: tuple[type[Payload], ...] = (CardDealt, PlayerDecision, SwitchOffered,
                                     HoleCardRevealed, *MONEY, CardsCleared, RoundEnded)
 
-RECORD = "pitwatch record rule, docs/events.md"
+RECORD = "pitwatch record rule, docs/events.md §"
 RECORD_CITATIONS: dict[str, tuple[Severity, str]] = {
-    "SEQUENCE_GAP": (LOW, f"{RECORD} (seq rises by 1 per device)"),
-    "SEQUENCE_CONFLICT": (LOW, f"{RECORD} (one seq, one event)"),
-    "DIGEST_MISMATCH": (LOW, f"{RECORD} (prev_digest: SHA-256 of the previous event)"),
-    "ROUND_INCOMPLETE": (LOW, f"{RECORD} (every round ends with RoundEnded)"),
-    "PROCEDURE_OUT_OF_ORDER": (MEDIUM, f"{RECORD} (round procedure, docs/procedure.md)"),
+    "SEQUENCE_GAP": (LOW, f"{RECORD} The record (seq rises by 1 per device)"),
+    "SEQUENCE_CONFLICT": (LOW, f"{RECORD} The record (one seq, one event)"),
+    "DIGEST_MISMATCH": (LOW, f"{RECORD} The record (prev_digest: SHA-256 of the previous "
+                        "event)"),
+    "ROUND_INCOMPLETE": (LOW, f"{RECORD} Rounds (every round ends with RoundEnded)"),
+    "PROCEDURE_OUT_OF_ORDER": (MEDIUM, "pitwatch record rule, docs/procedure.md § A round, "
+                               "in order"),
 }
-VOID_CITATION = "pitwatch procedure rule, docs/procedure.md (void wagers are handed back)"
+VOID_CITATION = f"{RECORD} Wagers (a void wager is handed back whole)"
 #: A posting that contradicts a text: a finding on the table's TableOpened.
 POSTING_CODE = "POSTED_RULES_CONTRADICT_REGULATION"
-POSTED = "docs/regulations/posted-rules.md"
 
 
-def posted(paragraph: str, what: str) -> str:
+def posted(paragraph: str, what: str, item: int | None = None) -> str:
     """A citation of the posted rules, where no text in docs/regulations fixes the rule:
-    pitwatch's reading in posted-rules.md, by paragraph."""
-    return f"Posted rule of the table: {what} ({POSTED} ({paragraph}))"
+    pitwatch's reading in posted-rules.txt, by paragraph (and item)."""
+    return f"Posted {what}, {POSTED} ({paragraph}){'' if item is None else item}"
 
 
 PAYOUT_POSTED = posted("b", "payout odds")
-DEALER_POSTED = posted("c", "the dealer's draw")
-SHOE_POSTED = posted("e", "ShoeLoaded.decks copies of each card")
-OPTION_POSTED = posted("f", "the options and side wagers the table offers")
+DEALER_POSTED = posted("c", "dealer's draw")
+SHOE_POSTED = posted("e", "shoe (ShoeLoaded.decks copies of each card)")
+OPTION_POSTED = posted("f", "options and side wagers")
 
 
 def rule(code: str, severity: Severity, citation: str, check: Check,

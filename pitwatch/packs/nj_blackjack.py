@@ -3,7 +3,7 @@ wager (2.25) and insurance.
 
 Insurance: the text of 13:69F-2.9 was not retrieved (docs/regulations/
 nj-13-69F-2.9-insurance.txt), so insurance is judged against the table's posting as
-read in docs/regulations/posted-rules.md (d), with the words of the sibling section
+read in docs/regulations/posted-rules.txt (d), with the words of the sibling section
 13:69F-2A.8, and cited there. Version 2024.09-1, the composition before insurance was
 checked at this table, stays selectable for re-audits (`registry.get`).
 """
@@ -35,6 +35,7 @@ from .base import (
     surrender_rules,
 )
 from .checks import bonus, insurance, posting
+from .checks.limits import limit_rules
 
 S = "N.J.A.C. 13:69F-2.8"
 B = "N.J.A.C. 13:69F-2.25"
@@ -43,8 +44,8 @@ TITLE = "New Jersey blackjack, N.J.A.C. 13:69F-2 (2.8 surrender, 2.25 bonus wage
 
 
 def _insurance(n: int) -> str:
-    return posted(f"d{n}", "insurance at a New Jersey blackjack table (N.J.A.C. 13:69F-2.9 "
-                  "not retrieved)")
+    return posted("d", "insurance at a New Jersey blackjack table (13:69F-2.9 not retrieved)",
+                  item=n)
 
 
 def insurance_rules() -> list[Rule]:
@@ -68,6 +69,7 @@ def insurance_rules() -> list[Rule]:
 def _rules(with_insurance: bool) -> tuple[Rule, ...]:
     return (
         *procedure_rules(),
+        *limit_rules(),
         *surrender_rules(f"{S}(c)", f"{S}(a)", f"{S}(a)1–2"),
         *(insurance_rules() if with_insurance else []),
         *even_money_rules(OPTION_POSTED, OPTION_POSTED),

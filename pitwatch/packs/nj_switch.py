@@ -25,6 +25,7 @@ from .base import (
     surrender_rules,
 )
 from .checks import insurance, posting
+from .checks.limits import limit_rules
 
 I = "N.J.A.C. 13:69F-2A.8"  # noqa: E741
 
@@ -33,6 +34,7 @@ PACK = RulePack(
     title="New Jersey Blackjack Switch, N.J.A.C. 13:69F-2A (2A.8 insurance)",
     rules=(
         *procedure_rules(),
+        *limit_rules(),
         rule("INSURANCE_NOT_AVAILABLE", HIGH, f"{I}(a)", insurance.not_available, WAGER),
         rule("INSURANCE_ON_MATCH_WAGER", HIGH, f"{I}(e)", insurance.on_match_wager, WAGER),
         rule("PROCEDURE_OUT_OF_ORDER", MEDIUM, RECORD_CITATIONS["PROCEDURE_OUT_OF_ORDER"][1],

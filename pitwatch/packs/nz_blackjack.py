@@ -16,6 +16,7 @@ from .base import (
     HIGH,
     MEDIUM,
     MONEY,
+    POSTED,
     RECORD_CITATIONS,
     WAGER,
     dealing_rules,
@@ -27,6 +28,7 @@ from .base import (
     surrender_rules,
 )
 from .checks import even_money, insurance, posting
+from .checks.limits import limit_rules
 
 G = "NZ Gazette 1996 No 7, Blackjack"
 
@@ -35,6 +37,7 @@ PACK = RulePack(
     title="New Zealand blackjack, Gazette 1996 No 7 (8.1–8.3 payment, 9.1–9.4 insurance)",
     rules=(
         *procedure_rules(),
+        *limit_rules(),
         rule("INSURANCE_NOT_AVAILABLE", HIGH, f"{G} 9.1", insurance.not_available, WAGER),
         rule("PROCEDURE_OUT_OF_ORDER", MEDIUM, RECORD_CITATIONS["PROCEDURE_OUT_OF_ORDER"][1],
              insurance.no_main_wager, WAGER, voids=True),
@@ -55,7 +58,7 @@ PACK = RulePack(
         *surrender_rules(),
         *dealing_rules(),
         *payout_rules(f"{G} 8.1–8.2 (blackjack 3 to 2, stand-off against a dealer blackjack); "
-                      "other wins 1 to 1 as posted"),
+                      f"other wins 1 to 1 as posted, {POSTED} (b)"),
     ),
     record_citations=RECORD_CITATIONS,
     posting=(

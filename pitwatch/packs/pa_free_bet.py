@@ -14,6 +14,7 @@ from .base import (
     HIGH,
     MEDIUM,
     MONEY,
+    POSTED,
     RECORD_CITATIONS,
     WAGER,
     dealing_rules,
@@ -26,6 +27,7 @@ from .base import (
     surrender_rules,
 )
 from .checks import even_money, insurance, posting
+from .checks.limits import limit_rules
 
 P = "58 Pa. Code § 672a.8"
 
@@ -35,13 +37,14 @@ PACK = RulePack(
     title="Pennsylvania Free Bet Blackjack, 58 Pa. Code 672a (672a.8 insurance, even money)",
     rules=(
         *procedure_rules(),
+        *limit_rules(),
         rule("INSURANCE_NOT_AVAILABLE", HIGH, f"{P}(a)", insurance.not_available, WAGER),
         rule("INSURANCE_NOT_AVAILABLE", HIGH, f"{P}(a)", insurance.before_up_card, WAGER),
         rule("PROCEDURE_OUT_OF_ORDER", MEDIUM, RECORD_CITATIONS["PROCEDURE_OUT_OF_ORDER"][1],
              insurance.no_main_wager, WAGER, voids=True),
         rule("INSURANCE_TOO_LATE", HIGH, f"{P}(b)", insurance.too_late, WAGER),
         rule("INSURANCE_OVER_LIMIT", HIGH, f"{P}(b)", insurance.over_limit, WAGER),
-        rule("INSURANCE_SETTLEMENT_WRONG", CRITICAL, f"{P}(c) (odds of § 672a.11(b) as posted)",
+        rule("INSURANCE_SETTLEMENT_WRONG", CRITICAL, f"{P}(c); odds as posted, {POSTED} (b)",
              insurance.settlement_wrong, MONEY),
         rule("INSURANCE_SETTLEMENT_WRONG", CRITICAL, f"{P}(c)", insurance.never_paid, END),
         rule("INSURANCE_COLLECTION_LATE", MEDIUM, f"{P}(d)",

@@ -23,7 +23,7 @@ from tests.rounds import TableScript, audit, check_quotes_and_coverage, codes, e
 
 PACK = "nj-blackjack-switch"
 I = "N.J.A.C. 13:69F-2A.8"  # noqa: E741
-PROCEDURE = "pitwatch record rule, docs/events.md (round procedure, docs/procedure.md)"
+PROCEDURE = "pitwatch record rule, docs/procedure.md § A round, in order"
 PAYOUT_CITATION = PAYOUT_POSTED
 SOFT17_CITATION = DEALER_POSTED
 

@@ -20,7 +20,7 @@ from pitwatch.blackjack import Ratio, dealer_must_draw, hand_total
 from pitwatch.events.model import Event, WagerReturned
 from pitwatch.money import dollars
 from pitwatch.packs import pa_free_bet
-from pitwatch.packs.base import DEALER_POSTED, PAYOUT_POSTED
+from pitwatch.packs.base import DEALER_POSTED, PAYOUT_POSTED, POSTED
 from tests.rounds import Audit, TableScript, audit, check_quotes_and_coverage, expect, only
 
 PACK = "pa-free-bet-blackjack"
@@ -334,7 +334,7 @@ def test_672a_8_c_winning_insurance_paid_at_the_posted_odds(
     pay = next(e for e in sc.events if type(e.payload).__name__ == "PayoutMade")
     v = only(vs, "INSURANCE_SETTLEMENT_WRONG")
     expect(v, code="INSURANCE_SETTLEMENT_WRONG", severity="CRITICAL",
-           citation=f"{P}(c) (odds of § 672a.11(b) as posted)", event=pay, seat=2, hand=0,
+           citation=f"{P}(c); odds as posted, {POSTED} (b)", event=pay, seat=2, hand=0,
            pack=PACK)
 
 

@@ -84,11 +84,11 @@ def test_wagers_placed_in_two_stacks_are_one_wager() -> None:
 def test_nj_blackjack_insurance_is_judged_as_posted(label: str) -> None:
     """New Jersey blackjack: 13:69F-2.9 was not retrieved, so insurance is judged as the
     table posts it, read with the words of 13:69F-2A.8 (docs/regulations/
-    posted-rules.md (d)). 2,000 of insurance on a 2,000 wager paid 3 to 1 is two
+    posted-rules.txt (d)). 2,000 of insurance on a 2,000 wager paid 3 to 1 is two
     findings: over the limit (void), and the void wager paid."""
     found = play("nj_blackjack", label, rr.NJ_BLACKJACK)
     for v in found:
-        assert "posted-rules.md (d" in v.citation or v.code == "VOID_WAGER_SETTLED", v
+        assert "posted-rules.txt (d)" in v.citation or v.code == "VOID_WAGER_SETTLED", v
 
 
 def test_nj_blackjack_previous_pack_version_has_no_insurance_checks() -> None:
@@ -338,7 +338,7 @@ def test_surrender_where_a_table_posts_it(kind: str, label: str) -> None:
     > whether he or she wishes to double down, split pairs, stand, and/or draw
 
     Where a table with no surrender text posts surrender, it is judged as posted, with
-    the New Jersey reading (docs/regulations/posted-rules.md (f)).
+    the New Jersey reading (docs/regulations/posted-rules.txt (f)).
     """
     play(kind, label, rr.POSTED_SURRENDER, surrender=True)
 

@@ -11,7 +11,7 @@ from ...blackjack import Ratio, hand_total, settle_bonus
 from ...engine.rulepack import Finding
 from ...engine.state import Round
 from ...events.model import CardDealt, Event, PayoutMade, WagerCollected, WagerPlaced, WagerReturned
-from ._common import c, expected_text, mismatch, money, verb
+from ._common import c, decided, expected_text, mismatch, money, verb
 from .dealing import shows_dealer_stopped
 
 MIN_BONUS = 100  # $1.00, 2.25(c)
@@ -120,7 +120,8 @@ def settlement_wrong(r: Round, ev: Event) -> Finding | None:
     if not r.bonus_due:
         return Finding(f"bonus wager {c(w.amount)} {verb(p)} {c(p.amount)} before the dealer's "
                        "cards decided it", p.seat, p.hand)
-    exp = settle_bonus(w.amount, r.dealer_ranks[:3], r.dealer_suits[:3], pay_table=_pay_table(r))
+    exp = decided(settle_bonus, w.amount, r.dealer_ranks[:3], r.dealer_suits[:3],
+                  pay_table=_pay_table(r))
     if not mismatch(p, w, exp):
         return None
     cards = " ".join(r.dealer_ranks[:3])

@@ -10,7 +10,7 @@ from ...blackjack import Outcome, Settlement, settle_free_wager, settle_hand
 from ...engine.rulepack import Finding, Undecidable
 from ...engine.state import FREE_KINDS, HAND_KINDS, Hand, Round, Wager
 from ...events.model import Event, PayoutMade
-from ._common import c, expected_text, mismatch, money, verb
+from ._common import c, decided, expected_text, mismatch, money, verb
 
 DEALER_22_GAMES = frozenset({"BLACKJACK_SWITCH", "FREE_BET_BLACKJACK"})
 
@@ -44,19 +44,20 @@ def dealer_hand_for(r: Round, h: Hand) -> tuple[list[str], bool] | None:
 def expected(r: Round, h: Hand, w: Wager) -> Settlement | None:
     if h.bust:  # lost, whatever the dealer holds; a free wager's marker moves no money
         return Settlement(Outcome.LOSE, 0, 0 if w.kind in FREE_KINDS else w.amount, 0)
-    decided = dealer_hand_for(r, h)
-    if decided is None:
+    deciding = dealer_hand_for(r, h)
+    if deciding is None:
         return None
-    dealer, possible = decided
+    dealer, possible = deciding
     if len(h.ranks) < 2:
         raise Undecidable(f"seat {h.seat} hand {h.hand} holds {len(h.ranks)} card(s) in the "
                           "record: a card event is missing")
     pushes = r.table.game in DEALER_22_GAMES
     if w.kind in FREE_KINDS:  # the one marker contract (settle_free_wager)
-        return settle_free_wager(h.ranks, dealer, w.amount, dealer_22_pushes=pushes)
-    return settle_hand(h.ranks, dealer, w.amount, blackjack_pays=r.rules.blackjack_pays,
-                       dealer_22_pushes=pushes, dealer_blackjack_possible=possible,
-                       player_blackjack_allowed=not (h.split or h.switched))
+        return decided(settle_free_wager, h.ranks, dealer, w.amount, dealer_22_pushes=pushes)
+    return decided(settle_hand, h.ranks, dealer, w.amount,
+                   blackjack_pays=r.rules.blackjack_pays, dealer_22_pushes=pushes,
+                   dealer_blackjack_possible=possible,
+                   player_blackjack_allowed=not (h.split or h.switched))
 
 
 def payout_wrong(r: Round, ev: Event) -> Finding | None:
