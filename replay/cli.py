@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from pitwatch.events.jsonl import to_json
+from pitwatch.money import dollars
 from pitwatch.store.base import Store
 
 from .rebuild import rebuild
@@ -70,8 +71,9 @@ examples:
                 print(f"           !! {v.severity} {v.code} [{v.citation}]: {v.message}")
         s = rb.summary
         if s is not None:
-            print(f"wagered {s.wagered:,}, paid {s.paid:,}, collected {s.collected:,}, "
-                  f"returned {s.returned:,} (cents); {s.violations} violation(s); "
+            print(f"wagered {dollars(s.wagered)}, paid {dollars(s.paid)}, collected "
+                  f"{dollars(s.collected)}, returned {dollars(s.returned)}; "
+                  f"{s.violations} violation(s); "
                   f"{'complete' if s.complete else 'INCOMPLETE'}")
         same = "matches" if rb.matches_store else "DIFFERS FROM"
         print(f"rebuilt violations {same} the stored ones "
