@@ -82,10 +82,23 @@ def test_wagers_placed_in_two_stacks_are_one_wager() -> None:
     "INSURANCE_PAID_BEFORE_COLLECTION+INSURANCE_SETTLEMENT_WRONG", "INSURANCE_NOT_AVAILABLE",
 ])
 def test_nj_blackjack_insurance_is_judged_as_posted(label: str) -> None:
-    """New Jersey blackjack: 13:69F-2.9 was not retrieved, so insurance is judged as the
-    table posts it, read with the words of 13:69F-2A.8 (docs/regulations/
-    posted-rules.txt (d)). 2,000 of insurance on a 2,000 wager paid 3 to 1 is two
-    findings: over the limit (void), and the void wager paid."""
+    """docs/regulations/posted-rules.txt (d), pitwatch's reading (13:69F-2.9 was not
+    retrieved; the words of 13:69F-2A.8):
+
+    > An insurance wager is at most half of the hand's initial main wager, except that it
+    > may reach the next chip unit (`rules.chip_unit`) when half cannot be bet in chips.
+
+    > Insurance is placed after the initial deal and before any further card, and, where a
+    > card reader is used, before the hole card goes into the reader.
+
+    > Losing insurance is collected as soon as the hole card is known to make no blackjack
+    > and before the dealer draws any further card.
+
+    > After the losing insurance is collected, winning insurance is paid at the posted odds
+    > (`rules.insurance_pays`, 2 to 1).
+
+    2,000 of insurance on a 2,000 wager paid 3 to 1 is two findings: over the limit
+    (void), and the void wager paid."""
     found = play("nj_blackjack", label, rr.NJ_BLACKJACK)
     for v in found:
         assert "posted-rules.txt (d)" in v.citation or v.code == "VOID_WAGER_SETTLED", v
