@@ -82,11 +82,12 @@ def settlement_wrong(r: Round, ev: Event) -> Finding | None:
 
 
 def _on_surrendered(r: Round, ev: Event) -> bool:
-    """An event of a surrendered hand itself (its settlement, its cards cleared), or a
-    bonus wager's settlement (2.25(e) puts those first once due)."""
+    """An event of a surrendered hand itself (its settlement, its cards cleared), a
+    bonus wager's settlement (2.25(e) puts those first once due), or an insurance
+    settled at the same moment (2.8(b): each settled separately)."""
     p = ev.payload
     if isinstance(p, PayoutMade | WagerCollected | WagerReturned):
-        if p.kind == "BONUS":
+        if p.kind in ("BONUS", "INSURANCE"):
             return True
         key = (p.seat, p.hand)
     elif isinstance(p, CardsCleared) and p.seat is not None:
