@@ -6,7 +6,7 @@ with surrender 2.8 and the dealer-bust bonus wager 2.25), New Jersey Blackjack S
 casino rules (Gazette 1996 No 7). Parameters are primitives (ranks, suits, cents,
 ratios) so that this module does not depend on the event model.
 
-A :class:`Settlement` follows the event contract (design/events.md):
+A :class:`Settlement` follows the event contract (docs/events.md):
 
 * a win is a ``PayoutMade`` of the winnings; the stake stays with the player, so
   ``collected == returned == 0``;
