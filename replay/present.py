@@ -57,7 +57,7 @@ def describe(ev: Event) -> str:
     if isinstance(p, RoundStarted):
         return f"dealer {p.dealer_id}, seats {', '.join(map(str, p.seats)) or 'none'}"
     if isinstance(p, CardsCleared):
-        return f"cards of the {_where(p.seat, p.hand)}" if p.seat is not None \
+        return f"cards of {_where(p.seat, p.hand)}" if p.seat is not None \
             else "the dealer's cards"
     if isinstance(p, HoleCardInserted):
         return "reader: dealer blackjack" if p.dealer_blackjack else "reader: no blackjack"
