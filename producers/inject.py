@@ -247,11 +247,16 @@ def _late_collection_targets(ctx: InjectContext) -> list[Any]:
 
 def _late_collection_apply(ctx: InjectContext, step: Step) -> Step:
     s = ctx.script
+    at = s.index(step)
     s.remove([step])
     s.insert_after_marker("settle_start", steps=[step])
-    first_draw = s.first("dealer_draw")
-    assert first_draw is not None
-    return first_draw  # the audit sees it when the dealer draws with it on the layout
+    if ctx.cfg.game == SWITCH:  # 2A.8(c): due immediately after the hole card is disclosed
+        reveal = s.first("reveal")
+        assert reveal is not None
+        at = s.index(reveal) + 1
+    # "immediately": the audit sees it on the first event after that which is not
+    # another insurance being settled
+    return next(st for st in s.steps[at:] if not st.is_marker and st.tag[0] != "ins_settle")
 
 
 # --- even money and blackjack payment --------------------------------------------------

@@ -23,9 +23,9 @@ from ..events.model import (
     TableOpened,
     WagerReturned,
 )
-from .rulepack import Finding, RulePack
+from .rulepack import Finding, RulePack, Undecidable
 from .state import Round, TableState
-from .violation import Violation
+from .violation import Violation, violation_id
 
 #: How many recent seq numbers per device are remembered to tell a redelivery (same
 #: event_id) from a conflict (another event with the same seq).
@@ -121,15 +121,18 @@ class TableAuditor:
         p = ev.payload
         t = type(p)
         void = False
+        cause: tuple[str, str] | None = None
         if not r.started and t is not RoundStarted:
             self._raise_record("PROCEDURE_OUT_OF_ORDER", ev, rid,
                                f"{ev.type} before RoundStarted")
             void = True
+            cause = ("PROCEDURE_OUT_OF_ORDER",
+                     violation_id(rid, "PROCEDURE_OUT_OF_ORDER", ev.event_id))
         elif t is not WagerReturned or not r.is_void_handback(p):
             for rule in self.pack.by_type[t]:
                 try:
                     f = rule.check(r, ev)
-                except (ValueError, KeyError, IndexError, TypeError) as e:
+                except (Undecidable, ValueError, KeyError, IndexError, TypeError) as e:
                     # a state the checks cannot judge (e.g. after lost events): say so,
                     # keep the event out of the fold, and go on with the stream
                     self._raise_record("PROCEDURE_OUT_OF_ORDER", ev, rid,
@@ -138,11 +141,13 @@ class TableAuditor:
                     void = True
                     break
                 if f is not None:
-                    self._emit(r, rule.code, rule.severity, rule.citation, ev, f)
+                    vid = self._emit(r, rule.code, rule.severity, rule.citation, ev, f)
+                    if f.void_wager is not None and f.seat is not None:
+                        r.void_standing(f.seat, f.hand or 0, f.void_wager, (rule.code, vid))
                     if rule.voids:
-                        void = True
+                        void, cause = True, (rule.code, vid)
                         break
-        r.apply(ev, void)
+        r.apply(ev, void, cause)
         if t is RoundEnded and not void:
             self._close(r, complete=True)
 
@@ -232,6 +237,7 @@ class TableAuditor:
     def _table_event(self, ev: Event) -> None:
         p = ev.payload
         if type(p) is TableOpened:
+            self._posting(ev, p)
             if self.round is None or self.round.ended:
                 self._open_table(p)
             else:
@@ -240,12 +246,28 @@ class TableAuditor:
             self.table.decks = p.decks
             self.table.counts = {}
 
+    def _posting(self, ev: Event, p: TableOpened) -> None:
+        """The posted rules against what the pack's text fixes: a finding on the
+        TableOpened itself (round id empty)."""
+        pack = self.select_pack(p.jurisdiction, p.game)
+        found: dict[str, list[tuple[str, str, str]]] = {}
+        for rule in pack.posting:
+            why = rule.check(p.rules)
+            if why is not None:
+                found.setdefault(rule.code, []).append((rule.severity, rule.citation, why))
+        for code, items in found.items():  # one violation per code and event: one id
+            citations = "; ".join(dict.fromkeys(c for _, c, _ in items))
+            self.on_violation(Violation(
+                code, items[0][0], self.table.table_id, "", None, None, ev.event_id, (),
+                citations, "; ".join(w for _, _, w in items), pack.name, pack.version, ev.ts))
+
     def _open_table(self, p: TableOpened) -> None:
+        self.pack = self.select_pack(p.jurisdiction, p.game)
         t = self.table
-        t.jurisdiction, t.game, t.rules, t.opened = p.jurisdiction, p.game, p.rules, True
+        t.jurisdiction, t.game, t.opened = p.jurisdiction, p.game, True
+        t.rules = self.pack.judged_rules(p.rules)
         if not t.decks:
             t.decks = p.rules.decks
-        self.pack = self.select_pack(p.jurisdiction, p.game)
 
     def _open_round(self, round_id: str) -> Round:
         if self.pending_open is not None:
@@ -287,19 +309,23 @@ class TableAuditor:
         self.on_violation(v)
 
     def _emit(self, r: Round, code: str, severity: str, citation: str, ev: Event,
-              f: Finding) -> None:
-        self._emit_raw(r, code, severity, citation, ev.event_id, ev.ts, f)
+              f: Finding) -> str:
+        return self._emit_raw(r, code, severity, citation, ev.event_id, ev.ts, f)
 
     def _emit_raw(self, r: Round, code: str, severity: str, citation: str, event_id: str,
-                  ts: int, f: Finding) -> None:
+                  ts: int, f: Finding) -> str:
+        """Emit once per code and hand per round; the id of the violation that stands
+        for this finding (an earlier one of the same code and hand, if any)."""
         key = (code, f.seat, f.hand)
-        if key in r.raised:  # one violation per code and hand per round
-            return
-        r.raised.add(key)
+        known = r.raised.get(key)
+        if known is not None:
+            return known
+        vid = r.raised[key] = violation_id(r.round_id, code, event_id)
         r.violations += 1
         self.on_violation(Violation(
             code, severity, self.table.table_id, r.round_id, f.seat, f.hand, event_id,
             f.evidence, citation, f.message, self.pack.name, self.pack.version, ts))
+        return vid
 
 
 class Auditor:

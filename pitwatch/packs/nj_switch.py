@@ -1,10 +1,13 @@
-"""New Jersey Blackjack Switch, N.J.A.C. 13:69F-2A: insurance (2A.8)."""
+"""New Jersey Blackjack Switch, N.J.A.C. 13:69F-2A: insurance (2A.8). 2A.8(a) gives each
+player the right to insure and 2A.8(d) fixes its odds at 2 to 1: a table that posts
+otherwise is a finding on its TableOpened, and insurance is judged by the text."""
 
 from __future__ import annotations
 
+from ..blackjack import TWO_TO_ONE
 from ..engine.rulepack import RulePack
 from .base import (
-    CARD,
+    AFTER,
     CRITICAL,
     END,
     HIGH,
@@ -13,16 +16,20 @@ from .base import (
     RECORD_CITATIONS,
     WAGER,
     dealing_rules,
+    even_money_rules,
     payout_rules,
+    posting_rule,
     procedure_rules,
     rule,
+    side_rules,
+    surrender_rules,
 )
-from .checks import insurance
+from .checks import insurance, posting
 
 I = "N.J.A.C. 13:69F-2A.8"  # noqa: E741
 
 PACK = RulePack(
-    name="nj-blackjack-switch", version="2024.09-1", jurisdiction="NJ", game="BLACKJACK_SWITCH",
+    name="nj-blackjack-switch", version="2024.09-2", jurisdiction="NJ", game="BLACKJACK_SWITCH",
     title="New Jersey Blackjack Switch, N.J.A.C. 13:69F-2A (2A.8 insurance)",
     rules=(
         *procedure_rules(),
@@ -38,12 +45,18 @@ PACK = RulePack(
         rule("INSURANCE_SETTLEMENT_WRONG", CRITICAL, f"{I}(d)", insurance.never_paid, END),
         rule("INSURANCE_PAID_BEFORE_COLLECTION", MEDIUM, f"{I}(d)",
              insurance.paid_before_collection, MONEY),
-        rule("INSURANCE_COLLECTION_LATE", MEDIUM, f"{I}(c)", insurance.collection_late,
-             (*CARD, *END)),
-        *dealing_rules("Posted rule of the table: the dealer hits soft 17 (Blackjack Switch, "
-                       "public summary; 13:69F-2A's dealing rules are not in the files)"),
-        *payout_rules("Posted payout odds under N.J.A.C. 13:69F-2A: blackjack 1 to 1, dealer 22 "
-                      "pushes (public summary; not in the regulation files)"),
+        rule("INSURANCE_COLLECTION_LATE", MEDIUM, f"{I}(c)", insurance.collection_late, AFTER),
+        *surrender_rules(),
+        *even_money_rules(),
+        *side_rules(),
+        *dealing_rules(),
+        *payout_rules(),
     ),
     record_citations=RECORD_CITATIONS,
+    posting=(
+        posting_rule(f"{I}(a)", posting.right_granted("insurance", "insurance")),
+        posting_rule(f"{I}(d)", posting.odds_fixed("insurance_pays", "insurance",
+                                                   TWO_TO_ONE)),
+    ),
+    fixed={"insurance": True, "insurance_pays": TWO_TO_ONE},
 )

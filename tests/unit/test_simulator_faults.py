@@ -21,6 +21,8 @@ from pitwatch.events.model import (
     CardDealt,
     CardsCleared,
     Event,
+    HoleCardInserted,
+    HoleCardRevealed,
     PayoutMade,
     PlayerDecision,
     RoundEnded,
@@ -98,7 +100,6 @@ SEEN_ON: dict[str, tuple[type, str | None]] = {
     "INSURANCE_TOO_LATE": (WagerPlaced, "INSURANCE"),
     "INSURANCE_ON_MATCH_WAGER": (WagerPlaced, "INSURANCE"),
     "INSURANCE_SETTLEMENT_WRONG": (PayoutMade, "INSURANCE"),
-    "INSURANCE_COLLECTION_LATE": (CardDealt, "DEALER"),
     "EVEN_MONEY_NOT_AVAILABLE": (PlayerDecision, "EVEN_MONEY"),
     "EVEN_MONEY_SETTLEMENT_WRONG": (PayoutMade, "MAIN"),
     "EVEN_MONEY_CARDS_REMOVED": (CardsCleared, None),
@@ -151,6 +152,11 @@ def test_truth_names_events_of_the_stream(floors: list[Floor]) -> None:
                 assert isinstance(p, MONEY) and p.kind == "BONUS"
             elif code == "BONUS_THIRD_CARD_NOT_DRAWN":  # the first event after the reveal
                 assert isinstance(p, (*MONEY, CardsCleared))
+            elif code == "INSURANCE_COLLECTION_LATE":  # "immediately": the next event
+                assert not (isinstance(p, MONEY) and p.kind == "INSURANCE"), (t, p)
+                before = events[events.index(ev) - 1].payload
+                assert isinstance(before, HoleCardInserted | HoleCardRevealed) or (
+                    isinstance(before, MONEY) and before.kind == "INSURANCE"), (t, before)
             elif code == "BONUS_SETTLEMENT_ORDER":
                 assert isinstance(p, MONEY) and p.kind != "BONUS"
 

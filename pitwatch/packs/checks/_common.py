@@ -1,17 +1,18 @@
-"""Helpers the checks share: money formatting, settlement comparison."""
+"""Helpers the checks share: money for people, settlement comparison."""
 
 from __future__ import annotations
 
 from ...blackjack import Ratio, Settlement
 from ...engine.state import Wager
 from ...events.model import Event, PayoutMade, WagerCollected, WagerReturned
+from ...money import dollars
 
 Money = PayoutMade | WagerCollected | WagerReturned
 
 
 def c(cents: int) -> str:
-    """Cents as the violation messages show them: 1,500."""
-    return f"{cents:,}"
+    """Cents as the violation messages show them: $1,500.00 (pitwatch.money.dollars)."""
+    return dollars(cents)
 
 
 def odds(r: Ratio) -> str:
