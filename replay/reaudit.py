@@ -30,27 +30,16 @@ from .stores import add_store_options, open_store
 
 def available_packs() -> dict[str, RulePack]:
     """Every pack version the registry offers, by `name@version`."""
-    packs = {p.label: p for p in registry.all_packs()}
-    for label in list(getattr(registry, "VERSIONS", {})):
-        name, _, ver = label.partition("@")
-        packs[label] = registry.get(name, ver)  # type: ignore[attr-defined]
-    return packs
+    return {f"{n}@{v}": registry.get(n, v) for n, v in registry.versions()}
 
 
 def resolve_pack(label: str) -> RulePack:
+    """A pack by `NAME@VERSION` (or `NAME`, its newest version)."""
     name, _, ver = label.partition("@")
-    getter = getattr(registry, "get", None)
-    if getter is not None and ver:
-        try:
-            pack: RulePack = getter(name, ver)
-            return pack
-        except (KeyError, LookupError):
-            pass
-    packs = {p.label: p for p in registry.all_packs()}
-    if label in packs:
-        return packs[label]
-    known = ", ".join(sorted(available_packs())) or "none"
-    raise ValueError(f"no pack {label!r} (NAME@VERSION): the registry has {known}")
+    try:
+        return registry.get(name, ver or None)
+    except KeyError as e:
+        raise ValueError(str(e.args[0])) from None
 
 
 @dataclass(frozen=True)
