@@ -71,6 +71,9 @@ def show(rb: Rebuilt, out: IO[str]) -> None:
         print(f"money: wagered {dollars(s.wagered)}, paid {dollars(s.paid)}, collected "
               f"{dollars(s.collected)}, returned {dollars(s.returned)}; "
               f"{'complete' if s.complete else 'INCOMPLETE'}", file=out)
+    else:
+        print("state: open: the store holds no summary (no RoundEnded yet, and the table "
+              "has not moved on)", file=out)
     for c in rb.chains.values():
         print(f"chain {c.device_id}: {c.verdict}", file=out)
     print("digest chains: " + ("VERIFIED for every device" if rb.chain_verified

@@ -169,9 +169,20 @@ def rebuild_span(store: Store, table_id: str, first: int, last: int,
             rb.rules = auditor.table.rules
             rb.pack = auditor.pack.label
     else:
-        auditor.finish()
+        _end_of_stored_stream(store, auditor)
     _stored(store, out)
     return out
+
+
+def _end_of_stored_stream(store: Store, auditor: TableAuditor) -> None:
+    """The stored stream ends with a round open. If the store holds its summary, the
+    audit that stored it closed it there (its input ended): close it the same way. If
+    not, it is still open where it was audited (a stream goes on): leave it open."""
+    r = auditor.round
+    if r is not None and not r.ended and store.query(
+            "SELECT round_id FROM rounds FINAL WHERE round_id = {r:String}",
+            {"r": r.round_id}):
+        auditor.finish()
 
 
 def _stored(store: Store, rounds: dict[str, Rebuilt]) -> None:
