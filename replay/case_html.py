@@ -10,7 +10,14 @@ from pitwatch.events.model import CardDealt
 from pitwatch.money import dollars
 
 from .case import Case, Finding, iso_time, software_version
-from .present import RED_SUITS, SUIT_SYMBOLS, describe, device_time, rules_lines
+from .present import (
+    RED_SUITS,
+    SUIT_SYMBOLS,
+    decisions,
+    describe,
+    device_time,
+    rules_lines,
+)
 from .rebuild import Rebuilt, Step
 
 STYLE = """
@@ -84,6 +91,7 @@ def _round(case: Case, rb: Rebuilt) -> str:
                   ("state", "complete" if s.complete else "INCOMPLETE (no RoundEnded)"),
                   ("money", f"wagered {dollars(s.wagered)}, paid {dollars(s.paid)}, "
                    f"collected {dollars(s.collected)}, returned {dollars(s.returned)}")]
+    facts.append(("decisions", decisions([st.event for st in rb.steps])))
     facts.append(("replay", "rebuilt findings match the stored ones" if rb.matches_store
                   else "rebuilt findings DIFFER from the stored ones"))
     h.append('<table class="facts">' + "".join(
