@@ -16,12 +16,12 @@ from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+from pitwatch.citations import Quote, quote
 from pitwatch.engine.violation import Severity, Violation
 from pitwatch.packs.registry import all_packs
 from pitwatch.store.base import Store
 from pitwatch.store.history import round_span
 
-from .quotes import Quote, quote
 from .rebuild import Rebuilt, rebuild_span
 
 SEVERITIES = [s.value for s in Severity]  # worst first
@@ -118,7 +118,7 @@ def iso_time(ms: int) -> str:
 class Finding:
     violation: Violation
     status: str  # "rebuilt and stored", "rebuilt only", "stored only"
-    quotes: tuple[Quote, ...]
+    quote: Quote | None  # the cited paragraphs; None for a posted or record rule
 
 
 @dataclass
@@ -131,9 +131,9 @@ class Case:
 
     def findings(self, rb: Rebuilt) -> list[Finding]:
         out = [Finding(v, "rebuilt and stored" if v.violation_id in rb.stored_violation_ids
-                       else "rebuilt only", tuple(quote(v.citation)))
+                       else "rebuilt only", quote(v.citation))
                for v in rb.violations]
-        out += [Finding(v, "stored only", tuple(quote(v.citation)))
+        out += [Finding(v, "stored only", quote(v.citation))
                 for v in self.stored_only.get(rb.round_id, [])]
         return out
 

@@ -59,11 +59,12 @@ def _detail(st: Step) -> str:
 
 
 def _quotes(f: Finding) -> str:
-    if not f.quotes:
+    q = f.quote
+    if q is None:
         return ('<p><em>No regulation paragraph to quote: this rule is the table\'s posted '
                 'rule or pitwatch\'s record rule, as the citation says.</em></p>')
-    return "".join(f'<blockquote>{escape(q.text)}<br><small>— {escape(q.source)}, '
-                   f'{escape(q.ref)}</small></blockquote>' for q in f.quotes)
+    return "".join(f'<blockquote>{escape(text)}<br><small>— {escape(q.source)}, '
+                   f'{escape(label)}</small></blockquote>' for label, text in q.paragraphs)
 
 
 def _finding(f: Finding) -> str:

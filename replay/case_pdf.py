@@ -93,9 +93,10 @@ def _finding(f: Finding) -> list[Any]:
     out: list[Any] = [_p(f"{_sev(v.severity)} <b>{_e(v.code)}</b>: {_e(v.message)}<br/>"
                          f"cites <b>{_e(v.citation)}</b>; event {_e(v.event_id)}; "
                          f"{_e(f.status)}")]
-    if f.quotes:
-        out += [_p(f"“{_e(q.text)}” <font size=6.5>({_e(q.source)}, {_e(q.ref)})</font>",
-                   QUOTE) for q in f.quotes]
+    q = f.quote
+    if q is not None:
+        out += [_p(f"“{_e(text)}” <font size=6.5>({_e(q.source)}, {_e(label)})</font>",
+                   QUOTE) for label, text in q.paragraphs]
     else:
         out.append(_p("<i>No regulation paragraph to quote: the table's posted rule or "
                       "pitwatch's record rule, as cited.</i>", SMALL))

@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 
 from pitwatch.audit.run import audit_events
+from pitwatch.citations import quote
 from pitwatch.store.embedded import EmbeddedStore
 from producers.simulate import simulate_floor
 from replay.case import Selection, build_case
 from replay.case_files import write_case
-from replay.quotes import quote
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +77,9 @@ def test_the_pdf_shows_the_finding_the_paragraph_and_the_chain_verdict(
                                  capture_output=True, text=True, timeout=120).stdout)
     assert code in text
     assert rid in text
-    paragraph = quote(citation)[0].text
+    cited = quote(citation)
+    assert cited is not None
+    paragraph = cited.paragraphs[0][1]
     # the paragraph's opening words, as the regulation text has them
     assert _words(paragraph)[:60] in text
     assert "digest chains VERIFIED" in text
