@@ -177,10 +177,13 @@ def software_version() -> str:
 
 
 def build_case(store: Store, selection: Selection, store_identity: str,
-               generated_ms: int) -> Case:
+               generated_ms: int, max_rounds: int = 500) -> Case:
     picked = selection.round_ids(store)
     if not picked:
         raise LookupError(f"no round in the store matches: {selection.describe()}")
+    if len(picked) > max_rounds:
+        raise ValueError(f"{len(picked)} rounds selected, at most {max_rounds} a case: "
+                         "narrow the selection")
     rounds: list[Rebuilt] = []
     by_table: dict[str, list[str]] = {}
     for table, rid in picked:

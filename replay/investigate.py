@@ -84,15 +84,13 @@ examples:
         sel = selection(args)
         store = open_store(args)
         try:
-            case = build_case(store, sel, store_identity(args), int(time.time() * 1000))
+            case = build_case(store, sel, store_identity(args), int(time.time() * 1000),
+                              MAX_ROUNDS)
         except LookupError as e:
             print(f"pitwatch investigate: {e}", file=sys.stderr)
             return 1
         finally:
             store.close()
-        if len(case.rounds) > MAX_ROUNDS:
-            raise ValueError(f"{len(case.rounds)} rounds selected, at most {MAX_ROUNDS} a "
-                             "case: narrow the selection")
         files = write_case(case, args.out)
         findings = case.all_findings
         print(f"case of {len(case.rounds)} round(s), {len(findings)} finding(s) -> "

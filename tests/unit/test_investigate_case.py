@@ -183,3 +183,12 @@ def test_the_command_writes_a_case_and_explains_empty_selections(
     bad = _cli("investigate", "--from", "yesterday", "--data", str(data), "--out",
                str(tmp_path / "n"), cwd=tmp_path)
     assert bad.returncode == 2 and "not a time" in bad.stderr
+
+
+def test_a_case_too_large_is_refused_before_any_rebuild(data: Path) -> None:
+    store = EmbeddedStore(data)
+    try:
+        with pytest.raises(ValueError, match="at most 2 a case: narrow the selection"):
+            build_case(store, Selection(severity="LOW"), "chdb:test", 0, max_rounds=2)
+    finally:
+        store.close()
