@@ -72,7 +72,14 @@ def _finding(f: Finding) -> str:
     return (f'<div class="finding"><span class="sev {escape(v.severity)}">'
             f'{escape(v.severity)}</span> <b>{escape(v.code)}</b> — {escape(v.message)}'
             f'<br>cites <b>{escape(v.citation)}</b>; event <span class="mono">'
-            f'{escape(v.event_id)}</span>; {escape(f.status)}{_quotes(f)}</div>')
+            f'{escape(v.event_id)}</span>; {escape(f.status)}{_evidence(v.evidence)}'
+            f'{_quotes(f)}</div>')
+
+
+def _evidence(ids: tuple[str, ...]) -> str:
+    if not ids:
+        return ""
+    return '<br>with the events <span class="mono">' + ", ".join(map(escape, ids)) + "</span>"
 
 
 def _round(case: Case, rb: Rebuilt) -> str:

@@ -92,7 +92,8 @@ def _finding(f: Finding) -> list[Any]:
     v = f.violation
     out: list[Any] = [_p(f"{_sev(v.severity)} <b>{_e(v.code)}</b>: {_e(v.message)}<br/>"
                          f"cites <b>{_e(v.citation)}</b>; event {_e(v.event_id)}; "
-                         f"{_e(f.status)}")]
+                         f"{_e(f.status)}" + ("" if not v.evidence else
+                                              "<br/>with the events " + _e(", ".join(v.evidence))))]
     q = f.quote
     if q is not None:
         out += [_p(f"“{_e(text)}” <font size=6.5>({_e(q.source)}, {_e(label)})</font>",
