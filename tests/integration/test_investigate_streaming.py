@@ -55,3 +55,33 @@ def test_a_streamed_store_replays_every_round_as_stored(pipeline: Pipeline, floo
     assert m["store"] == f"clickhouse://{CH_HOST}:{CH_PORT}/{pipeline.id}"
     assert m["rounds"] == [rid]
     assert "rebuilt from its events to exactly the findings stored" in m["replay"]
+
+
+def test_selections_and_reaudit_on_the_clickhouse_server(pipeline: Pipeline) -> None:
+    from pitwatch.audit.run import audit_events
+    from pitwatch.packs.registry import get
+    from producers.simulate import simulate_floor
+    from replay.case import Selection
+    from replay.reaudit import reaudit
+
+    store = pipeline.store
+    events, _ = simulate_floor(2, 15, 26, 0.3)
+    audit_events(events, store=store)  # the embedded audit's path, into the server
+    rows = store.query("SELECT table_id, round_id, dealer_id, toUInt64(toUnixTimestamp("
+                       "started)) * 1000 + started_ms AS t FROM rounds FINAL "
+                       "ORDER BY table_id, t")
+    table = rows[0]["table_id"]
+    mine = [r for r in rows if r["table_id"] == table]
+    got = Selection(table=table, start_ms=int(mine[2]["t"]),
+                    end_ms=int(mine[5]["t"])).round_ids(store)
+    assert [r for _, r in got] == [r["round_id"] for r in mine[2:5]]
+    sev = {r for _, r in Selection(severity="HIGH").round_ids(store)}
+    assert sev == {r["round_id"] for r in store.query(
+        "SELECT DISTINCT round_id FROM violations FINAL WHERE severity IN "
+        "('CRITICAL', 'HIGH')")}
+    # the stored findings, re-audited under the version that made them: no change
+    nj = store.query("SELECT DISTINCT pack_version FROM rounds FINAL "
+                     "WHERE pack = 'nj-blackjack'")
+    assert len(nj) == 1  # the floor's first table is New Jersey blackjack
+    rounds, changes = reaudit(store, Selection(), get("nj-blackjack", nj[0]["pack_version"]))
+    assert len(rounds) == 15 and changes == []
