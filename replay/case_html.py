@@ -63,8 +63,9 @@ def _quotes(f: Finding) -> str:
     if q is None:
         return ('<p><em>No regulation paragraph to quote: this rule is the table\'s posted '
                 'rule or pitwatch\'s record rule, as the citation says.</em></p>')
-    return "".join(f'<blockquote>{escape(text)}<br><small>— {escape(q.source)}, '
-                   f'{escape(label)}</small></blockquote>' for label, text in q.paragraphs)
+    return "".join(f'<blockquote>{escape(text).replace(chr(10), "<br>")}<br><small>— '
+                   f'{escape(q.source)}, {escape(label)}</small></blockquote>'
+                   for label, text in q.paragraphs)
 
 
 def _finding(f: Finding) -> str:

@@ -96,8 +96,9 @@ def _finding(f: Finding) -> list[Any]:
                                               "<br/>with the events " + _e(", ".join(v.evidence))))]
     q = f.quote
     if q is not None:
-        out += [_p(f"“{_e(text)}” <font size=6.5>({_e(q.source)}, {_e(label)})</font>",
-                   QUOTE) for label, text in q.paragraphs]
+        out += [_p(f"“{_e(text).replace(chr(10), '<br/>')}” "
+                   f"<font size=6.5>({_e(q.source)}, {_e(label)})</font>", QUOTE)
+                for label, text in q.paragraphs]
     else:
         out.append(_p("<i>No regulation paragraph to quote: the table's posted rule or "
                       "pitwatch's record rule, as cited.</i>", SMALL))
