@@ -95,6 +95,7 @@ class _Chains:
 
     def __init__(self) -> None:
         self.last: dict[str, Event] = {}
+        self.seen: dict[tuple[str, int], str] = {}  # (device, seq) -> event id
 
     def see(self, ev: Event, into: Rebuilt | None) -> None:
         prev = self.last.get(ev.device_id)
@@ -109,7 +110,7 @@ class _Chains:
                 if ev.seq == 1 and ev.prev_digest is not None:
                     c.breaks.append("seq 1 carries a prev_digest")
             elif ev.seq <= prev.seq:
-                if ev.event_id != prev.event_id:
+                if self.seen.get((ev.device_id, ev.seq)) != ev.event_id:  # not a redelivery
                     c.breaks.append(f"seq {ev.seq} sent again as a different event")
                 return
             elif ev.seq != prev.seq + 1:
@@ -118,6 +119,7 @@ class _Chains:
                 c.breaks.append(f"seq {ev.seq} prev_digest does not match seq {prev.seq}")
         if prev is None or ev.seq > prev.seq:
             self.last[ev.device_id] = ev
+            self.seen[(ev.device_id, ev.seq)] = ev.event_id
 
 
 def rebuild_span(store: Store, table_id: str, first: int, last: int,
