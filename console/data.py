@@ -70,12 +70,16 @@ def backfill_statements() -> list[tuple[str, str]]:
 def backfill(store: Store) -> list[str]:
     """Fill the dashboards' aggregates that are empty from the base tables (a store made
     before the views were). Every aggregate is idempotent, so a row that lands twice
-    (by the view and by this) counts once. Returns the tables filled."""
+    (by the view and by this) counts once. Returns the tables it put rows in."""
+    def rows(table: str) -> int:
+        return int(store.query(f"SELECT count() AS n FROM {table}")[0]["n"])
+
     filled = []
     for table, insert in backfill_statements():
-        if int(store.query(f"SELECT count() AS n FROM {table}")[0]["n"]) == 0:
+        if rows(table) == 0:
             store.query(insert)
-            filled.append(table)
+            if rows(table):
+                filled.append(table)
     return filled
 
 
