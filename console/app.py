@@ -24,7 +24,7 @@ from pitwatch.store.base import Store
 
 from . import pages
 from .data import ConsoleData, Filters, NotFound, catalogue_codes, checked_id
-from .feed import Hub, KafkaAlerts, StorePoller
+from .feed import Hub, KafkaAlerts, SilentWatch, StorePoller
 
 log = logging.getLogger("pitwatch.console")
 T = TypeVar("T")
@@ -41,6 +41,7 @@ class Settings:
     silent_after_s: int = 300
     cases: Path | None = None
     poll_every: float | None = 2.0  # None: read the store's violations once (embedded)
+    silent_every: float = 5.0  # how often the feed checks for silent tables
 
 
 class StoreThread:
@@ -104,13 +105,19 @@ async def feed_page(request: web.Request) -> web.Response:
     return _html(pages.feed(f, tables, catalogue_codes(), jurisdictions))
 
 
-async def floor_page(request: web.Request) -> web.Response:
-    db, s = request.app[DB], request.app[SETTINGS]
+async def floor_now(app: web.Application) -> tuple[int, list[dict[str, Any]]]:
+    """The floor clock (--clock) and every table on the board."""
+    db, s = app[DB], app[SETTINGS]
     now = now_ms()
     if s.clock == "store":
         latest: int | None = await db.run(db.data.latest_event_ms)
         now = latest or now
-    tables = await db.run(db.data.floor, now, s.silent_after_s * 1000)
+    return now, await db.run(db.data.floor, now, s.silent_after_s * 1000)
+
+
+async def floor_page(request: web.Request) -> web.Response:
+    s = request.app[SETTINGS]
+    now, tables = await floor_now(request.app)
     return _html(pages.floor(tables, now, s.clock, s.silent_after_s))
 
 
@@ -167,7 +174,7 @@ async def feed_stream(request: web.Request) -> web.StreamResponse:
         triage = await db.run(db.data.triage, [a["violation_id"] for a in alerts])
         await resp.prepare(request)
         await resp.write(_sse("snapshot", {"alerts": alerts, "triage": triage,
-                                           "status": hub.status()}))
+                                           "status": hub.status(), "silent": hub.silent}))
         while True:
             try:
                 msg = await asyncio.wait_for(q.get(), KEEPALIVE)
@@ -220,7 +227,11 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
     async def newest() -> list[dict[str, Any]]:
         return await db.run(db.data.violations, Filters(), SNAPSHOT)
 
+    async def floor() -> list[dict[str, Any]]:
+        return (await floor_now(app))[1]
+
     tasks.append(asyncio.create_task(StorePoller(hub, newest, s.poll_every).run()))
+    tasks.append(asyncio.create_task(SilentWatch(hub, floor, s.silent_every).run()))
     if s.kafka:
         src = KafkaAlerts(hub, s.kafka, s.alerts_topic, db.data.jurisdictions)
         tasks.append(asyncio.create_task(src.run()))

@@ -29,6 +29,7 @@ def feed(f: Filters, tables: list[str], codes: list[str], jurisdictions: list[st
 <p class="lede">Violations as the rules engine raises them, newest first: pushed to this
 page the moment they reach the alerts topic. Acknowledge one to record who looked at it.</p>
 {form}
+<p id="silent" class="silent-banner" hidden></p>
 <p id="feed-note" class="note"></p><p id="feed-bad" class="note bad"></p>
 <table id="feed" class="feed"><thead><tr><th>device time (UTC)</th><th>severity</th>
 <th>table</th><th>seat</th><th>code and message</th><th>citation</th><th>triage</th></tr>
@@ -48,8 +49,8 @@ def floor(tables: list[dict[str, Any]], now_ms: int, clock_kind: str,
     rows = []
     for t in tables:
         sil = t["silent"]
-        today = " ".join(f'<span class="count sev-{s}" title="{s}">{n}</span>'
-                         for s, n in t["today"].items())
+        today = " ".join(f'<span class="count sev-{s}{"" if n else " zero"}" title="{s}">'
+                         f"{n}</span>" for s, n in t["today"].items())
         open_round = (f'<a href="/rounds/{e(t["open_round"])}">{e(t["open_round"])}</a>'
                       if t["open_round"] else "—")
         rows.append(

@@ -214,3 +214,30 @@ def test_backfill_fills_the_aggregates_of_a_store_made_before_them(store_dir: Pa
         assert int(hourly[0]["n"]) == int(n_violations)
     finally:
         store.close()
+
+
+def test_silent_tables_are_an_alert_on_the_feed(store_dir: Path) -> None:
+    async def check(client: TestClient[Any, Any]) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 20
+        while not (await (await client.get("/api/health")).json())["silent"]:
+            assert loop.time() < deadline, "no silent table reported"
+            await asyncio.sleep(0.05)
+        snap = await snapshot(client)
+        assert sorted(t["table_id"] for t in snap["silent"]) == [
+            "AC-BJ-01", "AC-SW-02", "AK-BJ-04", "PH-FB-03"]
+        assert all(t["age_ms"] > 60_000 for t in snap["silent"])
+
+    # by the wall clock the simulated shift is long over: every table is silent
+    serve(store_dir, check, clock="wall", silent_after_s=60, silent_every=0.1)
+
+    async def quiet(client: TestClient[Any, Any]) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 20
+        while not (await (await client.get("/api/health")).json()).get("checked"):
+            assert loop.time() < deadline
+            await asyncio.sleep(0.05)
+        assert (await snapshot(client))["silent"] == []
+
+    # by the store's clock, with a long enough threshold, none is
+    serve(store_dir, quiet, clock="store", silent_after_s=3600, silent_every=0.1)
