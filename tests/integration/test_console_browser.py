@@ -178,11 +178,9 @@ def test_feed_shows_a_new_alert_within_2s_and_a_bad_message_does_not_stop_it(
     shot(browser, "feed")
     v = new_violation()
     send(console.alerts_topic, b"\x00garbage that is no violation")
-    t0 = time.monotonic()
     send(console.alerts_topic, encode_violation(v))
     row = wait(browser, 2.0).until(
         lambda d: d.find_elements("css selector", f'tr[data-id="{v.violation_id}"]'))
-    assert time.monotonic() - t0 < 2.0
     assert "MAIN $20.00 collected whole" in row[0].text
     assert "AC-BJ-01" in row[0].text and "N.J.A.C. 13:69F-2.8(a)1–2" in row[0].text
     assert "2026-11-30 18:49:32.723" in row[0].text  # device time, UTC, to the ms
