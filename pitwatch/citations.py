@@ -1,10 +1,12 @@
 """The paragraph a citation points at, quoted from `docs/regulations/`.
 
 A violation's citation names a section and paragraph labels, e.g.
-`N.J.A.C. 13:69F-2.8(a)1–2`, `58 Pa. Code § 672a.8(c) (odds of … as posted)` or
-`NZ Gazette 1996 No 7, Blackjack 9.2–9.3`. `quote(citation)` finds the file of that
-section (by its name: `nj-13-69F-2.8-….txt`, `pa-58-672a.8-….txt`, `nz-gazette-1996-….txt`)
-and returns the text of each labelled paragraph, in citation order. A citation of a
+`N.J.A.C. 13:69F-2.8(a)1–2`, `58 Pa. Code § 672a.8(c) (odds of … as posted)`,
+`NZ Gazette 1996 No 7, Blackjack 9.2–9.3` or `Posted limits of the table,
+docs/regulations/posted-rules.txt (a)`. `quote(citation)` finds the file of that section
+(by its name: `nj-13-69F-2.8-….txt`, `pa-58-672a.8-….txt`, `nz-gazette-1996-….txt`, or
+the file the citation names) and returns the text of each labelled paragraph, in
+citation order. A citation of a
 posted rule or of the record (no regulation file) quotes nothing: `None`.
 
 Files hold one paragraph a line or wrapped lines; a paragraph runs from its label to
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+_FILE = re.compile(r"docs/regulations/([\w.-]+\.txt)")
 _NJ = re.compile(r"13:69F-(\d+A?\.\d+)")
 _PA = re.compile(r"§\s*(672a\.\d+)")
 _NZ = re.compile(r"Gazette 1996")
@@ -75,7 +78,10 @@ def quote(citation: str, regulations: Path | None = None) -> Quote | None:
 
 
 def _section(citation: str) -> tuple[str, str] | None:
-    """(file key, the citation after the section) or None."""
+    """(file key, the citation after the section) or None. A citation may name its
+    file itself (`…, docs/regulations/posted-rules.txt (d)2`)."""
+    if m := _FILE.search(citation):
+        return "file:" + m.group(1), citation[m.end():]
     for rx, prefix in ((_NJ, "13:69F-"), (_PA, "")):
         m = rx.search(citation)
         if m:
@@ -91,6 +97,7 @@ def _files(root: Path) -> dict[str, Path]:
     """Section key -> file, from the file names."""
     out: dict[str, Path] = {}
     for f in sorted(root.glob("*.txt")):
+        out["file:" + f.name] = f
         if m := re.match(r"nj-13-69F-(\d+A?\.\d+)-", f.name):
             out[f"13:69F-{m.group(1)}"] = f
         elif m := re.match(r"pa-58-(672a\.\d+)-", f.name):

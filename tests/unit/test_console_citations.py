@@ -86,3 +86,21 @@ def test_every_regulation_citation_of_every_pack_quotes_text() -> None:
             seen += 1
             assert all(text for _, text in q.paragraphs), rule.citation
     assert seen > 20
+
+
+def test_a_citation_that_names_its_file(tmp_path: Path) -> None:
+    (tmp_path / "posted-rules.txt").write_text(
+        "Posted rules: pitwatch's own reading.\n\n"
+        "(a) Posted limits. A main wager is at least the posted\nminimum.\n\n"
+        "(d) Posted insurance:\n1. offered only where posted;\n"
+        "2. at most half the main wager, or the next chip unit\n   when half is no chip.\n")
+    q = quote("Posted limits of the table, docs/regulations/posted-rules.txt (a)", tmp_path)
+    assert q is not None and q.source == "docs/regulations/posted-rules.txt"
+    assert q.paragraphs == (("(a)", "(a) Posted limits. A main wager is at least the posted "
+                             "minimum."),)
+    q = quote("docs/regulations/posted-rules.txt (d)2 (the words of 13:69F-2A.8(b))",
+              tmp_path)
+    assert q is not None
+    assert q.paragraphs == (("(d)2", "(d) Posted insurance:\n2. at most half the main "
+                             "wager, or the next chip unit when half is no chip."),)
+    assert quote("docs/regulations/missing.txt (a)", tmp_path) is None
