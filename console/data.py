@@ -209,16 +209,14 @@ class ConsoleData:
         not, and violations today (the UTC day of `now_ms`) by severity."""
         activity = self.store.query(
             "SELECT table_id, maxMerge(last_ms) AS last_ms, "
-            "argMaxMerge(last_round) AS last_round, uniqExactMerge(events) AS events "
+            "argMaxMerge(last_round) AS last_round, uniqExactMerge(events) AS events, "
+            "argMaxIfMerge(jurisdiction) AS jurisdiction, argMaxIfMerge(game) AS game "
             "FROM table_activity GROUP BY table_id ORDER BY table_id")
-        posted = {r["table_id"]: r for r in self.store.query(
-            "SELECT table_id, argMax(visitParamExtractString(body, 'jurisdiction'), pos) "
-            "AS jurisdiction, argMax(visitParamExtractString(body, 'game'), pos) AS game "
-            "FROM events WHERE type = 'TableOpened' GROUP BY table_id")}
-        last_rounds = [r["last_round"] for r in activity if _ID.match(r["last_round"])]
+        last = [(r["table_id"], r["last_round"]) for r in activity
+                if _ID.match(r["table_id"]) and _ID.match(r["last_round"])]
         finished = {r["round_id"] for r in self.store.query(
-            f"SELECT round_id FROM rounds WHERE round_id IN ({_in(last_rounds)})")} \
-            if last_rounds else set()
+            f"SELECT round_id FROM rounds WHERE table_id IN ({_in(t for t, _ in last)}) "
+            f"AND round_id IN ({_in(r for _, r in last)})")} if last else set()
         day_start = now_ms // 86_400_000 * 86_400
         today: dict[str, dict[str, int]] = {}
         for r in self.store.query(
@@ -234,8 +232,7 @@ class ConsoleData:
                 r["last_round"] not in finished else ""
             age = max(0, now_ms - last)
             out.append({
-                "table_id": t, "game": posted.get(t, {}).get("game", ""),
-                "jurisdiction": posted.get(t, {}).get("jurisdiction", ""),
+                "table_id": t, "game": r["game"], "jurisdiction": r["jurisdiction"],
                 "open_round": open_round, "last_event": last, "age_ms": age,
                 "silent": age > silent_after_ms, "events": int(r["events"]),
                 "today": {s: today.get(t, {}).get(s, 0) for s in SEVERITIES},

@@ -51,14 +51,17 @@ SELECT table_id, toStartOfHour(started) AS hour, round_id, dealer_id, jurisdicti
        violations, wagered, paid, collected, returned, complete
 FROM rounds;
 
--- Each table's last event (device time in ms) and the round it belonged to: the floor
--- board's open round and silent tables, and Grafana's silent-table alert.
+-- Each table's last event (device time in ms), the round it belonged to, and what its
+-- last TableOpened posted: the floor board (open round, silent tables, game and
+-- jurisdiction) and Grafana's silent-table alert, without reading the events.
 CREATE TABLE IF NOT EXISTS table_activity (
-    table_id    String,
-    month       Date,
-    last_ms     AggregateFunction(max, UInt64),
-    last_round  AggregateFunction(argMax, String, UInt64),
-    events      AggregateFunction(uniqExact, String)
+    table_id      String,
+    month         Date,
+    last_ms       AggregateFunction(max, UInt64),
+    last_round    AggregateFunction(argMax, String, UInt64),
+    events        AggregateFunction(uniqExact, String),
+    jurisdiction  AggregateFunction(argMaxIf, String, UInt64, UInt8),
+    game          AggregateFunction(argMaxIf, String, UInt64, UInt8)
 ) ENGINE = AggregatingMergeTree()
 PARTITION BY toYYYYMM(month)
 ORDER BY (table_id, month);
@@ -67,6 +70,10 @@ CREATE MATERIALIZED VIEW IF NOT EXISTS table_activity_mv TO table_activity AS
 SELECT table_id, toStartOfMonth(ts) AS month,
        maxState(toUInt64(ts) * 1000 + ts_ms) AS last_ms,
        argMaxState(round_id, toUInt64(ts) * 1000 + ts_ms) AS last_round,
-       uniqExactState(event_id) AS events
+       uniqExactState(event_id) AS events,
+       argMaxIfState(visitParamExtractString(body, 'jurisdiction'),
+                     toUInt64(ts) * 1000 + ts_ms, type = 'TableOpened') AS jurisdiction,
+       argMaxIfState(visitParamExtractString(body, 'game'),
+                     toUInt64(ts) * 1000 + ts_ms, type = 'TableOpened') AS game
 FROM events
 GROUP BY table_id, month
