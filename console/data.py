@@ -212,11 +212,11 @@ class ConsoleData:
             "argMaxMerge(last_round) AS last_round, uniqExactMerge(events) AS events, "
             "argMaxIfMerge(jurisdiction) AS jurisdiction, argMaxIfMerge(game) AS game "
             "FROM table_activity GROUP BY table_id ORDER BY table_id")
-        last = [(r["table_id"], r["last_round"]) for r in activity
-                if _ID.match(r["table_id"]) and _ID.match(r["last_round"])]
+        latest = [(r["table_id"], r["last_round"]) for r in activity
+                  if _ID.match(r["table_id"]) and _ID.match(r["last_round"])]
         finished = {r["round_id"] for r in self.store.query(
-            f"SELECT round_id FROM rounds WHERE table_id IN ({_in(t for t, _ in last)}) "
-            f"AND round_id IN ({_in(r for _, r in last)})")} if last else set()
+            f"SELECT round_id FROM rounds WHERE table_id IN ({_in(t for t, _ in latest)}) "
+            f"AND round_id IN ({_in(r for _, r in latest)})")} if latest else set()
         day_start = now_ms // 86_400_000 * 86_400
         today: dict[str, dict[str, int]] = {}
         for r in self.store.query(
