@@ -17,6 +17,7 @@ import orjson
 from pitwatch.engine.alerts import decode_violation
 from pitwatch.events.avro import DecodeError, decode_single
 from pitwatch.store.base import TABLES, Store, StoreError
+from pitwatch.store.order import Positions
 from pitwatch.store.rows import event_row, violation_row
 
 from .settings import Settings
@@ -44,12 +45,14 @@ class Batches:
                                          and now - self.first_at >= max_wait)
 
 
-def to_row(topic: str, settings: Settings, value: bytes, offset: int) -> tuple[str, Any] | None:
+def to_row(topic: str, settings: Settings, value: bytes, positions: Positions
+           ) -> tuple[str, Any] | None:
     if topic == settings.events_topic:
         try:
-            return "events", event_row(decode_single(value), offset)
+            ev = decode_single(value)
         except DecodeError:
             return None  # the audit agent sends it to the dead-letter topic
+        return "events", event_row(ev, positions.of(ev))  # the order of record, as audits
     if topic == settings.alerts_topic:
         return "violations", violation_row(decode_violation(value))
     if topic == settings.rounds_topic:
@@ -107,6 +110,7 @@ async def run_sink(settings: Settings, store_factory: Callable[[], Store],
     await _setup_with_backoff(store, stopping)
     await consumer.start()
     batches = Batches()
+    positions = Positions(store, wait_for_store=True)
     written = 0
     try:
         while not stopping():
@@ -114,7 +118,7 @@ async def run_sink(settings: Settings, store_factory: Callable[[], Store],
             now = time.monotonic()
             for tp, msgs in records.items():
                 for m in msgs:
-                    row = to_row(tp.topic, settings, m.value, m.offset)
+                    row = to_row(tp.topic, settings, m.value, positions)
                     if row is not None:
                         batches.add(row[0], row[1], now)
             if batches.due(now, settings.sink_batch_rows, settings.sink_batch_seconds):
