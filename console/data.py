@@ -2,8 +2,9 @@
 
 Every call is synchronous and runs on the console's one store thread (`app.StoreThread`):
 neither chDB's session nor clickhouse-driver's client may be shared between threads.
-Values that reach SQL text are ids checked against a strict pattern or members of a
-closed vocabulary; what people type (who, note) goes in as row data only.
+Values go in as query parameters (`{name:Type}`), ids are checked against a strict
+pattern first (a clear error for garbage), and what people type (who, note) goes in as
+row data only.
 """
 
 from __future__ import annotations
@@ -37,8 +38,6 @@ def checked_id(value: str, what: str) -> str:
     return value
 
 
-def _in(values: Iterable[str]) -> str:
-    return ", ".join(f"'{v}'" for v in values)
 
 
 def pack_jurisdictions() -> dict[str, str]:
@@ -114,18 +113,24 @@ class Filters:
                 and (not self.table or alert["table_id"] == self.table)
                 and (not self.jurisdiction or alert["jurisdiction"] == self.jurisdiction))
 
-    def where(self) -> str:
-        conds = ["1"]
+    def where(self) -> tuple[str, dict[str, Any]]:
+        """The SQL condition and its parameters."""
+        conds: list[str] = ["1"]
+        params: dict[str, Any] = {}
         if self.severity:
-            conds.append(f"severity = '{self.severity}'")
+            conds.append("severity = {severity:String}")
+            params["severity"] = self.severity
         if self.code:
-            conds.append(f"code = '{self.code}'")
+            conds.append("code = {code:String}")
+            params["code"] = self.code
         if self.table:
-            conds.append(f"table_id = '{self.table}'")
+            conds.append("table_id = {table:String}")
+            params["table"] = self.table
         if self.jurisdiction:
-            packs = [n for n, j in pack_jurisdictions().items() if j == self.jurisdiction]
-            conds.append(f"pack IN ({_in(packs)})" if packs else "0")
-        return " AND ".join(conds)
+            conds.append("has({packs:Array(String)}, pack)")
+            params["packs"] = [n for n, j in pack_jurisdictions().items()
+                               if j == self.jurisdiction]
+        return " AND ".join(conds), params
 
 
 def alert(v: dict[str, Any], jurisdictions: dict[str, str]) -> dict[str, Any]:
@@ -158,15 +163,17 @@ class ConsoleData:
     # --- violations and triage ------------------------------------------------------
 
     def violations(self, f: Filters, limit: int = 200) -> list[dict[str, Any]]:
+        where, params = f.where()
         rows = self.store.query(
-            f"SELECT {_VIOLATION_COLS} FROM violations FINAL WHERE {f.where()} "
-            f"ORDER BY detected DESC, violation_id LIMIT {int(limit)}")
+            f"SELECT {_VIOLATION_COLS} FROM violations FINAL WHERE {where} "
+            f"ORDER BY detected DESC, violation_id LIMIT {int(limit)}", params)
         return [alert(r, self.jurisdictions) for r in rows]
 
     def violation(self, violation_id: str) -> dict[str, Any]:
         vid = checked_id(violation_id, "violation id")
         rows = self.store.query(
-            f"SELECT {_VIOLATION_COLS} FROM violations FINAL WHERE violation_id = '{vid}'")
+            f"SELECT {_VIOLATION_COLS} FROM violations FINAL "
+            "WHERE violation_id = {vid:String}", {"vid": vid})
         if not rows:
             raise NotFound(f"no violation {vid}")
         return alert(rows[0], self.jurisdictions)
@@ -174,16 +181,16 @@ class ConsoleData:
     def triage(self, violation_ids: Iterable[str] | None = None,
                limit: int = 500) -> list[dict[str, Any]]:
         """Triage rows, newest first: all of them, or those of the given violations."""
-        where = "1"
+        where, params = "1", dict[str, Any]()
         if violation_ids is not None:
             ids = [checked_id(v, "violation id") for v in violation_ids]
             if not ids:
                 return []
-            where = f"violation_id IN ({_in(ids)})"
+            where, params = "has({ids:Array(String)}, violation_id)", {"ids": ids}
         rows = self.store.query(
             "SELECT triage_id, violation_id, action, who, note, "
             f"toUInt64(ts) * 1000 + ts_ms AS at FROM triage WHERE {where} "
-            f"ORDER BY at DESC, triage_id LIMIT {int(limit)}")
+            f"ORDER BY at DESC, triage_id LIMIT {int(limit)}", params)
         return [{**r, "at": int(r["at"])} for r in rows]
 
     def add_triage(self, violation_id: str, action: str, who: str, note: str,
@@ -215,14 +222,15 @@ class ConsoleData:
         latest = [(r["table_id"], r["last_round"]) for r in activity
                   if _ID.match(r["table_id"]) and _ID.match(r["last_round"])]
         finished = {r["round_id"] for r in self.store.query(
-            f"SELECT round_id FROM rounds WHERE table_id IN ({_in(t for t, _ in latest)}) "
-            f"AND round_id IN ({_in(r for _, r in latest)})")} if latest else set()
+            "SELECT round_id FROM rounds WHERE has({t:Array(String)}, table_id) "
+            "AND has({r:Array(String)}, round_id)",
+            {"t": [t for t, _ in latest], "r": [r for _, r in latest]})} if latest else set()
         day_start = now_ms // 86_400_000 * 86_400
         today: dict[str, dict[str, int]] = {}
         for r in self.store.query(
                 "SELECT table_id, severity, uniqExactMerge(violations) AS n "
-                f"FROM violations_hourly WHERE hour >= toDateTime({day_start}) "
-                "GROUP BY table_id, severity"):
+                "FROM violations_hourly WHERE hour >= toDateTime({day:UInt32}) "
+                "GROUP BY table_id, severity", {"day": day_start}):
             today.setdefault(r["table_id"], {})[r["severity"]] = int(r["n"])
         out = []
         for r in activity:
@@ -251,16 +259,16 @@ class ConsoleData:
             "SELECT round_id, dealer_id, jurisdiction, game, pack, pack_version, events, "
             "wagered, paid, collected, returned, violations, complete, "
             "toUInt64(started) * 1000 + started_ms AS started_at "
-            f"FROM rounds FINAL WHERE table_id = '{t}' "
-            f"ORDER BY started_at DESC LIMIT {int(limit)}")
+            "FROM rounds FINAL WHERE table_id = {t:String} "
+            f"ORDER BY started_at DESC LIMIT {int(limit)}", {"t": t})
         dealers = self.store.query(
             "SELECT dealer_id, count() AS rounds, sum(violations) AS violations, "
             "sum(wagered) AS wagered, sum(paid) AS paid, sum(collected) AS collected, "
             "min(hour) AS first_hour, max(hour) AS last_hour "
-            f"FROM rounds_hourly FINAL WHERE table_id = '{t}' "
-            "GROUP BY dealer_id ORDER BY rounds DESC, dealer_id")
+            "FROM rounds_hourly FINAL WHERE table_id = {t:String} "
+            "GROUP BY dealer_id ORDER BY rounds DESC, dealer_id", {"t": t})
         if not rounds and not self.store.query(
-                f"SELECT 1 AS x FROM events WHERE table_id = '{t}' LIMIT 1"):
+                "SELECT 1 AS x FROM events WHERE table_id = {t:String} LIMIT 1", {"t": t}):
             raise NotFound(f"no table {t} in the store")
         for r in rounds:
             r["started_at"] = int(r["started_at"])
@@ -271,7 +279,8 @@ class ConsoleData:
         (None while open) and its violations."""
         rid = checked_id(round_id, "round id")
         rows = self.store.query(
-            f"SELECT body FROM events FINAL WHERE round_id = '{rid}' ORDER BY pos, ts, ts_ms")
+            "SELECT body FROM events FINAL WHERE round_id = {r:String} "
+            "ORDER BY pos, ts, ts_ms", {"r": rid})
         if not rows:
             raise NotFound(f"no round {rid} in the store")
         events = [orjson.loads(r["body"]) for r in rows]
@@ -280,10 +289,10 @@ class ConsoleData:
             "wagered, paid, collected, returned, violations, complete, "
             "toUInt64(started) * 1000 + started_ms AS started_at, "
             "toUInt64(ended) * 1000 + ended_ms AS ended_at "
-            f"FROM rounds FINAL WHERE round_id = '{rid}'")
+            "FROM rounds FINAL WHERE round_id = {r:String}", {"r": rid})
         found = self.store.query(
-            f"SELECT {_VIOLATION_COLS} FROM violations FINAL WHERE round_id = '{rid}' "
-            "ORDER BY detected, violation_id")
+            f"SELECT {_VIOLATION_COLS} FROM violations FINAL WHERE round_id = {{r:String}} "
+            "ORDER BY detected, violation_id", {"r": rid})
         violations = [alert(v, self.jurisdictions) for v in found]
         ids = [v["violation_id"] for v in violations]
         return {"round_id": rid, "table_id": events[0]["table_id"], "events": events,

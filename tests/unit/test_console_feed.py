@@ -66,4 +66,6 @@ def test_filters_match_what_they_name() -> None:
     assert not Filters.parse({"table": "AC-BJ-05"}).matches(a)
     assert not Filters.parse({"code": "PAYOUT_WRONG"}).matches(a)
     assert not Filters.parse({"jurisdiction": "PA"}).matches(a)
-    assert "pack IN ('pa-free-bet-blackjack')" in Filters.parse({"jurisdiction": "PA"}).where()
+    where, params = Filters.parse({"jurisdiction": "PA", "code": "PAYOUT_WRONG"}).where()
+    assert where == "1 AND code = {code:String} AND has({packs:Array(String)}, pack)"
+    assert params == {"code": "PAYOUT_WRONG", "packs": ["pa-free-bet-blackjack"]}
