@@ -130,10 +130,22 @@ async def table_page(request: web.Request) -> web.Response:
 async def round_page(request: web.Request) -> web.Response:
     db, s = request.app[DB], request.app[SETTINGS]
     r = await db.run(db.data.round, request.match_info["round_id"])
-    case = None
-    if s.cases is not None and (s.cases / r["round_id"] / "report.html").is_file():
-        case = f"/cases/{r['round_id']}/report.html"
-    return _html(pages.round_page(r, case))
+    cases = [] if s.cases is None else case_folders(s.cases, r["round_id"])
+    return _html(pages.round_page(r, [f"/cases/{c}/report.html" for c in cases]))
+
+
+def case_folders(root: Path, round_id: str) -> list[str]:
+    """The case folders of `pitwatch investigate` under root (or root itself, as ".")
+    whose manifest.json lists the round and that hold a report.html."""
+    found = []
+    for manifest in sorted([root / "manifest.json", *root.glob("*/manifest.json")]):
+        try:
+            rounds = orjson.loads(manifest.read_bytes()).get("rounds", [])
+        except (OSError, orjson.JSONDecodeError, AttributeError):
+            continue  # not a case folder, or one being written
+        if round_id in rounds and (manifest.parent / "report.html").is_file():
+            found.append(manifest.parent.relative_to(root).as_posix())
+    return found
 
 
 async def violation_page(request: web.Request) -> web.Response:

@@ -100,7 +100,7 @@ def table(t: dict[str, Any]) -> str:
     return page(f"Table {t['table_id']}", body)
 
 
-def round_page(r: dict[str, Any], case_href: str | None) -> str:
+def round_page(r: dict[str, Any], case_hrefs: list[str]) -> str:
     s = r["summary"]
     if s:
         facts = (f'<dl class="facts"><dt>table</dt><dd><a href="/tables/{e(s["table_id"])}">'
@@ -117,8 +117,9 @@ def round_page(r: dict[str, Any], case_href: str | None) -> str:
     else:
         facts = (f'<p class="note">Open round (no summary yet) at table '
                  f'<a href="/tables/{e(r["table_id"])}">{e(r["table_id"])}</a>.</p>')
-    case = (f'<p class="case"><a href="{e(case_href)}">Case file (pitwatch investigate)</a></p>'
-            if case_href else
+    case = ('<p class="case">Case files (pitwatch investigate): ' + ", ".join(
+        f'<a href="{e(h)}">{e(h.split("/")[-2])}</a>' for h in case_hrefs) + "</p>"
+            if case_hrefs else
             f'<p class="case note">No case file yet: <code>pitwatch investigate '
             f'{e(r["round_id"])} --out cases/{e(r["round_id"])}</code></p>')
     counts = {sev: sum(1 for v in r["violations"] if v["severity"] == sev)

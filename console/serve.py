@@ -66,8 +66,9 @@ behind the site's authenticating proxy before opening it to a network."""
                        help="a table with no event for this long is silent (default "
                        "%(default)s)")
         p.add_argument("--cases", metavar="DIR", type=Path,
-                       help="case folders of `pitwatch investigate` (DIR/ROUND_ID/report.html) "
-                       "to link from the round view")
+                       help="where `pitwatch investigate --out` writes case folders "
+                       "(DIR/NAME/): the round view links every one whose manifest lists "
+                       "the round")
         p.add_argument("--poll", type=float, default=2.0, metavar="SECONDS",
                        help="how often to read a ClickHouse server's newest violations into "
                        "the feed (default %(default)s; the embedded store is read once)")

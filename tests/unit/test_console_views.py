@@ -185,14 +185,20 @@ def test_round_view_draws_cards_and_quotes_the_cited_paragraph(store_dir: Path) 
 
 def test_round_view_links_a_case_file_when_there_is_one(store_dir: Path,
                                                         tmp_path: Path) -> None:
-    (tmp_path / "AC-BJ-01-000002").mkdir()
-    (tmp_path / "AC-BJ-01-000002" / "report.html").write_text("<h1>case</h1>")
+    for folder, rounds in (("d137", ["AC-BJ-01-000001", "AC-BJ-01-000002"]),
+                           ("one", ["AC-BJ-01-000002"]), ("half-written", [])):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "report.html").write_text(f"<h1>case {folder}</h1>")
+        (tmp_path / folder / "manifest.json").write_bytes(orjson.dumps({"rounds": rounds}))
+    (tmp_path / "half-written" / "manifest.json").write_text("{")
 
     async def check(client: TestClient[Any, Any]) -> None:
         html = await (await client.get("/rounds/AC-BJ-01-000002")).text()
-        assert 'href="/cases/AC-BJ-01-000002/report.html"' in html
-        assert (await (await client.get("/cases/AC-BJ-01-000002/report.html")).text()) == \
-            "<h1>case</h1>"
+        assert 'href="/cases/d137/report.html"' in html
+        assert 'href="/cases/one/report.html"' in html
+        assert (await (await client.get("/cases/one/report.html")).text()) == "<h1>case one</h1>"
+        html = await (await client.get("/rounds/AC-BJ-01-000001")).text()
+        assert 'href="/cases/d137/report.html"' in html and "/cases/one/" not in html
         html = await (await client.get("/rounds/AC-BJ-01-000003")).text()
         assert "No case file yet" in html and "pitwatch investigate AC-BJ-01-000003" in html
 
