@@ -95,6 +95,27 @@ async def errors(request: web.Request, handler: Any) -> web.StreamResponse:
         return _json({"error": msg}, 404) if api else _html(pages.error(404, msg), 404)
 
 
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
+                               "frame-ancestors 'none'; form-action 'self'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+@web.middleware
+async def guard(request: web.Request, handler: Any) -> web.StreamResponse:
+    """A write must come from the console's own pages (the browser's Origin), and every
+    answer carries headers that keep other sites' scripts and frames out."""
+    if request.method == "POST":
+        origin = request.headers.get("Origin")
+        if origin is not None and origin.split("://", 1)[-1] != request.host:
+            return _json({"error": f"a write from another site ({origin[:80]}) refused"}, 403)
+    resp: web.StreamResponse = await handler(request)
+    resp.headers.update(SECURITY_HEADERS)
+    return resp
+
+
 # --- pages ---------------------------------------------------------------------------
 
 async def feed_page(request: web.Request) -> web.Response:
@@ -255,7 +276,7 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
 
 
 def make_app(store: Store, settings: Settings) -> web.Application:
-    app = web.Application(middlewares=[errors])
+    app = web.Application(middlewares=[guard, errors])
     app[HUB] = Hub()
     app[DB] = StoreThread(store)
     app[SETTINGS] = settings

@@ -140,6 +140,14 @@ def test_triage_is_appended_apart_and_never_edits_the_violation(store_dir: Path)
             assert reason in (await resp.json())["error"]
         resp = await client.post("/api/triage", data=b"not json")
         assert resp.status == 400
+        # a page of another site cannot acknowledge through a person's browser
+        resp = await client.post("/api/triage", headers={"Origin": "http://evil.example"},
+                                 data=orjson.dumps({"violation_id": vid, "who": "x"}))
+        assert resp.status == 403 and "another site" in (await resp.json())["error"]
+        assert len([t for t in (await snapshot(client))["triage"]
+                    if t["violation_id"] == vid]) == 2
+        page = await client.get("/")
+        assert "default-src 'self'" in page.headers["Content-Security-Policy"]
 
     serve(store_dir, check)
 
