@@ -19,7 +19,7 @@ import orjson
 
 from pitwatch.engine.violation import Severity
 from pitwatch.packs.registry import all_packs
-from pitwatch.store.base import Store, ddl_statements
+from pitwatch.store.base import Store, columns, ddl_statements
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$")
 _CODE = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
@@ -52,34 +52,52 @@ def catalogue_codes() -> list[str]:
     return sorted(codes)
 
 
-_VIEW = re.compile(r"CREATE MATERIALIZED VIEW IF NOT EXISTS \w+ TO (\w+) AS\s+(SELECT\b.*)",
+_VIEW = re.compile(r"CREATE MATERIALIZED VIEW IF NOT EXISTS (\w+) TO (\w+) AS\s+(SELECT\b.*)",
                    re.S)
 
 
-def backfill_statements() -> list[tuple[str, str]]:
-    """(aggregate table, INSERT ... SELECT) for each materialized view of the schema:
-    the view's own SELECT, for rows stored before the view existed."""
-    out = []
-    for stmt in ddl_statements():
-        if m := _VIEW.match(stmt):
-            out.append((m.group(1), f"INSERT INTO {m.group(1)} {m.group(2)}"))
-    return out
+@dataclass(frozen=True, slots=True)
+class Aggregate:
+    """A dashboard aggregate of the schema: its table, the view that fills it, and the
+    view's SELECT (which also fills it from rows stored before the view existed)."""
+
+    table: str
+    view: str
+    select: str
 
 
-def backfill(store: Store) -> list[str]:
-    """Fill the dashboards' aggregates that are empty from the base tables (a store made
-    before the views were). Every aggregate is idempotent, so a row that lands twice
-    (by the view and by this) counts once. Returns the tables it put rows in."""
-    def rows(table: str) -> int:
-        return int(store.query(f"SELECT count() AS n FROM {table}")[0]["n"])
+def aggregates() -> list[Aggregate]:
+    return [Aggregate(m.group(2), m.group(1), m.group(3))
+            for stmt in ddl_statements() if (m := _VIEW.match(stmt))]
 
-    filled = []
-    for table, insert in backfill_statements():
-        if rows(table) == 0:
-            store.query(insert)
-            if rows(table):
-                filled.append(table)
-    return filled
+
+def refresh_aggregates(store: Store) -> list[str]:
+    """Bring the dashboards' aggregates up to the schema and fill the empty ones from
+    the base tables; returns what it did, one line each.
+
+    An aggregate whose columns differ from the schema's (a store made by an earlier
+    pitwatch) is dropped with its view and made again: it is derived data. An empty one
+    is filled with its view's SELECT (a store made before the views were). Every
+    aggregate is idempotent, so a row counted by the view and by the fill counts once."""
+    done = []
+    for agg in aggregates():
+        have = [r["name"] for r in store.query(
+            "SELECT name FROM system.columns WHERE database = currentDatabase() "
+            "AND table = {t:String}", {"t": agg.table})]
+        if have and have != columns(agg.table):
+            store.query(f"DROP TABLE IF EXISTS {agg.view}")
+            store.query(f"DROP TABLE IF EXISTS {agg.table}")
+            store.setup()
+            done.append(f"{agg.table}: made again to the current schema")
+        if _count(store, agg.table) == 0:
+            store.query(f"INSERT INTO {agg.table} {agg.select}")
+            if _count(store, agg.table):
+                done.append(f"{agg.table}: filled from the rows stored before it existed")
+    return done
+
+
+def _count(store: Store, table: str) -> int:
+    return int(store.query(f"SELECT count() AS n FROM {table}")[0]["n"])
 
 
 @dataclass(frozen=True, slots=True)

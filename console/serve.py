@@ -109,11 +109,10 @@ behind the site's authenticating proxy before opening it to a network."""
             where = f"embedded store {args.data}/"
             poll = None
         store.setup()  # the triage log and the dashboard views, if missing
-        from .data import backfill
+        from .data import refresh_aggregates
 
-        for table in backfill(store):
-            print(f"pitwatch serve: filled {table} from the rows stored before it existed",
-                  file=sys.stderr)
+        for line in refresh_aggregates(store):
+            print(f"pitwatch serve: {line}", file=sys.stderr)
         settings = Settings(kafka=args.kafka, alerts_topic=args.alerts_topic,
                             clock=args.clock, silent_after_s=args.silent_after,
                             cases=args.cases, poll_every=poll)

@@ -15,7 +15,7 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from console.app import Settings, make_app
-from console.data import backfill
+from console.data import refresh_aggregates
 from pitwatch.audit.run import audit_events
 from pitwatch.store.embedded import EmbeddedStore
 from producers.simulate import Floor
@@ -213,19 +213,34 @@ def test_round_view_links_a_case_file_when_there_is_one(store_dir: Path,
     serve(store_dir, check, cases=tmp_path)
 
 
-def test_backfill_fills_the_aggregates_of_a_store_made_before_them(store_dir: Path) -> None:
+def test_aggregates_are_filled_and_brought_up_to_the_schema(store_dir: Path) -> None:
     store = EmbeddedStore(store_dir)
     try:
         before = store.query("SELECT count() AS n FROM table_activity")[0]["n"]
         for t in ("violations_hourly", "rounds_hourly", "table_activity"):
             store.query(f"TRUNCATE TABLE {t}")
-        assert sorted(backfill(store)) == ["rounds_hourly", "table_activity",
-                                           "violations_hourly"]
+        assert sorted(refresh_aggregates(store)) == [
+            f"{t}: filled from the rows stored before it existed"
+            for t in ("rounds_hourly", "table_activity", "violations_hourly")]
         assert store.query("SELECT count() AS n FROM table_activity")[0]["n"] == before
-        assert backfill(store) == []  # not empty any more: nothing to do
+        assert refresh_aggregates(store) == []  # up to date and filled: nothing to do
         n_violations = store.query("SELECT count() AS n FROM violations FINAL")[0]["n"]
         hourly = store.query("SELECT uniqExactMerge(violations) AS n FROM violations_hourly")
         assert int(hourly[0]["n"]) == int(n_violations)
+        # an aggregate of an earlier schema (one column fewer) is made again and filled
+        store.query("DROP TABLE table_activity_mv")
+        store.query("DROP TABLE table_activity")
+        store.query("CREATE TABLE table_activity (table_id String, month Date, "
+                    "last_ms AggregateFunction(max, UInt64)) ENGINE = AggregatingMergeTree() "
+                    "PARTITION BY toYYYYMM(month) ORDER BY (table_id, month)")
+        assert refresh_aggregates(store) == [
+            "table_activity: made again to the current schema",
+            "table_activity: filled from the rows stored before it existed"]
+        assert store.query("SELECT count() AS n FROM table_activity")[0]["n"] == before
+        # and its view fills it again from new rows
+        views = {r["name"] for r in store.query(
+            "SELECT name FROM system.tables WHERE database = currentDatabase()")}
+        assert "table_activity_mv" in views
     finally:
         store.close()
 
