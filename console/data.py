@@ -72,8 +72,9 @@ def aggregates() -> list[Aggregate]:
 
 
 def refresh_aggregates(store: Store) -> list[str]:
-    """Bring the dashboards' aggregates up to the schema and fill the empty ones from
-    the base tables; returns what it did, one line each.
+    """Make the schema's tables (`store.setup()`), with the dashboards' aggregates up to
+    the schema, and fill the empty aggregates from the base tables; returns what it did
+    to the aggregates, one line each.
 
     An aggregate whose columns differ from the schema's (a store made by an earlier
     pitwatch) is dropped with its view and made again: it is derived data. An empty one
@@ -87,8 +88,9 @@ def refresh_aggregates(store: Store) -> list[str]:
         if have and have != columns(agg.table):
             store.query(f"DROP TABLE IF EXISTS {agg.view}")
             store.query(f"DROP TABLE IF EXISTS {agg.table}")
-            store.setup()
             done.append(f"{agg.table}: made again to the current schema")
+    store.setup()  # every table and view of the schema that is missing
+    for agg in aggregates():
         if _count(store, agg.table) == 0:
             store.query(f"INSERT INTO {agg.table} {agg.select}")
             if _count(store, agg.table):

@@ -108,9 +108,9 @@ behind the site's authenticating proxy before opening it to a network."""
                 return 2
             where = f"embedded store {args.data}/"
             poll = None
-        store.setup()  # the triage log and the dashboard views, if missing
         from .data import refresh_aggregates
 
+        # the triage log and the dashboard aggregates, made if missing
         for line in refresh_aggregates(store):
             print(f"pitwatch serve: {line}", file=sys.stderr)
         settings = Settings(kafka=args.kafka, alerts_topic=args.alerts_topic,
