@@ -236,9 +236,11 @@ class ConsoleData:
         not, and violations today (the UTC day of `now_ms`) by severity."""
         activity = self.store.query(
             "SELECT table_id, maxMerge(last_ms) AS last_ms, "
-            "argMaxMerge(last_round) AS last_round, uniqExactMerge(events) AS events, "
-            "argMaxIfMerge(jurisdiction) AS jurisdiction, argMaxIfMerge(game) AS game "
+            "argMaxMerge(last_round) AS last_round, uniqExactMerge(events) AS events "
             "FROM table_activity GROUP BY table_id ORDER BY table_id")
+        posted = {r["table_id"]: r for r in self.store.query(
+            "SELECT table_id, argMaxIfMerge(jurisdiction) AS jurisdiction, "
+            "argMaxIfMerge(game) AS game FROM table_posted GROUP BY table_id")}
         latest = [(r["table_id"], r["last_round"]) for r in activity
                   if _ID.match(r["table_id"]) and _ID.match(r["last_round"])]
         finished = {r["round_id"] for r in self.store.query(
@@ -260,7 +262,8 @@ class ConsoleData:
                 r["last_round"] not in finished else ""
             age = max(0, now_ms - last)
             out.append({
-                "table_id": t, "game": r["game"], "jurisdiction": r["jurisdiction"],
+                "table_id": t, "game": posted.get(t, {}).get("game", ""),
+                "jurisdiction": posted.get(t, {}).get("jurisdiction", ""),
                 "open_round": open_round, "last_event": last, "age_ms": age,
                 "silent": age > silent_after_ms, "events": int(r["events"]),
                 "today": {s: today.get(t, {}).get(s, 0) for s in SEVERITIES},

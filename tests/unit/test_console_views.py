@@ -217,11 +217,11 @@ def test_aggregates_are_filled_and_brought_up_to_the_schema(store_dir: Path) -> 
     store = EmbeddedStore(store_dir)
     try:
         before = store.query("SELECT count() AS n FROM table_activity")[0]["n"]
-        for t in ("violations_hourly", "rounds_hourly", "table_activity"):
+        for t in ("violations_hourly", "rounds_hourly", "table_activity", "table_posted"):
             store.query(f"TRUNCATE TABLE {t}")
         assert sorted(refresh_aggregates(store)) == [
             f"{t}: filled from the rows stored before it existed"
-            for t in ("rounds_hourly", "table_activity", "violations_hourly")]
+            for t in ("rounds_hourly", "table_activity", "table_posted", "violations_hourly")]
         assert store.query("SELECT count() AS n FROM table_activity")[0]["n"] == before
         assert refresh_aggregates(store) == []  # up to date and filled: nothing to do
         n_violations = store.query("SELECT count() AS n FROM violations FINAL")[0]["n"]
