@@ -38,8 +38,9 @@ ClickHouse server (--clickhouse), plus the alerts topic when streaming (--kafka)
                violations (which it never changes)
 
 examples:
-  pitwatch demo && pitwatch serve --clock store        the demo's shift, in a browser
-  pitwatch serve --clickhouse 127.0.0.1:19000 --kafka 127.0.0.1:19092
+  pitwatch demo --serve                  a shift with faults, then the console on it
+  pitwatch serve --clock store           the console on ./pitwatch-data (a recorded shift)
+  pitwatch serve --clickhouse 127.0.0.1:19000 --kafka 127.0.0.1:19092 --cases cases/
 
 It listens on 127.0.0.1 unless told otherwise (--host): it has no login, so put it
 behind the site's authenticating proxy before opening it to a network."""
