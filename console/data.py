@@ -295,7 +295,12 @@ class ConsoleData:
             raise NotFound(f"no table {t} in the store")
         for r in rounds:
             r["started_at"] = int(r["started_at"])
-        return {"table_id": t, "rounds": rounds, "dealers": dealers}
+        posted = self.store.query(
+            "SELECT argMaxIfMerge(jurisdiction) AS jurisdiction, argMaxIfMerge(game) AS game "
+            "FROM table_posted WHERE table_id = {t:String}", {"t": t})
+        return {"table_id": t, "rounds": rounds, "dealers": dealers,
+                "jurisdiction": posted[0]["jurisdiction"] if posted else "",
+                "game": posted[0]["game"] if posted else ""}
 
     def round(self, round_id: str) -> dict[str, Any]:
         """The round's events in table order (as the auditor folded them), its summary

@@ -91,6 +91,8 @@ def table(t: dict[str, Any]) -> str:
         f'<td class="n">{e(r["violations"]) if r["violations"] else ""}</td>'
         f'<td>{"" if r["complete"] else "incomplete"}</td></tr>' for r in t["rounds"])
     body = f"""<h1>Table {e(t["table_id"])}</h1>
+<p class="lede">{e(t["jurisdiction"])} {e(t["game"])} ·
+<a href="/?table={e(t["table_id"])}">its alerts in the live feed</a></p>
 <h2>Dealers</h2><table class="dealers"><thead><tr><th>dealer</th><th>rounds</th>
 <th>violations</th><th>wagered</th><th>paid</th><th>collected</th></tr></thead>
 <tbody>{dealers}</tbody></table>

@@ -162,6 +162,9 @@ def test_floor_board_shows_every_table_its_open_round_and_todays_counts(
         assert "/rounds/AK-BJ-04-000025" in html
         assert "BLACKJACK_SWITCH" in html and "FREE_BET_BLACKJACK" in html
         assert 'class="silent"' not in html
+        html = await (await client.get("/tables/AC-SW-02")).text()
+        assert "NJ BLACKJACK_SWITCH" in html and 'href="/?table=AC-SW-02"' in html
+        assert html.count('href="/rounds/AC-SW-02-') == 25
 
     serve(store_dir, check, clock="store", silent_after_s=60)
 
