@@ -51,9 +51,18 @@ def regulations_dir() -> Path:
     raise FileNotFoundError(f"no docs/regulations beside {here}")
 
 
+_DOC = re.compile(r"(docs/[\w.-]+\.md) § ([^(]+)")
+DOC_QUOTE_CHARS = 1500  # a section of pitwatch's own docs is quoted up to this much
+
+
 def quote(citation: str, regulations: Path | None = None) -> Quote | None:
     """The cited paragraphs, or None when the citation names no regulation file here or
-    none of its paragraphs is found."""
+    none of its paragraphs is found. A rule of pitwatch's own record cites a section of
+    its docs (`docs/events.md § The record`): that section is quoted, its heading as
+    the label, cut at a paragraph after DOC_QUOTE_CHARS."""
+    if m := _DOC.search(citation):
+        return _doc_section(citation, m.group(1), m.group(2).strip().rstrip(","),
+                            (regulations or regulations_dir()).parent.parent)
     found = _section(citation)
     if found is None:
         return None
@@ -75,6 +84,46 @@ def quote(citation: str, regulations: Path | None = None) -> Quote | None:
     if not out:
         return None
     return Quote(citation, f"docs/regulations/{path.name}", tuple(out))
+
+
+def _doc_section(citation: str, doc: str, heading: str, root: Path) -> Quote | None:
+    """The markdown section whose heading starts with `heading`, to the next heading."""
+    path = root / doc
+    if not path.is_file():
+        return None
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for i, line in enumerate(lines):
+        m = re.match(r"^(#+)\s+(.*)$", line)
+        if m and m.group(2).startswith(heading):
+            body: list[str] = []
+            for nxt in lines[i + 1:]:
+                h = re.match(r"^(#+)\s", nxt)
+                if h and len(h.group(1)) <= len(m.group(1)):
+                    break
+                body.append(nxt)
+            text = _unwrap(body)
+            if len(text) > DOC_QUOTE_CHARS:
+                cut = text.rfind("\n", 0, DOC_QUOTE_CHARS)
+                text = text[:cut if cut > 0 else DOC_QUOTE_CHARS].rstrip() + "\n…"
+            return Quote(citation, doc, ((m.group(2), text),))
+    return None
+
+
+def _unwrap(lines: list[str]) -> str:
+    """Markdown lines as one line per paragraph, list item or table row."""
+    out: list[str] = []
+    fresh = True
+    for raw in lines:
+        line = raw.strip()
+        if not line:
+            fresh = True
+            continue
+        if fresh or re.match(r"^([-*|]|\d+\.)\s?", line):
+            out.append(line)
+        else:
+            out[-1] += " " + line
+        fresh = False
+    return "\n".join(out)
 
 
 def _section(citation: str) -> tuple[str, str] | None:

@@ -104,3 +104,21 @@ def test_a_citation_that_names_its_file(tmp_path: Path) -> None:
     assert q.paragraphs == (("(d)2", "(d) Posted insurance:\n2. at most half the main "
                              "wager, or the next chip unit when half is no chip."),)
     assert quote("docs/regulations/missing.txt (a)", tmp_path) is None
+
+
+def test_a_record_rule_quotes_its_section_of_the_docs(tmp_path: Path) -> None:
+    regs = tmp_path / "docs" / "regulations"
+    regs.mkdir(parents=True)
+    (tmp_path / "docs" / "events.md").write_text(
+        "# Events\n\n## The record\n\nWhat makes a stream a record\nthe audit can vouch for:\n\n"
+        "- `seq` rises by 1\n  per device.\n- One seq, one event.\n\n### A detail\n\nmore\n\n"
+        "## Rounds\n\nEvery round ends.\n")
+    q = quote("pitwatch record rule, docs/events.md § The record (one seq, one event)", regs)
+    assert q is not None and q.source == "docs/events.md"
+    assert q.paragraphs == (("The record", "What makes a stream a record the audit can vouch "
+                             "for:\n- `seq` rises by 1 per device.\n- One seq, one event.\n"
+                             "### A detail\nmore"),)
+    q = quote("pitwatch record rule, docs/procedure.md § A round, in order", regs)
+    assert q is None  # no such file here
+    real = quote("pitwatch record rule, docs/events.md § The record (one seq, one event)")
+    assert real is not None and "SEQUENCE_CONFLICT" in real.paragraphs[0][1]
