@@ -191,7 +191,8 @@ def _sse(event: str, data: Any) -> bytes:
 
 async def feed_stream(request: web.Request) -> web.StreamResponse:
     """Server-sent events: `snapshot` (the newest alerts that pass the filters and
-    their triage), then `alert`, `triage` and `bad` as they happen."""
+    their triage, and the silent tables), then `alert`, `triage`, `bad` (an undecodable
+    message on the topic) and `silent` (the set of silent tables changed) as they happen."""
     f = Filters.parse(dict(request.query))
     hub, db = request.app[HUB], request.app[DB]
     resp = web.StreamResponse(headers={"Content-Type": "text/event-stream",
