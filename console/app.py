@@ -258,8 +258,8 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
     hub, db, s = app[HUB], app[DB], app[SETTINGS]
     tasks = []
 
-    async def newest() -> list[dict[str, Any]]:
-        return await db.run(db.data.violations, Filters(), SNAPSHOT)
+    async def newest(since_ms: int | None) -> list[dict[str, Any]]:
+        return await db.run(db.data.violations, Filters(), SNAPSHOT, since_ms)
 
     async def floor() -> list[dict[str, Any]]:
         return (await floor_now(app))[1]

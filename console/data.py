@@ -182,8 +182,14 @@ class ConsoleData:
 
     # --- violations and triage ------------------------------------------------------
 
-    def violations(self, f: Filters, limit: int = 200) -> list[dict[str, Any]]:
+    def violations(self, f: Filters, limit: int = 200,
+                   since_ms: int | None = None) -> list[dict[str, Any]]:
+        """The newest violations that pass the filters (device time at or after
+        `since_ms` when given: a poll reads only the recent partitions)."""
         where, params = f.where()
+        if since_ms is not None:
+            where += " AND detected_at >= toDateTime({since:UInt32})"
+            params["since"] = max(0, since_ms // 1000)
         rows = self.store.query(
             f"SELECT {_VIOLATION_COLS} FROM violations FINAL WHERE {where} "
             f"ORDER BY detected DESC, violation_id LIMIT {int(limit)}", params)

@@ -178,20 +178,28 @@ class SilentWatch:
 
 class StorePoller:
     """Brings the store's newest violations into the hub every `every` seconds, or
-    once when `every` is None (an embedded store: no other process writes to it)."""
+    once when `every` is None (an embedded store: no other process writes to it).
+    After the first read it asks only for device times from LOOKBACK_MS before the
+    newest it has seen (rows land late, a sink batches)."""
 
-    def __init__(self, hub: Hub, fetch: Callable[[], Awaitable[list[dict[str, Any]]]],
+    LOOKBACK_MS = 600_000
+
+    def __init__(self, hub: Hub,
+                 fetch: Callable[[int | None], Awaitable[list[dict[str, Any]]]],
                  every: float | None = 2.0) -> None:
         self.hub = hub
         self.fetch = fetch
         self.every = every
+        self.newest: int | None = None
 
     async def run(self) -> None:
         while True:
             try:
-                rows = await self.fetch()
+                since = None if self.newest is None else self.newest - self.LOOKBACK_MS
+                rows = await self.fetch(since)
                 for a in sorted(rows, key=lambda a: a["detected_at"]):
                     self.hub.add_alert(a)
+                    self.newest = max(self.newest or 0, a["detected_at"])
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # the store away for a while: the feed goes on

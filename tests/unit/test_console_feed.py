@@ -4,9 +4,12 @@ message does, what a good one does, and that pages only get what they asked for.
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
-from console.data import Filters, pack_jurisdictions
-from console.feed import Hub, KafkaAlerts
+import pytest
+
+from console.data import Filters, alert, pack_jurisdictions
+from console.feed import Hub, KafkaAlerts, StorePoller
 from pitwatch.engine.alerts import encode_violation
 from pitwatch.engine.violation import Violation
 
@@ -69,3 +72,30 @@ def test_filters_match_what_they_name() -> None:
     where, params = Filters.parse({"jurisdiction": "PA", "code": "PAYOUT_WRONG"}).where()
     assert where == "1 AND code = {code:String} AND has({packs:Array(String)}, pack)"
     assert params == {"code": "PAYOUT_WRONG", "packs": ["pa-free-bet-blackjack"]}
+
+
+def test_the_store_poller_reads_only_the_recent_past_after_its_first_read() -> None:
+    async def main() -> None:
+        hub = Hub()
+        asked: list[int | None] = []
+        first = [alert_of(violation(event_id="a")), alert_of(violation(event_id="b"))]
+
+        async def fetch(since: int | None) -> list[dict[str, Any]]:
+            asked.append(since)
+            if len(asked) == 3:
+                raise asyncio.CancelledError
+            return first if since is None else [alert_of(violation(event_id="c"))]
+
+        poller = StorePoller(hub, fetch, every=0.001)
+        with pytest.raises(asyncio.CancelledError):  # how the fake ends the loop
+            await poller.run()
+        newest = 1796064572723
+        assert asked == [None, newest - StorePoller.LOOKBACK_MS,
+                         newest - StorePoller.LOOKBACK_MS]
+        assert len(hub.recent) == 3
+
+    asyncio.run(main())
+
+
+def alert_of(v: Violation) -> dict[str, Any]:
+    return alert(v.to_json(), pack_jurisdictions())
