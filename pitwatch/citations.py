@@ -87,9 +87,11 @@ def quote(citation: str, regulations: Path | None = None) -> Quote | None:
 
 
 def _doc_section(citation: str, doc: str, heading: str, root: Path) -> Quote | None:
-    """The markdown section whose heading starts with `heading`, to the next heading."""
-    path = root / doc
-    if not path.is_file():
+    """The markdown section whose heading starts with `heading`, to the next heading.
+    The file is looked for in the checkout (root) or in the copy a wheel packs."""
+    path = next((p for p in (root / doc, Path(__file__).parent / "_docs" / Path(doc).name)
+                 if p.is_file()), None)
+    if path is None:
         return None
     lines = path.read_text(encoding="utf-8").splitlines()
     for i, line in enumerate(lines):
