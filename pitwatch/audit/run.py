@@ -16,9 +16,10 @@ from ..packs.registry import select
 from ..store.base import BatchWriter, Store
 from ..store.rows import event_row, round_row, violation_row
 
-#: Rounds left open this long (by the stream's own device clock) are incomplete.
+#: A round is incomplete once a later event of its table carries a device ts this much
+#: after the round's last event (docs/procedure.md, "When a round is incomplete"); the
+#: streaming worker applies the same rule, and its processing-time rule on top.
 DEFAULT_ROUND_TIMEOUT_MS = 15 * 60 * 1000
-_EXPIRE_EVERY = 10_000
 
 
 @dataclass
@@ -106,8 +107,7 @@ def audit_events(
         if writer is not None:
             writer.add("rounds", round_row(s))
 
-    auditor = Auditor(select, violation, round_done)
-    latest = 0
+    auditor = Auditor(select, violation, round_done, round_timeout_ms)
     n = 0
     for ev in events:
         n += 1
@@ -116,10 +116,6 @@ def audit_events(
             pos = positions[ev.table_id]
             positions[ev.table_id] = pos + 1
             writer.add("events", event_row(ev, pos))
-        if ev.ts > latest:
-            latest = ev.ts
-        if n % _EXPIRE_EVERY == 0:
-            auditor.expire(latest, round_timeout_ms)
     if finish:
         auditor.finish()
     rep.events += n

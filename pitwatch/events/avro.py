@@ -191,6 +191,12 @@ def encode_single(ev: Event) -> bytes:
     return single_object_header() + encode(ev)
 
 
+def message_bytes(ev: Event) -> bytes:
+    """The event as a single-object message: its bytes as written when it was read from
+    them (so its digest and fingerprint stay), else encoded now."""
+    return single_object_header() + (ev.raw if ev.raw is not None else encode(ev))
+
+
 def decode_single(message: bytes) -> Event:
     header = single_object_header()
     if message[:2] != header[:2]:

@@ -20,9 +20,10 @@ TOPIC, PARTITION = "table-events", 0
 
 def _run(events: list, table: dict, start: int, stop: int,
          found: list[Violation]) -> list[str]:
-    """Process events[start:stop] in a fresh worker; returns the round ids it closed."""
+    """Process events[start:stop] in a fresh worker, snapshotting when due; returns
+    the round ids it closed."""
     rounds: list[str] = []
-    states = TableStates(table, select, found.append, lambda s: rounds.append(s.round_id))
+    states = TableStates(table, select, 15 * 60 * 1000)
     log = [(i, ev.table_id.encode(), encode_single(ev)) for i, ev in enumerate(events)]
 
     async def catch_up(topic: str, partition: int, a: int, b: int) -> list:
@@ -31,7 +32,11 @@ def _run(events: list, table: dict, start: int, stop: int,
 
     async def go() -> None:
         for i in range(start, stop):
-            await states.process(events[i], TOPIC, PARTITION, i, catch_up)
+            out = await states.process(events[i], TOPIC, PARTITION, i, catch_up)
+            found.extend(out.violations)
+            rounds.extend(r.round_id for r in out.rounds)
+            if states.due(events[i].table_id, events[i]):
+                states.snapshot(events[i].table_id)
 
     asyncio.run(go())
     return rounds
