@@ -36,6 +36,7 @@ from .dead_letters import dead_letter
 from .metrics import Metrics
 from .settings import Settings
 from .state import Found, TableStates
+from .supervise import Frozen, restart_self
 
 log = logging.getLogger("pitwatch.worker")
 
@@ -171,6 +172,20 @@ def create_app(settings: Settings) -> faust.App:
                 acks.extend(await send(found))
                 await snapshot(states.due_tables(), acks)
                 acks.clear()
+
+    frozen = Frozen(settings.session_timeout_s)
+
+    @app.timer(interval=1.0)
+    async def watchdog() -> None:
+        """A worker that was frozen (SIGSTOP, a paused VM) for longer than its session
+        has lost its partitions, and Faust does not recover its consumer cleanly from
+        that: it starts again, clean, from its snapshots and committed offsets."""
+        gap = frozen.tick()
+        if gap is not None:
+            log.error("this worker was frozen for %.0f s, longer than its %.0f s session: "
+                      "its partitions have moved on; restarting it clean", gap,
+                      settings.session_timeout_s)
+            restart_self()
 
     metrics.install(position)
     return app

@@ -113,6 +113,8 @@ examples:
             log.warning("could not create the topics now (%s); the worker declares them", e)
         stop = threading.Event()
         if settings.sink:  # in a process of its own: the audit and the sink use both cores
+            from .supervise import supervise_sink
+
             threading.Thread(target=supervise_sink, args=(settings, args.loglevel, stop),
                              name="pitwatch-sink-supervisor", daemon=True).start()
         app = create_app(settings)
@@ -122,32 +124,6 @@ examples:
         finally:
             stop.set()
         return 0
-
-
-def supervise_sink(settings: Settings, loglevel: str, stop: threading.Event) -> None:
-    """Run the sink process; whenever it dies (a crash, SIGKILL, OOM), log it and start
-    another after a short back-off. The sink stops by itself when this process is gone."""
-    import multiprocessing
-
-    from .sink import sink_process
-
-    ctx = multiprocessing.get_context("spawn")
-    delay = 0.5
-    while not stop.is_set():
-        proc = ctx.Process(target=sink_process, args=(settings, loglevel), daemon=True,
-                           name="pitwatch-sink")
-        proc.start()
-        log.warning("sink started (pid %s)", proc.pid)
-        proc.join()
-        if stop.is_set():
-            return
-        log.error("sink (pid %s) exited with code %s; restarting in %.1f s", proc.pid,
-                  proc.exitcode, delay)
-        if stop.wait(delay):
-            return
-        delay = min(delay * 2, 10.0) if proc.exitcode not in (0, None) else 0.5
-
-
 
 
 command = _Worker()
