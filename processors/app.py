@@ -141,11 +141,20 @@ def create_app(settings: Settings) -> faust.App:
                                   f"{ev.table_id!r}: its table's order is not kept")
                 continue
             async with lock:
-                found = await states.process(ev, msg.topic, msg.partition, msg.offset,
-                                             catch_up.read)
+                try:
+                    found = await states.process(ev, msg.topic, msg.partition, msg.offset,
+                                                 catch_up.read)
+                except Exception:  # the partition could not be read back, say
+                    log.exception("could not audit %s[%d]@%d; restarting the worker clean "
+                                  "(it resumes from the committed offset)", msg.topic,
+                                  msg.partition, msg.offset)
+                    restart_self()
                 acks.extend(await send(found))
-                if states.due(ev.table_id, ev):
-                    await snapshot([ev.table_id], acks)
+                due = states.verdicts(msg.topic, msg.partition)
+                if ev.table_id not in due and states.due(ev.table_id, ev):
+                    due.append(ev.table_id)
+                if due:
+                    await snapshot(due, acks)
                     acks.clear()
                 elif len(acks) > 10_000:  # keep the list short; acknowledged ones go
                     acks[:] = [a for a in acks if not a.done()]
@@ -165,13 +174,14 @@ def create_app(settings: Settings) -> faust.App:
     @app.timer(interval=settings.idle_check_s)
     async def expire_idle() -> None:
         """The processing-time rule (the time-out measured on this worker's clock,
-        only for tables whose partition is caught up)."""
+        only for tables whose partition is caught up). A verdict goes into the table's
+        snapshot with the next event of its partition (Faust writes a table only while
+        an event is in hand); should the worker die before that, the next one reaches
+        the same verdict, with the same violation id, once the time-out passes again."""
         async with lock:
             found = states.expire_idle(caught_up, settings.round_timeout_s)
-            if found or states.due_tables():
+            if found:
                 acks.extend(await send(found))
-                await snapshot(states.due_tables(), acks)
-                acks.clear()
 
     frozen = Frozen(settings.session_timeout_s)
 

@@ -172,8 +172,11 @@ class TableStates:
             return t.since_snapshot > 0
         return t.since_snapshot >= SNAPSHOT_EVERY and not t.auditor.round_open
 
-    def due_tables(self) -> list[str]:
-        return [k for k in self.tables if self.due(k)]
+    def verdicts(self, topic: str, partition: int) -> list[str]:
+        """Tables of the partition with a time-out verdict not yet in a snapshot (a
+        snapshot is written while an event of its partition is in hand)."""
+        return [k for k, t in self.tables.items()
+                if t.verdict and t.partition == partition and t.topic == topic]
 
     def snapshot(self, table_id: str) -> None:
         """Write the table's state, covering its offsets up to the last folded. Call

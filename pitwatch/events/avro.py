@@ -38,11 +38,13 @@ from .model import (
 )
 from .schema import (
     NAMESPACE,
+    SINGLE_OBJECT_MAGIC,
     fingerprint,
     plain_schema,
     raw_schema,
     single_object_header,
     strip_logical,
+    writer_schemas,
 )
 
 RANK_TO_AVRO: Final = {
@@ -192,18 +194,41 @@ def encode_single(ev: Event) -> bytes:
 
 
 def message_bytes(ev: Event) -> bytes:
-    """The event as a single-object message: its bytes as written when it was read from
-    them (so its digest and fingerprint stay), else encoded now."""
-    return single_object_header() + (ev.raw if ev.raw is not None else encode(ev))
+    """The event as a single-object message: its bytes as written, under its writer's
+    fingerprint, when it was read from them (so its digest stays), else encoded now."""
+    if ev.raw is None:
+        return single_object_header() + encode(ev)
+    return SINGLE_OBJECT_MAGIC + (ev.writer or single_object_header()[2:]) + ev.raw
+
+
+def writer_fingerprint(ev: Event) -> str:
+    """The hex fingerprint of the schema the event's bytes were written under."""
+    return (ev.writer or single_object_header()[2:]).hex()
 
 
 def decode_single(message: bytes) -> Event:
+    """An event from a single-object message written under any schema version this
+    reader knows (found by its fingerprint among the released ones). Its raw bytes are
+    the body as written: the digest is computed over them, never over a re-encoding."""
     header = single_object_header()
+    if message[:10] == header:
+        return decode(message[10:])
     if message[:2] != header[:2]:
         raise DecodeError("not Avro single-object encoded (no C3 01 marker)")
-    if message[:10] != header:
-        raise DecodeError(f"unknown schema fingerprint {message[2:10].hex()}")
-    return decode(message[10:])
+    fp = message[2:10]
+    writer = writer_schemas().get(fp)
+    if writer is None:
+        raise DecodeError(f"unknown schema fingerprint {fp.hex()}: not the current schema "
+                          "nor any released one")
+    body = message[10:]
+    try:
+        d: Any = fastavro.schemaless_reader(io.BytesIO(body), writer, plain_schema(),
+                                            return_record_name=True)
+    except Exception as e:  # fastavro raises many kinds on bad bytes
+        raise DecodeError(f"not a TableEvent body under schema {fp.hex()}: {e}") from e
+    ev = from_datum(d, body)
+    ev.writer = fp
+    return ev
 
 
 # --- container files ----------------------------------------------------------------
