@@ -254,26 +254,30 @@ def write_container(out: IO[bytes], events: Iterable[Event], codec: str = "defla
 
 
 def read_container_records(src: IO[bytes]) -> Iterator[tuple[dict[str, Any], bytes | None]]:
-    """Each record's datum and, when the file was written under this schema, its raw
-    bytes: the canonical form, so digests need no re-encoding. Block by block with
-    fastavro's own record iteration, which reads the block's bytes lazily: where the
-    read position stands after a record is where that record's bytes end."""
+    """Each record's datum and its raw bytes as written: the canonical form under the
+    file's writer schema, so digests need no re-encoding (and a file of another
+    released version keeps its digests). Block by block: with fastavro's own record
+    iteration when the file is under this schema, which reads the block's bytes
+    lazily, so where the read position stands after a record is where its bytes end."""
     plain = plain_schema()
     same = logical = False
+    writer_plain: Any = None
     for n, block in enumerate(fastavro.block_reader(src, return_record_name=True)):
         if n == 0:  # one writer schema per file
             writer = block.writer_schema
-            same = fingerprint(fastavro.parse_schema(writer)) == fingerprint(plain)
+            writer_plain = fastavro.parse_schema(strip_logical(writer))
+            same = fingerprint(writer_plain) == fingerprint(plain)
             logical = strip_logical(writer) != writer
-        records: Iterable[Any] = block
-        if not same:
-            for d in records:
-                yield d, None
-            continue
         bio: io.BytesIO = block.bytes_  # type: ignore[attr-defined]
         raw = bio.getvalue()
-        if logical:  # the same bytes, read without the logical types (ints and strs)
-            records = (fastavro.schemaless_reader(bio, plain, None, return_record_name=True)
+        records: Iterable[Any]
+        if same and not logical:
+            records = block
+        else:  # the same bytes, read under the writer's schema without logical types
+            bio.seek(0)
+            reader = None if same else plain
+            records = (fastavro.schemaless_reader(bio, writer_plain, reader,
+                                                  return_record_name=True)
                        for _ in range(block.num_records))
         pos = 0
         for d in records:

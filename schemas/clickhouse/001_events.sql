@@ -1,6 +1,7 @@
 -- Every device event as received, one row per event_id. `body` is the event's JSON Lines
 -- form, which is lossless: replay rebuilds the typed event, and its canonical Avro bytes
 -- and digest, from it. `pos` is its place in the table's stream (file order or offset).
+-- `writer` is the hex fingerprint of the Avro schema version its device wrote.
 CREATE TABLE IF NOT EXISTS events (
     event_id     String,
     table_id     String,
@@ -15,7 +16,8 @@ CREATE TABLE IF NOT EXISTS events (
     kind         String,
     amount       Int64,
     pos          UInt64,
-    body         String
+    body         String,
+    writer       String
 ) ENGINE = ReplacingMergeTree()
 PARTITION BY toYYYYMM(ts)
 ORDER BY (table_id, event_id)

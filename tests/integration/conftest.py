@@ -132,7 +132,8 @@ class Pipeline:
     def events_topic(self) -> str:
         return self.prefix + "table-events"
 
-    def start_worker(self, name: str = "w", *extra: str) -> subprocess.Popen[bytes]:
+    def start_worker(self, name: str = "w", *extra: str,
+                     env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
         self.web_port = _free_port()
         log = open(self.tmp / f"worker-{name}-{len(self.workers)}.log", "wb")  # noqa: SIM115
         proc = subprocess.Popen(
@@ -141,7 +142,8 @@ class Pipeline:
              "--app-id", self.id, "--topic-prefix", self.prefix,
              "--partitions", str(PARTITIONS), "--web-port", str(self.web_port),
              "--data-dir", str(self.tmp / f"worker-{name}"), "--loglevel", "info", *extra],
-            stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+            stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
+            env=None if env is None else {**os.environ, **env})
         self.workers.append(proc)
         return proc
 
@@ -156,6 +158,15 @@ class Pipeline:
         producer = make_producer(KAFKA)
         try:
             send_events(producer, self.events_topic, events)
+        finally:
+            producer.close()  # type: ignore[attr-defined]
+
+    def produce_messages(self, messages: list[tuple[bytes, bytes]]) -> None:
+        producer = make_producer(KAFKA)
+        try:
+            for key, value in messages:
+                producer.send(self.events_topic, key=key, value=value)  # type: ignore[attr-defined]
+            producer.flush()  # type: ignore[attr-defined]
         finally:
             producer.close()  # type: ignore[attr-defined]
 

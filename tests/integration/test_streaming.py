@@ -268,3 +268,24 @@ def _get(url: str) -> str | None:
             return str(r.read().decode())
     except (urllib.error.URLError, OSError):
         return None
+
+
+def test_v1_and_v2_producers_on_one_topic(pipeline: Pipeline, floor: Floor) -> None:
+    """A released v2 (one added optional field): half the tables' devices write it, the
+    rest v1, on one topic. Every event is audited and stored with its writer's
+    fingerprint; no dead letter, no DIGEST_MISMATCH beyond the floor's own."""
+    from tests.evolution import as_v2, release_v2
+
+    events, exp = floor(tables=6, rounds=10, seed=24)
+    v2_tables = sorted({e.table_id for e in events})[::2]
+    released = release_v2(pipeline.tmp)
+    pipeline.start_worker(env={"PITWATCH_RELEASED_SCHEMAS": str(released)})
+    pipeline.produce_messages(as_v2(events, set(v2_tables)))
+    _assert_same(pipeline, exp, pipeline.wait_for(exp))
+    _assert_alerts(pipeline, exp)
+    assert read_topic(pipeline.prefix + "dead-letters") == []
+    writers = pipeline.store.query("SELECT table_id, uniqExact(writer) AS n, any(writer) AS w "
+                                   "FROM events FINAL GROUP BY table_id")
+    by_table = {r["table_id"]: r["w"] for r in writers}
+    assert all(r["n"] == 1 for r in writers) and len(set(by_table.values())) == 2
+    assert len({by_table[t] for t in v2_tables}) == 1
