@@ -282,7 +282,8 @@ def read_container_records(src: IO[bytes]) -> Iterator[tuple[dict[str, Any], byt
         pos = 0
         for d in records:
             end = bio.tell()
-            yield d, raw[pos:end]
+            datum: dict[str, Any] = d
+            yield datum, raw[pos:end]
             pos = end
 
 
