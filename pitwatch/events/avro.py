@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import io
 from collections.abc import Iterable, Iterator
-from typing import IO, Any, Final
+from typing import IO, Any, Final, cast
 
 import fastavro
 
@@ -282,8 +282,7 @@ def read_container_records(src: IO[bytes]) -> Iterator[tuple[dict[str, Any], byt
         pos = 0
         for d in records:
             end = bio.tell()
-            datum: dict[str, Any] = d
-            yield datum, raw[pos:end]
+            yield cast(dict[str, Any], d), raw[pos:end]
             pos = end
 
 
