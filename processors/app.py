@@ -54,7 +54,7 @@ def create_app(settings: Settings) -> faust.App:
         topic_replication_factor=settings.replication_factor,
         web_port=settings.web_port,
         web_enabled=settings.web_port > 0,
-        web_bind="127.0.0.1",
+        web_bind=settings.web_bind,
         producer_acks=-1,
         # a few ms of linger batches the changelog and alert messages: without it each
         # goes in a request of its own and the agent waits on the broker round trip

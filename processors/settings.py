@@ -6,7 +6,7 @@ PITWATCH_ROUND_TIMEOUT_S); a command-line flag wins over the environment."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,7 @@ class Settings:
     data_dir: str = ".run/worker"
     #: health and metrics (0: no web server)
     web_port: int = 6066
+    web_bind: str = "127.0.0.1"
     sink_batch_rows: int = 5000
     sink_batch_seconds: float = 1.0
     #: the sink's consumer: longer than this between polls and it would be evicted, so
@@ -55,10 +56,3 @@ def env_default(name: str, default: object) -> object:
     if raw is None or isinstance(default, bool):
         return default
     return type(default)(raw)
-
-
-def env_settings() -> Settings:
-    """Settings from the environment alone (each unset one at its default)."""
-    d = Settings()
-    return replace(d, **{f.name: env_default(f.name, getattr(d, f.name)) for f in fields(d)
-                         if not isinstance(getattr(d, f.name), bool)})

@@ -21,7 +21,6 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import orjson
 
@@ -193,8 +192,3 @@ class TableStates:
 
     def open_rounds(self) -> int:
         return sum(t.auditor.round_open for t in self.tables.values())
-
-
-def encode_state(state: dict[str, Any], offset: int) -> bytes:
-    """A snapshot's bytes (tests and tools): JSON of the offset and the state."""
-    return orjson.dumps({"offset": offset, "state": state})

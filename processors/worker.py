@@ -65,6 +65,8 @@ examples:
                        help="worker state directory (default %(default)s)")
         p.add_argument("--web-port", type=int, default=env("web_port", d.web_port),
                        help="health and metrics port, 0 for none (default %(default)s)")
+        p.add_argument("--web-bind", default=env("web_bind", d.web_bind),
+                       help="address of the health and metrics server (default %(default)s)")
         p.add_argument("--no-sink", action="store_true", help="audit and alert only")
         p.add_argument("--round-timeout", type=float,
                        default=env("round_timeout", d.round_timeout_s),
@@ -94,7 +96,7 @@ examples:
                             clickhouse_port=int(port), clickhouse_db=args.clickhouse_db,
                             app_id=args.app_id,
                             partitions=args.partitions, store=args.store,
-                            data_dir=args.data_dir, web_port=args.web_port,
+                            data_dir=args.data_dir, web_port=args.web_port, web_bind=args.web_bind,
                             sink=not args.no_sink, round_timeout_s=args.round_timeout,
                             idle_check_s=args.idle_check,
                             session_timeout_s=args.session_timeout,
