@@ -74,11 +74,17 @@ class Metrics:
             "# HELP pitwatch_lag Messages not yet read, per partition of the events topic.",
             "# TYPE pitwatch_lag gauge",
         ]
-        for (topic, partition), read in sorted(position.items()):
+        try:
+            assigned = sorted((tp.topic, tp.partition) for tp in self.app.consumer.assignment()
+                              if tp.topic == self.settings.events_topic)
+        except Exception:  # not started yet
+            assigned = []
+        for topic, partition in assigned:
             try:
                 hw = self.app.consumer.highwater(TP(topic, partition))
             except Exception:  # revoked, or not fetched yet
                 continue
+            read = position.get((topic, partition), -1)
             if hw is not None:
                 lines.append(f'pitwatch_lag{{topic="{topic}",partition="{partition}"}} '
                              f"{max(hw - read - 1, 0)}")

@@ -289,3 +289,30 @@ def test_v1_and_v2_producers_on_one_topic(pipeline: Pipeline, floor: Floor) -> N
     by_table = {r["table_id"]: r["w"] for r in writers}
     assert all(r["n"] == 1 for r in writers) and len(set(by_table.values())) == 2
     assert len({by_table[t] for t in v2_tables}) == 1
+
+
+def test_topic_configs_are_applied_whoever_starts_first(pipeline: Pipeline) -> None:
+    """Topics a client auto-created (or someone changed) with other configs: the worker
+    sets the project's configs when it starts, and audits the topics it found."""
+    from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
+
+    from processors.topics import TOPIC_CONFIGS
+
+    names = [pipeline.prefix + t for t in TOPIC_CONFIGS]
+    admin = KafkaAdminClient(bootstrap_servers=KAFKA)
+
+    def retention() -> dict[str, str]:
+        got = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, n,
+                                                     configs={"retention.ms": None})
+                                      for n in names])["topic"]
+        return {n[len(pipeline.prefix):]: c["retention.ms"]["value"] for n, c in got.items()}
+
+    try:
+        admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, n,
+                                            configs={"retention.ms": "60000"}) for n in names])
+        wait_until("the changed configs", lambda: set(retention().values()) == {"60000"}, 30)
+        pipeline.start_worker()
+        want = {t: c["retention.ms"] for t, c in TOPIC_CONFIGS.items()}
+        wait_until("the project's topic configs", lambda: retention() == want, 60)
+    finally:
+        admin.close()
