@@ -1,7 +1,8 @@
 """Codec rates: pitwatch's codec (fastavro underneath) against the avro package, on the
-same simulated events, in one run. Prints events/s for each and the ratio.
+same simulated events, in one run. Every side runs on the same events the same number
+of times (best of --repeat). Prints events/s for each and the ratio.
 
-    .venv/bin/python bench/codec.py [--events 50000]
+    .venv/bin/python bench/codec.py [--events 20000] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ def rate(n: int, fn: Callable[[], Any], repeat: int = 3) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--events", type=int, default=50_000)
+    ap.add_argument("--events", type=int, default=20_000)
+    ap.add_argument("--repeat", type=int, default=3, help="runs per side; the best counts")
     args = ap.parse_args()
     floor = Floor(tables=12, rounds=10_000, seed=1)
     events = []
@@ -87,18 +89,15 @@ def main() -> None:
         for line in lines:
             jsonl.loads(line)
 
-    small = min(n, 10_000)  # the avro package is slow: time it on fewer events
-    all_bodies, all_ref = bodies, ref_datums
-    bodies, ref_datums = all_bodies[:small], all_ref[:small]
-    r_ref_enc = rate(small, ref_encode, 1)
-    r_ref_dec = rate(small, ref_decode, 1)
-    bodies, ref_datums = all_bodies, all_ref
-    r_fa_dec = rate(n, fa_decode_bare)
-    r_enc = rate(n, our_encode)
-    r_dec = rate(n, our_decode)
-    r_cont = rate(n, container_rw)
-    r_json = rate(n, json_decode)
-    print(f"codec on {n:,} simulated events (avro package timed on {small:,})")
+    k = args.repeat
+    r_ref_enc = rate(n, ref_encode, k)
+    r_ref_dec = rate(n, ref_decode, k)
+    r_fa_dec = rate(n, fa_decode_bare, k)
+    r_enc = rate(n, our_encode, k)
+    r_dec = rate(n, our_decode, k)
+    r_cont = rate(n, container_rw, k)
+    r_json = rate(n, json_decode, k)
+    print(f"codec on {n:,} simulated events, every side best of {k}")
     print(f"  {'':40} {'events/s':>12}  {'vs avro pkg':>11}")
     rows = [
         ("avro package: encode (baseline)", r_ref_enc, r_ref_enc),

@@ -8,9 +8,12 @@ core finds them at run time without importing the stages.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from importlib.metadata import entry_points
 from typing import Protocol
+
+from .store.base import StoreError
 
 
 class Command(Protocol):
@@ -42,13 +45,28 @@ def builtin_commands() -> list[Command]:
     return [AUDIT, QUERY]
 
 
+#: The optional extra (pyproject.toml) that installs each optional module.
+EXTRAS = {"faust": "stream", "kafka": "stream", "aiokafka": "stream",
+          "clickhouse_driver": "stream", "rocksdict": "rocksdb", "reportlab": "investigate"}
+
+
+def missing_extra(e: ImportError) -> str:
+    """What to install for a missing optional module, in one line."""
+    top = (e.name or "").split(".")[0]
+    extra = EXTRAS.get(top)
+    if extra is None:
+        return str(e)
+    return f"needs {top}, in the optional extra {extra!r}: pip install 'pitwatch[{extra}]'"
+
+
 def stage_commands() -> list[Command]:
     found: list[Command] = []
     for ep in entry_points(group="pitwatch.commands"):
         try:
             found.append(ep.load())
         except ImportError as e:  # a stage whose optional dependencies are not installed
-            print(f"pitwatch: command {ep.name!r} unavailable: {e}", file=sys.stderr)
+            print(f"pitwatch: command {ep.name!r} unavailable: {missing_extra(e)}",
+                  file=sys.stderr)
     return found
 
 
@@ -61,7 +79,8 @@ def build_parser(commands: list[Command]) -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    order = ["demo", "simulate", "audit", "query", "replay", "produce", "worker"]
+    order = ["demo", "simulate", "audit", "query", "replay", "investigate", "reaudit",
+             "produce", "worker"]
     for cmd in sorted(commands, key=lambda c: (order.index(c.name) if c.name in order else 99)):
         p = sub.add_parser(cmd.name, help=cmd.help, description=cmd.description,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -70,17 +89,37 @@ def build_parser(commands: list[Command]) -> argparse.ArgumentParser:
     return parser
 
 
+def _quiet_stdout() -> None:
+    """The reader went away (`| head`): say nothing more, and let the interpreter's own
+    flush at exit find nowhere to complain."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser(builtin_commands() + stage_commands())
     args = parser.parse_args(argv)
     try:
         code: int = args._run(args)
+        sys.stdout.flush()
     except KeyboardInterrupt:
         return 130
-    except (FileNotFoundError, ValueError) as e:
-        print(f"pitwatch {args.command}: {e}", file=sys.stderr)
+    except BrokenPipeError:
+        _quiet_stdout()
+        return 0
+    except ImportError as e:
+        print(f"pitwatch {args.command}: {missing_extra(e)}", file=sys.stderr)
+        return 2
+    except (FileNotFoundError, ValueError, StoreError) as e:
+        print(f"pitwatch {args.command}: {first_line(str(e))}", file=sys.stderr)
         return 2
     return code
+
+
+def first_line(message: str) -> str:
+    """An error in one line: a store's message can run to a stack of its own."""
+    lines = [ln.strip() for ln in message.strip().splitlines() if ln.strip()]
+    return lines[0] if lines else message
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ import orjson
 from pitwatch.engine.alerts import decode_violation
 from pitwatch.events.avro import DecodeError, decode_single
 from pitwatch.store.base import TABLES, Store, StoreError
+from pitwatch.store.order import Positions
 from pitwatch.store.rows import event_row, violation_row
 
 from .dead_letters import dead_letter
@@ -71,17 +72,18 @@ class Batches:
                                          and now - self.first_at >= max_wait)
 
 
-def to_row(topic: str, settings: Settings, value: bytes | None,
-           offset: int) -> tuple[str, dict[str, Any]] | None:
+def to_row(topic: str, settings: Settings, value: bytes | None, positions: Positions
+           ) -> tuple[str, dict[str, Any]] | None:
     """The table and row of a message; None for what the audit agent dead-letters (a
     bad message on the events topic). Raises Rejected for a bad alert or round."""
     if topic == settings.events_topic:
         if value is None:
             return None
         try:
-            return "events", event_row(decode_single(value), offset)
+            ev = decode_single(value)
         except DecodeError:
-            return None
+            return None  # the audit agent sends it to the dead-letter topic
+        return "events", event_row(ev, positions.of(ev))  # the order of record, as audits
     if value is None:
         raise Rejected("tombstone: a null value is not a " +
                        ("violation" if topic == settings.alerts_topic else "round"))
@@ -216,6 +218,7 @@ async def run_sink(settings: Settings, store_factory: Callable[[], Store],
     writer = Writer(store, consumer, producer, settings, stopping)
     heartbeat = sink_heartbeat_file(settings)
     batches = Batches()
+    positions = Positions(store, wait_for_store=True)
     written = 0
     try:
         while not stopping():
@@ -225,7 +228,7 @@ async def run_sink(settings: Settings, store_factory: Callable[[], Store],
                 for m in msgs:
                     src = Source(tp.topic, tp.partition, m.offset, m.key, m.value)
                     try:
-                        row = to_row(tp.topic, settings, m.value, m.offset)
+                        row = to_row(tp.topic, settings, m.value, positions)
                     except Rejected as e:
                         await writer.dead(src, str(e))
                         continue

@@ -90,7 +90,7 @@ class TableStates:
 
     def _new_auditor(self, table_id: str) -> TableAuditor:
         return TableAuditor(table_id, self.select_pack, self._violations.append,
-                            self._rounds.append, self.round_timeout_ms)
+                            self._rounds.append, round_timeout_ms=self.round_timeout_ms)
 
     async def _restore(self, table_id: str, topic: str, partition: int, offset: int,
                        catch_up: CatchUp) -> _Table:

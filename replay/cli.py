@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import IO
 
-from pitwatch.events.jsonl import to_json
-from pitwatch.store.base import Store
+from pitwatch.money import dollars
 
-from .rebuild import rebuild
-
-_ENVELOPE = {"type", "event_id", "table_id", "device_id", "seq", "ts", "round_id",
-             "prev_digest"}
+from .present import describe, device_time, rules_lines
+from .rebuild import Rebuilt, rebuild
+from .stores import add_store_options, open_store
 
 
 class _Replay:
@@ -19,10 +18,15 @@ class _Replay:
     help = "rebuild a round from the store, event by event, with its violations"
     description = """\
 Rebuild one round from the events in the store (embedded chDB by default, or a
-ClickHouse server), through the same engine, and print it step by step: each event as
-the devices sent it, and each violation at the event that showed it, with its citation.
-The digest chain of every device is re-verified on the way, and the rebuilt violations
-are compared with those stored when the round was first audited.
+ClickHouse server), through the same engine, with the table context it had (the posted
+rules, the shoe's counts, each device's previous event), and print it step by step:
+device time (UTC, to the millisecond) and event id of each event as the devices sent it,
+what it says (cards as cards, money in dollars), and each violation at the event that
+shows it, with its citation. Each device's digest chain is verified and given a verdict,
+and the rebuilt violations are compared with those stored when the round was audited.
+
+exit status: 0 the rebuild matches the store, 3 it differs, 1 no such round.
+For a case file (HTML, PDF, evidence, manifest) see `pitwatch investigate`.
 
 examples:
   pitwatch replay AC-BJ-01-000042
@@ -30,28 +34,10 @@ examples:
 
     def configure(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("round_id", metavar="ROUND_ID")
-        p.add_argument("--data", default="pitwatch-data", metavar="DIR",
-                       help="embedded store (default ./%(default)s)")
-        p.add_argument("--clickhouse", metavar="HOST:PORT",
-                       help="read from a ClickHouse server instead")
-        p.add_argument("--clickhouse-db", default="pitwatch")
-
-    def _store(self, args: argparse.Namespace) -> Store:
-        if args.clickhouse:
-            from pitwatch.store.server import ServerStore
-
-            host, _, port = args.clickhouse.rpartition(":")
-            return ServerStore(host, int(port), args.clickhouse_db)
-        from pathlib import Path
-
-        from pitwatch.store.embedded import EmbeddedStore
-
-        if not Path(args.data).exists():
-            raise FileNotFoundError(f"no store at {args.data}")
-        return EmbeddedStore(args.data)
+        add_store_options(p)
 
     def run(self, args: argparse.Namespace) -> int:
-        store = self._store(args)
+        store = open_store(args)
         try:
             rb = rebuild(store, args.round_id)
         except LookupError as e:
@@ -59,24 +45,39 @@ examples:
             return 1
         finally:
             store.close()
-        print(f"round {rb.round_id} at table {rb.table_id}: {len(rb.steps)} events")
-        for st in rb.steps:
-            d = to_json(st.event)
-            detail = " ".join(f"{k}={v}" for k, v in d.items()
-                              if k not in _ENVELOPE and k != "rules" and v is not None)
-            print(f"  {st.pos:7}  {st.event.device_id:18} #{st.event.seq:<5} "
-                  f"{st.event.type:17} {detail}")
-            for v in st.violations:
-                print(f"           !! {v.severity} {v.code} [{v.citation}]: {v.message}")
-        s = rb.summary
-        if s is not None:
-            print(f"wagered {s.wagered:,}, paid {s.paid:,}, collected {s.collected:,}, "
-                  f"returned {s.returned:,} (cents); {s.violations} violation(s); "
-                  f"{'complete' if s.complete else 'INCOMPLETE'}")
-        same = "matches" if rb.matches_store else "DIFFERS FROM"
-        print(f"rebuilt violations {same} the stored ones "
-              f"({len(rb.violations)} rebuilt, {len(rb.stored_violation_ids)} stored)")
+        show(rb, sys.stdout)
         return 0 if rb.matches_store else 3
+
+
+def show(rb: Rebuilt, out: IO[str]) -> None:
+    s = rb.summary
+    print(f"round {rb.round_id} at table {rb.table_id}: {len(rb.steps)} events, "
+          f"judged by {rb.pack or 'no pack'}" + (f", dealer {s.dealer_id}" if s else ""),
+          file=out)
+    if rb.rules is not None:
+        print("posted rules in force: " + "; ".join(rules_lines(rb.rules)), file=out)
+    print(f"  {'device time (UTC)':23}  {'event id':36}  {'device':18} {'seq':>5}  event",
+          file=out)
+    for st in rb.steps:
+        ev = st.event
+        print(f"  {device_time(ev.ts)}  {ev.event_id:36}  {ev.device_id:18} {ev.seq:>5}  "
+              f"{ev.type} {describe(ev)}".rstrip(), file=out)
+        for v in st.violations:
+            print(f"      !! {v.severity} {v.code} [{v.citation}]: {v.message}", file=out)
+    for v in rb.closing:
+        print(f"      !! {v.severity} {v.code} [{v.citation}] (on event {v.event_id}): "
+              f"{v.message}", file=out)
+    if s is not None:
+        print(f"money: wagered {dollars(s.wagered)}, paid {dollars(s.paid)}, collected "
+              f"{dollars(s.collected)}, returned {dollars(s.returned)}; "
+              f"{'complete' if s.complete else 'INCOMPLETE'}", file=out)
+    for c in rb.chains.values():
+        print(f"chain {c.device_id}: {c.verdict}", file=out)
+    print("digest chains: " + ("VERIFIED for every device" if rb.chain_verified
+                               else "BROKEN (see above)"), file=out)
+    same = "match" if rb.matches_store else "DIFFER FROM"
+    print(f"rebuilt violations {same} the stored ones "
+          f"({len(rb.violations)} rebuilt, {len(rb.stored_violation_ids)} stored)", file=out)
 
 
 command = _Replay()

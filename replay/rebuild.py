@@ -1,22 +1,26 @@
-"""Rebuild a round from the store, event by event, with what the engine found at each
-step, and check it against what was stored when the round was first audited.
+"""Rebuild rounds from the store, event by event, with what the engine found at each
+step, and check them against what was stored when they were first audited.
 
-The events are the only truth: the round is re-derived from its table's stream (from
-the last TableOpened and ShoeLoaded before it, so the posted rules and the shoe's card
-counts are as they were), through the same engine.
+The events are the only truth: a round is re-derived from its table's stored stream in
+the order of record (`pitwatch.store.order`), through the same engine, with the table
+context it had (`pitwatch.store.history.context`: the posted rules, the shoe's counts,
+each device's previous event), and no further than it takes the auditor to close it: its
+`RoundEnded`, the table's next round, or the end of what is stored.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from pitwatch.engine.auditor import RoundSummary, TableAuditor
+from pitwatch.engine.auditor import PackSelector, RoundSummary, TableAuditor
+from pitwatch.engine.rulepack import RulePack
 from pitwatch.engine.violation import Violation
-from pitwatch.events.jsonl import loads
-from pitwatch.events.model import Event
+from pitwatch.events.avro import digest
+from pitwatch.events.model import Event, Rules
 from pitwatch.packs.registry import select
 from pitwatch.store.base import Store
+from pitwatch.store.history import context, round_span, stream
 
 
 @dataclass
@@ -27,74 +31,162 @@ class Step:
 
 
 @dataclass
+class DeviceChain:
+    """One device's digest chain over a round's events."""
+
+    device_id: str
+    first_seq: int
+    last_seq: int
+    events: int = 0
+    linked: bool = False  # its first event in the round checked against the one before
+    breaks: list[str] = field(default_factory=list)
+
+    @property
+    def verdict(self) -> str:
+        if self.breaks:
+            return "BROKEN: " + "; ".join(self.breaks)
+        back = " (linked to the event before the round)" if self.linked else ""
+        return f"VERIFIED: seq {self.first_seq}–{self.last_seq}, {self.events} events{back}"
+
+
+@dataclass
 class Rebuilt:
     round_id: str
     table_id: str
-    steps: list[Step]
-    summary: RoundSummary | None
-    stored_violation_ids: set[str]
+    steps: list[Step] = field(default_factory=list)
+    #: findings of the round raised on an event of another round (ROUND_INCOMPLETE on
+    #: the table's next event) or at the end of the stored stream
+    closing: list[Violation] = field(default_factory=list)
+    summary: RoundSummary | None = None
+    rules: Rules | None = None
+    pack: str = ""
+    chains: dict[str, DeviceChain] = field(default_factory=dict)
+    stored_violation_ids: set[str] = field(default_factory=set)
 
     @property
     def violations(self) -> list[Violation]:
-        return [v for s in self.steps for v in s.violations]
+        return [v for s in self.steps for v in s.violations] + self.closing
 
     @property
     def matches_store(self) -> bool:
         return {v.violation_id for v in self.violations} == self.stored_violation_ids
 
-
-def _quote(s: str) -> str:
-    """A string literal for SQL; ids come from the store itself, this guards the quote."""
-    return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-def _table_stream(store: Store, table_id: str, round_id: str) -> Iterator[tuple[int, Event]]:
-    first = store.query(f"SELECT min(pos) AS p FROM events FINAL WHERE round_id = "
-                        f"{_quote(round_id)}")
-    if not first or first[0]["p"] is None:
-        raise LookupError(f"no events of round {round_id} in the store")
-    start = store.query(
-        "SELECT max(pos) AS p FROM events FINAL WHERE table_id = "
-        f"{_quote(table_id)} AND type IN ('TableOpened') AND pos < {int(first[0]['p'])}")
-    begin = int(start[0]["p"] or 0) if start else 0
-    rows = store.query(
-        f"SELECT pos, body FROM events FINAL WHERE table_id = {_quote(table_id)} "
-        f"AND pos >= {begin} AND (round_id = {_quote(round_id)} OR round_id = '' "
-        f"OR pos < {int(first[0]['p'])}) ORDER BY pos")
-    for r in rows:
-        yield int(r["pos"]), loads(r["body"])
+    @property
+    def chain_verified(self) -> bool:
+        return all(not c.breaks for c in self.chains.values())
 
 
-def rebuild(store: Store, round_id: str) -> Rebuilt:
-    found = store.query(f"SELECT table_id FROM rounds FINAL WHERE round_id = {_quote(round_id)}"
-                        " UNION ALL SELECT table_id FROM events FINAL WHERE round_id = "
-                        f"{_quote(round_id)} LIMIT 1")
-    if not found:
-        raise LookupError(f"no round {round_id} in the store")
-    table_id = found[0]["table_id"]
-    steps: list[Step] = []
-    summaries: list[RoundSummary] = []
-    current: list[Violation] = []
-    auditor = TableAuditor(table_id, select, current.append, summaries.append)
-    last = -1
-    for pos, ev in _table_stream(store, table_id, round_id):
-        current.clear()
+def pinned(pack: RulePack | None) -> PackSelector:
+    """The registry's choice, except that a table of `pack`'s jurisdiction and game is
+    judged by `pack` (re-audit under another version)."""
+    if pack is None:
+        return select
+
+    def choose(jurisdiction: str, game: str) -> RulePack:
+        if (jurisdiction, game) == (pack.jurisdiction, pack.game):
+            return pack
+        return select(jurisdiction, game)
+
+    return choose
+
+
+class _Chains:
+    """Each device's last event, to check every next one against."""
+
+    def __init__(self) -> None:
+        self.last: dict[str, Event] = {}
+
+    def see(self, ev: Event, into: Rebuilt | None) -> None:
+        prev = self.last.get(ev.device_id)
+        if into is not None:
+            c = into.chains.get(ev.device_id)
+            if c is None:
+                c = into.chains[ev.device_id] = DeviceChain(ev.device_id, ev.seq, ev.seq)
+                c.linked = prev is not None
+            c.events += 1
+            c.last_seq = max(c.last_seq, ev.seq)
+            if prev is None:
+                if ev.seq == 1 and ev.prev_digest is not None:
+                    c.breaks.append("seq 1 carries a prev_digest")
+            elif ev.seq <= prev.seq:
+                if ev.event_id != prev.event_id:
+                    c.breaks.append(f"seq {ev.seq} sent again as a different event")
+                return
+            elif ev.seq != prev.seq + 1:
+                c.breaks.append(f"seq {prev.seq + 1}–{ev.seq - 1} missing")
+            elif ev.prev_digest != digest(prev):
+                c.breaks.append(f"seq {ev.seq} prev_digest does not match seq {prev.seq}")
+        if prev is None or ev.seq > prev.seq:
+            self.last[ev.device_id] = ev
+
+
+def rebuild_span(store: Store, table_id: str, first: int, last: int,
+                 wanted: Iterable[str] | None = None, pack: RulePack | None = None
+                 ) -> dict[str, Rebuilt]:
+    """Rebuild the rounds of `table_id` whose events lie in positions first..last (or
+    only those `wanted`), each with its table context, under the registry's packs or
+    `pack` for its own jurisdiction and game. Rounds come back in order."""
+    want = None if wanted is None else set(wanted)
+    out: dict[str, Rebuilt] = {}
+    live = False  # past the context: findings now count
+    chains = _Chains()
+
+    def violation(v: Violation) -> None:
+        rb = out.get(v.round_id) if live else None
+        if rb is None:
+            return
+        for st in reversed(rb.steps):
+            if st.event.event_id == v.event_id:
+                st.violations.append(v)
+                return
+        rb.closing.append(v)
+
+    def round_done(s: RoundSummary) -> None:
+        rb = out.get(s.round_id) if live else None
+        if rb is not None:
+            rb.summary = s
+
+    auditor = TableAuditor(table_id, pinned(pack), violation, round_done)
+    for st in context(store, table_id, first):
+        chains.see(st.event, None)
+        auditor.feed(st.event)
+    live = True
+    for st in stream(store, table_id, first):
+        ev, rid = st.event, st.event.round_id
+        if st.pos > last and all(rb.summary is not None for rb in out.values()):
+            break
+        rb = None
+        if rid is not None and ((want is None and st.pos <= last) or (want and rid in want)):
+            rb = out.get(rid)
+            if rb is None:
+                rb = out[rid] = Rebuilt(rid, table_id)
+        chains.see(ev, rb)
+        if rb is not None:
+            rb.steps.append(Step(st.pos, ev))
         auditor.feed(ev)
-        last = pos
-        if ev.round_id == round_id:
-            steps.append(Step(pos, ev, [v for v in current if v.round_id == round_id]))
-    if not any(s.round_id == round_id for s in summaries):
-        # no RoundEnded: what showed it was the table's next event, or the end of input
-        nxt = store.query(f"SELECT pos, body FROM events FINAL WHERE table_id = "
-                          f"{_quote(table_id)} AND pos > {last} ORDER BY pos LIMIT 1")
-        current.clear()
-        if nxt:
-            auditor.feed(loads(nxt[0]["body"]))
-        else:
-            auditor.finish()
-        if steps:
-            steps[-1].violations += [v for v in current if v.round_id == round_id]
-    summary = next((s for s in summaries if s.round_id == round_id), None)
-    stored = {r["violation_id"] for r in store.query(
-        f"SELECT violation_id FROM violations FINAL WHERE round_id = {_quote(round_id)}")}
-    return Rebuilt(round_id, table_id, steps, summary, stored)
+        if rb is not None and rb.rules is None and auditor.round is not None \
+                and auditor.round.round_id == rid:
+            rb.rules = auditor.table.rules
+            rb.pack = auditor.pack.label
+    else:
+        auditor.finish()
+    _stored(store, out)
+    return out
+
+
+def _stored(store: Store, rounds: dict[str, Rebuilt]) -> None:
+    if not rounds:
+        return
+    rows = store.query("SELECT round_id, violation_id FROM violations FINAL "
+                       "WHERE has({ids:Array(String)}, round_id)", {"ids": list(rounds)})
+    for r in rows:
+        rounds[r["round_id"]].stored_violation_ids.add(r["violation_id"])
+
+
+def rebuild(store: Store, round_id: str, pack: RulePack | None = None) -> Rebuilt:
+    """One round, rebuilt with its table context."""
+    span = round_span(store, round_id)
+    if span is None:
+        raise LookupError(f"no events of round {round_id} in the store")
+    table_id, first, last = span
+    return rebuild_span(store, table_id, first, last, [round_id], pack)[round_id]

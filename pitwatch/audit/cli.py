@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import csv
 import sys
 from pathlib import Path
+from typing import Any
 
 import orjson
 
-from ..engine.violation import Violation
+from ..engine.violation import Severity, Violation
 from ..events.files import Rejected
 from ..store.embedded import EmbeddedStore
+from ..store.readonly import check_read_only
 from . import report
 from .run import audit_paths
 
@@ -31,7 +34,11 @@ aside in DATA/rejects.jsonl. Auditing the same input twice adds no duplicates.
 examples:
   pitwatch audit floor/events.jsonl
   pitwatch audit floor/ --format jsonl > violations.jsonl
-  pitwatch audit shift.avro --data /var/lib/pitwatch --limit 0"""
+  pitwatch audit shift.avro --data /var/lib/pitwatch --limit 0
+  pitwatch audit night/ --quiet --fail-on HIGH     # for cron or CI: exit 1 on HIGH or worse
+
+exit status: 0 done (and nothing at or above --fail-on), 1 a violation at or above
+--fail-on, 2 bad input: no file, no event in the files, or no readable event at all."""
 
     def configure(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("paths", nargs="+", metavar="PATH", help="files or directories")
@@ -44,6 +51,9 @@ examples:
         p.add_argument("--limit", type=int, default=50,
                        help="violations shown in table format (0 = all; default 50)")
         p.add_argument("--quiet", action="store_true", help="no progress bar")
+        p.add_argument("--fail-on", choices=[s.value for s in Severity], metavar="SEVERITY",
+                       help="exit 1 when a violation of this severity or worse is found "
+                       "(CRITICAL, HIGH, MEDIUM, LOW)")
 
     def run(self, args: argparse.Namespace) -> int:
         data = Path(args.data)
@@ -73,6 +83,11 @@ examples:
             rejects.close()
             if store is not None:
                 store.close()
+        if rep.events == 0:
+            what = (f"all {rep.rejected:,} record(s) malformed (see {rejects_path})"
+                    if rep.rejected else "no events in " + ", ".join(args.paths))
+            print(f"pitwatch audit: nothing audited: {what}", file=sys.stderr)
+            return 2
         report.summary(rep, sys.stderr if jsonl else out)
         if rep.rejected:
             print(f"rejects: {rejects_path}", file=sys.stderr if jsonl else out)
@@ -81,49 +96,80 @@ examples:
                   file=sys.stderr if jsonl else out)
         if not jsonl:
             report.table(rep.violations, out, None if args.limit == 0 else args.limit)
-        return 0
+        return 1 if args.fail_on and failing(rep.by_severity, args.fail_on) else 0
+
+
+def failing(by_severity: dict[str, int], threshold: str) -> bool:
+    """Whether a violation at `threshold` or worse was found."""
+    rank = report.SEVERITY_ORDER
+    return any(n and rank[s] <= rank[threshold] for s, n in by_severity.items())
 
 
 class _Query:
     name = "query"
-    help = "run SQL on the embedded store"
+    help = "read the embedded store with SQL (read-only), as a table, CSV or JSON"
     description = """\
 Answer SQL on the embedded store (the tables events, rounds, violations; see
 schemas/clickhouse). The tables are ReplacingMergeTree: add FINAL to read through
-any row not merged yet.
+any row not merged yet. Money columns are integer cents.
+
+Read-only: one SELECT (or WITH, SHOW, DESCRIBE, EXISTS, EXPLAIN) at a time; anything
+that writes, changes the schema or reads files or other servers (file(), url(), ...) is
+refused. A bad statement is reported in one line (exit 2).
 
 examples:
   pitwatch query "SELECT code, count() FROM violations FINAL GROUP BY code"
-  pitwatch query --format jsonl "SELECT * FROM rounds FINAL WHERE violations > 0 LIMIT 5\""""
+  pitwatch query --format jsonl "SELECT * FROM rounds FINAL WHERE violations > 0 LIMIT 5"
+  pitwatch query --format csv "SELECT * FROM violations FINAL" > violations.csv"""
 
     def configure(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("sql", help="the query")
         p.add_argument("--data", default=DEFAULT_DATA, metavar="DIR",
                        help=f"embedded store directory (default ./{DEFAULT_DATA})")
-        p.add_argument("--format", choices=("table", "jsonl"), default="table")
+        p.add_argument("--format", choices=("table", "csv", "json", "jsonl"), default="table",
+                       help="table for people (default); csv with a header; json: one "
+                       "array; jsonl: one object a line")
 
     def run(self, args: argparse.Namespace) -> int:
-        if not Path(args.data).exists():
+        check_read_only(args.sql)
+        if not (Path(args.data) / "chdb").exists():
             raise FileNotFoundError(f"no store at {args.data}: run `pitwatch audit` or "
                                     "`pitwatch demo` first, or pass --data")
         store = EmbeddedStore(args.data)
         try:
+            store.read_only()
             rows = store.query(args.sql)
         finally:
             store.close()
-        if args.format == "jsonl":
-            for r in rows:
-                sys.stdout.buffer.write(orjson.dumps(r) + b"\n")
-            return 0
-        if not rows:
-            print("(no rows)")
-            return 0
-        cols = list(rows[0])
-        widths = [max(len(c), *(len(str(r[c])) for r in rows)) for c in cols]
-        print("  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True)))
+        return export(rows, args.format)
+
+
+def export(rows: list[dict[str, Any]], fmt: str) -> int:
+    """Rows on stdout in `fmt`."""
+    if fmt == "jsonl":
         for r in rows:
-            print("  ".join(str(r[c]).ljust(w) for c, w in zip(cols, widths, strict=True)))
+            sys.stdout.buffer.write(orjson.dumps(r) + b"\n")
         return 0
+    if fmt == "json":
+        sys.stdout.buffer.write(orjson.dumps(rows, option=orjson.OPT_INDENT_2) + b"\n")
+        return 0
+    if fmt == "csv":
+        if rows:
+            w = csv.writer(sys.stdout, lineterminator="\n")
+            w.writerow(list(rows[0]))
+            for r in rows:
+                w.writerow(orjson.dumps(v).decode() if isinstance(v, list | dict) else v
+                           for v in r.values())
+        return 0
+    if not rows:
+        print("(no rows)")
+        return 0
+    cols = list(rows[0])
+    widths = [max(len(c), *(len(str(r[c])) for r in rows)) for c in cols]
+    print("  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True)))
+    for r in rows:
+        print("  ".join(str(r[c]).ljust(w) for c, w in zip(cols, widths, strict=True)))
+    return 0
 
 
 AUDIT = _Audit()

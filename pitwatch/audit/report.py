@@ -6,13 +6,10 @@ from collections.abc import Iterable
 from typing import IO
 
 from ..engine.violation import Violation
+from ..money import dollars
 from .run import AuditReport
 
 SEVERITY_ORDER = {"CRITICAL": 0, "HIGH": 1, "MEDIUM": 2, "LOW": 3}
-
-
-def dollars(cents: int) -> str:
-    return f"${cents / 100:,.2f}"
 
 
 def summary(rep: AuditReport, out: IO[str]) -> None:

@@ -14,6 +14,8 @@ from ..events.files import Rejected, expand, read_files
 from ..events.model import Event
 from ..packs.registry import select
 from ..store.base import BatchWriter, Store
+from ..store.history import continue_history
+from ..store.order import Positions
 from ..store.rows import event_row, round_row, violation_row
 
 #: A round is incomplete once a later event of its table carries a device ts this much
@@ -91,7 +93,7 @@ def audit_events(
     that goes on would wait for its time-out instead)."""
     rep = report or AuditReport()
     writer = BatchWriter(store) if store is not None else None
-    positions: Counter[str] = Counter()
+    positions = Positions(store)
 
     def violation(v: Violation) -> None:
         rep.add_violation(v)
@@ -107,14 +109,17 @@ def audit_events(
         if writer is not None:
             writer.add("rounds", round_row(s))
 
-    auditor = Auditor(select, violation, round_done, round_timeout_ms)
+    auditor = Auditor(select, violation, round_done, round_timeout_ms=round_timeout_ms)
     n = 0
     for ev in events:
         n += 1
-        auditor.feed(ev)
-        if writer is not None:
-            pos = positions[ev.table_id]
-            positions[ev.table_id] = pos + 1
+        if writer is None:
+            auditor.feed(ev)
+        else:
+            if ev.table_id not in auditor.tables:
+                continue_history(store, auditor.table(ev.table_id), ev)  # type: ignore[arg-type]
+            pos = positions.of(ev)
+            auditor.feed(ev)
             writer.add("events", event_row(ev, pos))
     if finish:
         auditor.finish()

@@ -11,6 +11,10 @@ event arrives, or an event of the table carries a device ts more than the time-o
 after the round's last event. A live worker adds the processing-time rule
 (`expire_idle`) when its partition is caught up; the wall clock is never compared with
 device ts.
+
+A check that raises anything but `Undecidable` is an engine error: counted in
+`engine_errors`, logged, sent to `on_engine_error`, never a violation
+(`pitwatch.engine.errors`).
 """
 
 from __future__ import annotations
@@ -32,7 +36,8 @@ from ..events.model import (
     TableOpened,
     WagerReturned,
 )
-from .rulepack import Finding, RulePack
+from .errors import FOLD, EngineErrorSink, engine_error
+from .rulepack import Finding, Rule, RulePack, Undecidable
 from .state import Round, TableState
 from .violation import Violation
 
@@ -156,6 +161,7 @@ RoundSink = Callable[[RoundSummary], None]
 class TableAuditor:
     def __init__(self, table_id: str, select_pack: PackSelector,
                  on_violation: ViolationSink, on_round: RoundSink,
+                 on_engine_error: EngineErrorSink | None = None,
                  round_timeout_ms: int | None = None) -> None:
         self.table = TableState(table_id)
         #: the device-clock time-out (None: only the next round or a table event ends one)
@@ -166,6 +172,9 @@ class TableAuditor:
         self.pack = select_pack("OTHER", "OTHER")
         self.on_violation = on_violation
         self.on_round = on_round
+        self.on_engine_error = on_engine_error
+        #: exceptions from checks or the fold other than `Undecidable` (bugs)
+        self.engine_errors = 0
         self.devices: dict[str, _Device] = {}
         self.round: Round | None = None
         self.pending_open: TableOpened | None = None
@@ -227,20 +236,26 @@ class TableAuditor:
             for rule in self.pack.by_type[t]:
                 try:
                     f = rule.check(r, ev)
-                except (ValueError, KeyError, IndexError, TypeError) as e:
-                    # a state the checks cannot judge (e.g. after lost events): say so,
-                    # keep the event out of the fold, and go on with the stream
+                except Undecidable as e:
+                    # the record cannot decide it (e.g. after lost events): say so, keep
+                    # the event out of the fold, and go on with the stream
                     self._raise_record("PROCEDURE_OUT_OF_ORDER", ev, rid,
                                        f"{ev.type} cannot be judged in this round's state "
                                        f"({rule.code} check: {e})")
                     void = True
                     break
+                except Exception as e:  # a bug: reported apart, the other checks go on
+                    self._engine_error(ev, _where(rule), e)
+                    continue
                 if f is not None:
                     self._emit(r, rule.code, rule.severity, rule.citation, ev, f)
                     if rule.voids:
                         void = True
                         break
-        r.apply(ev, void)
+        try:
+            r.apply(ev, void)
+        except Exception as e:  # a bug in the fold: reported apart, the stream goes on
+            self._engine_error(ev, FOLD, e)
         if t is RoundEnded and not void:
             self._close(r, complete=True)
 
@@ -434,6 +449,12 @@ class TableAuditor:
 
     # --- emitting ----------------------------------------------------------------------
 
+    def _engine_error(self, ev: Event, where: str, exc: Exception) -> None:
+        self.engine_errors += 1
+        e = engine_error(ev, where, exc, self.pack.name, self.pack.version)
+        if self.on_engine_error is not None:
+            self.on_engine_error(e)
+
     def _raise_record(self, code: str, ev: Event, round_id: str | None, message: str) -> None:
         severity, citation = self.pack.record_citations[code]
         r = self.round if self.round is not None and self.round.round_id == round_id else None
@@ -486,23 +507,34 @@ def _opened_from_json(d: dict[str, Any]) -> TableOpened:
     return TableOpened(str(d["jurisdiction"]), str(d["game"]), rules_from_dict(d["rules"]))
 
 
+def _where(rule: Rule) -> str:
+    c = rule.check
+    return f"{rule.code} {c.__module__}.{getattr(c, '__qualname__', repr(c))}"
+
+
 class Auditor:
     """All tables of a stream: one `TableAuditor` each, created on first sight."""
 
     def __init__(self, select_pack: PackSelector, on_violation: ViolationSink,
-                 on_round: RoundSink, round_timeout_ms: int | None = None) -> None:
+                 on_round: RoundSink, on_engine_error: EngineErrorSink | None = None,
+                 round_timeout_ms: int | None = None) -> None:
         self.select_pack = select_pack
         self.on_violation = on_violation
         self.on_round = on_round
+        self.on_engine_error = on_engine_error
         self.round_timeout_ms = round_timeout_ms
         self.tables: dict[str, TableAuditor] = {}
+
+    @property
+    def engine_errors(self) -> int:
+        return sum(t.engine_errors for t in self.tables.values())
 
     def table(self, table_id: str) -> TableAuditor:
         t = self.tables.get(table_id)
         if t is None:
             t = self.tables[table_id] = TableAuditor(
                 table_id, self.select_pack, self.on_violation, self.on_round,
-                self.round_timeout_ms)
+                self.on_engine_error, self.round_timeout_ms)
         return t
 
     def feed(self, ev: Event) -> None:

@@ -1,6 +1,8 @@
 """Rule packs: one jurisdiction and game's checks, each with its code, severity and
 citation. A check is a small function of the round's state before an event and the
-event; it returns a `Finding` when the event shows a violation, else None."""
+event; it returns a `Finding` when the event shows a violation, else None, and raises
+`Undecidable` when the record before the event cannot decide it. Nothing else may
+escape a check: any other exception is an engine error (a bug), never a violation."""
 
 from __future__ import annotations
 
@@ -13,6 +15,13 @@ from .violation import Severity
 
 if TYPE_CHECKING:
     from .state import Round
+
+
+class Undecidable(Exception):
+    """The one exception a check raises: the record before the event cannot decide it
+    (a card or an event of the record is missing). The auditor reports it as
+    PROCEDURE_OUT_OF_ORDER "cannot be judged" and keeps the event out of the fold.
+    Any other exception from a check is an engine error (`pitwatch.engine.errors`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -327,7 +327,11 @@ class Round:
                         if len(parent.ranks) >= 2:
                             h.ranks.append(parent.ranks.pop())
                             h.suits.append(parent.suits.pop())
-            h.wagers[p.kind] = w
+            prior_stack = h.wagers.get(p.kind)
+            if prior_stack is not None and not prior_stack.settled:  # another stack
+                prior_stack.amount += p.amount
+            else:
+                h.wagers[p.kind] = w
         else:
             key3 = (p.seat, p.hand, p.kind)
             prior = self.side.get(key3)

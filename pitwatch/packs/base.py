@@ -20,6 +20,8 @@ from ..events.model import (
 )
 from .checks import dealing, hands
 
+#: what a table posts, read where no regulation text in docs/regulations fixes a rule
+POSTED = "docs/regulations/posted-rules.txt"
 CRITICAL, HIGH, MEDIUM, LOW = Severity.CRITICAL, Severity.HIGH, Severity.MEDIUM, Severity.LOW
 MONEY: tuple[type[Payload], ...] = (PayoutMade, WagerCollected, WagerReturned)
 WAGER: tuple[type[Payload], ...] = (WagerPlaced,)
@@ -30,13 +32,15 @@ END: tuple[type[Payload], ...] = (RoundEnded,)
 #: Events that show the dealer has stopped drawing.
 STOPPED: tuple[type[Payload], ...] = (*MONEY, CardsCleared, RoundEnded)
 
-RECORD = "pitwatch record rule, design/events.md"
+RECORD = "pitwatch record rule, docs/events.md §"
 RECORD_CITATIONS: dict[str, tuple[Severity, str]] = {
-    "SEQUENCE_GAP": (LOW, f"{RECORD} (seq rises by 1 per device)"),
-    "SEQUENCE_CONFLICT": (LOW, f"{RECORD} (one seq, one event)"),
-    "DIGEST_MISMATCH": (LOW, f"{RECORD} (prev_digest: SHA-256 of the previous event)"),
-    "ROUND_INCOMPLETE": (LOW, f"{RECORD} (every round ends with RoundEnded)"),
-    "PROCEDURE_OUT_OF_ORDER": (MEDIUM, f"{RECORD} (round procedure, docs/procedure.md)"),
+    "SEQUENCE_GAP": (LOW, f"{RECORD} The record (seq rises by 1 per device)"),
+    "SEQUENCE_CONFLICT": (LOW, f"{RECORD} The record (one seq, one event)"),
+    "DIGEST_MISMATCH": (LOW, f"{RECORD} The record (prev_digest: SHA-256 of the previous "
+                        "event)"),
+    "ROUND_INCOMPLETE": (LOW, f"{RECORD} Rounds (every round ends with RoundEnded)"),
+    "PROCEDURE_OUT_OF_ORDER": (MEDIUM, "pitwatch record rule, docs/procedure.md § A round, "
+                               "in order"),
 }
 
 
@@ -61,9 +65,8 @@ def procedure_rules() -> list[Rule]:
 
 def dealing_rules(dealer_citation: str) -> list[Rule]:
     return [
-        rule("CARD_COUNT_EXCEEDED", MEDIUM, "Posted shoe: ShoeLoaded.decks copies of each card "
-             "(pitwatch; no paragraph of the regulation files)", dealing.card_count_exceeded,
-             CARD),
+        rule("CARD_COUNT_EXCEEDED", MEDIUM, "Posted shoe (ShoeLoaded.decks copies of each "
+             f"card), {POSTED} (e)", dealing.card_count_exceeded, CARD),
         rule("DEALER_DREW_WRONG", MEDIUM, dealer_citation, dealing.dealer_drew, CARD),
         rule("DEALER_DREW_WRONG", MEDIUM, dealer_citation, dealing.dealer_stood, STOPPED),
     ]

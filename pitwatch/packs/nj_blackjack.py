@@ -13,6 +13,7 @@ from .base import (
     HIGH,
     MEDIUM,
     MONEY,
+    POSTED,
     RECORD_CITATIONS,
     STOPPED,
     WAGER,
@@ -22,6 +23,7 @@ from .base import (
     rule,
 )
 from .checks import bonus, surrender
+from .checks.limits import limit_rules
 
 S = "N.J.A.C. 13:69F-2.8"
 B = "N.J.A.C. 13:69F-2.25"
@@ -31,6 +33,7 @@ PACK = RulePack(
     title="New Jersey blackjack, N.J.A.C. 13:69F-2 (2.8 surrender, 2.25 bonus wager)",
     rules=(
         *procedure_rules(),
+        *limit_rules(),
         rule("SURRENDER_NOT_AVAILABLE", HIGH, f"{S}(c)", surrender.not_available, DECISION),
         rule("SURRENDER_TOO_EARLY", HIGH, f"{S}(a)", surrender.too_early, DECISION),
         rule("SURRENDER_TOO_LATE", HIGH, f"{S}(a)", surrender.too_late, DECISION),
@@ -49,10 +52,8 @@ PACK = RulePack(
              f"{B}(d)–(f) (three eights: the table's posted pay table, (f)'s is not in the text)",
              bonus.settlement_wrong, MONEY),
         rule("BONUS_SETTLEMENT_WRONG", CRITICAL, f"{B}(e)", bonus.never_settled, END),
-        *dealing_rules("Posted soft-17 rule of the table under N.J.A.C. 13:69F-2 (the dealer's "
-                       "play is not in the regulation files)"),
-        *payout_rules("Posted payout odds under N.J.A.C. 13:69F-2 (blackjack as posted, wins "
-                      "1 to 1; the payout section is not in the regulation files)"),
+        *dealing_rules(f"Posted soft-17 rule of the table, {POSTED} (c)"),
+        *payout_rules(f"Posted payout odds (blackjack as posted, wins 1 to 1), {POSTED} (b)"),
     ),
     record_citations=RECORD_CITATIONS,
 )

@@ -10,6 +10,7 @@ from .base import (
     HIGH,
     MEDIUM,
     MONEY,
+    POSTED,
     RECORD_CITATIONS,
     WAGER,
     dealing_rules,
@@ -18,6 +19,7 @@ from .base import (
     rule,
 )
 from .checks import insurance
+from .checks.limits import limit_rules
 
 I = "N.J.A.C. 13:69F-2A.8"  # noqa: E741
 
@@ -26,6 +28,7 @@ PACK = RulePack(
     title="New Jersey Blackjack Switch, N.J.A.C. 13:69F-2A (2A.8 insurance)",
     rules=(
         *procedure_rules(),
+        *limit_rules(),
         rule("INSURANCE_NOT_AVAILABLE", HIGH, f"{I}(a)", insurance.not_available, WAGER),
         rule("INSURANCE_ON_MATCH_WAGER", HIGH, f"{I}(e)", insurance.on_match_wager, WAGER),
         rule("PROCEDURE_OUT_OF_ORDER", MEDIUM, RECORD_CITATIONS["PROCEDURE_OUT_OF_ORDER"][1],
@@ -40,10 +43,10 @@ PACK = RulePack(
              insurance.paid_before_collection, MONEY),
         rule("INSURANCE_COLLECTION_LATE", MEDIUM, f"{I}(c)", insurance.collection_late,
              (*CARD, *END)),
-        *dealing_rules("Posted rule of the table: the dealer hits soft 17 (Blackjack Switch, "
-                       "public summary; 13:69F-2A's dealing rules are not in the files)"),
-        *payout_rules("Posted payout odds under N.J.A.C. 13:69F-2A: blackjack 1 to 1, dealer 22 "
-                      "pushes (public summary; not in the regulation files)"),
+        *dealing_rules(f"Posted soft-17 rule of the table (Blackjack Switch hits soft 17), "
+                       f"{POSTED} (c)"),
+        *payout_rules(f"Posted payout odds (Blackjack Switch: blackjack 1 to 1, dealer 22 "
+                      f"pushes), {POSTED} (b)"),
     ),
     record_citations=RECORD_CITATIONS,
 )

@@ -13,6 +13,7 @@ from .base import (
     HIGH,
     MEDIUM,
     MONEY,
+    POSTED,
     RECORD_CITATIONS,
     WAGER,
     dealing_rules,
@@ -21,6 +22,7 @@ from .base import (
     rule,
 )
 from .checks import even_money, insurance
+from .checks.limits import limit_rules
 
 G = "NZ Gazette 1996 No 7, Blackjack"
 
@@ -29,6 +31,7 @@ PACK = RulePack(
     title="New Zealand blackjack, Gazette 1996 No 7 (8.1–8.3 payment, 9.1–9.4 insurance)",
     rules=(
         *procedure_rules(),
+        *limit_rules(),
         rule("INSURANCE_NOT_AVAILABLE", HIGH, f"{G} 9.1", insurance.not_available, WAGER),
         rule("PROCEDURE_OUT_OF_ORDER", MEDIUM, RECORD_CITATIONS["PROCEDURE_OUT_OF_ORDER"][1],
              insurance.no_main_wager, WAGER, voids=True),
@@ -47,10 +50,9 @@ PACK = RulePack(
         rule("BLACKJACK_PAID_EARLY", MEDIUM, f"{G} 8.2", even_money.blackjack_paid_early,
              (*MONEY, *CLEARED)),
         rule("BLACKJACK_PAID_LATE", MEDIUM, f"{G} 8.1", even_money.blackjack_paid_late, CARD),
-        *dealing_rules("Posted soft-17 rule of the table (the Gazette's dealing rules are not "
-                       "in the regulation files)"),
+        *dealing_rules(f"Posted soft-17 rule of the table, {POSTED} (c)"),
         *payout_rules(f"{G} 8.1–8.2 (blackjack 3 to 2, stand-off against a dealer blackjack); "
-                      "other wins 1 to 1 as posted"),
+                      f"other wins 1 to 1 as posted, {POSTED} (b)"),
     ),
     record_citations=RECORD_CITATIONS,
 )

@@ -3,13 +3,16 @@ batching writer."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 from ..events.schema import schemas_dir
 
 TABLES = ("events", "rounds", "violations")
+
+#: Query parameters: values for the `{name:Type}` placeholders of a statement.
+Params = Mapping[str, Any]
 
 
 class StoreError(RuntimeError):
@@ -23,8 +26,9 @@ class Store(Protocol):
     def insert(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
         """Insert rows as data (never as SQL text)."""
 
-    def query(self, sql: str) -> list[dict[str, Any]]:
-        """Run a query; rows as dicts."""
+    def query(self, sql: str, params: Params | None = None) -> list[dict[str, Any]]:
+        """Run a query; rows as dicts. Values go in as `params` for `{name:Type}`
+        placeholders, never spliced into the text."""
 
     def dedupe(self) -> None:
         """Merge replaced rows now (OPTIMIZE ... FINAL), so plain reads see no duplicate."""

@@ -14,7 +14,20 @@ from typing import Any
 
 import orjson
 
-from .base import TABLES, StoreError, columns, ddl_statements
+from .base import TABLES, Params, StoreError, columns, ddl_statements
+
+
+def _param_values(params: Params) -> dict[str, Any]:
+    """chDB reads an array parameter from its text form: quote its strings."""
+
+    def one(v: Any) -> Any:
+        if isinstance(v, list | tuple):
+            return "[" + ",".join(
+                "'" + x.replace("\\", "\\\\").replace("'", "\\'") + "'"
+                if isinstance(x, str) else str(x) for x in v) + "]"
+        return v
+
+    return {k: one(v) for k, v in params.items()}
 
 
 class EmbeddedStore:
@@ -27,9 +40,10 @@ class EmbeddedStore:
         self._staging.mkdir(exist_ok=True)
         self._session = session.Session(str(self.path / "chdb"))  # type: ignore[no-untyped-call]
 
-    def _run(self, sql: str, fmt: str = "CSV") -> str:
+    def _run(self, sql: str, fmt: str = "CSV", params: Params | None = None) -> str:
         try:
-            res = self._session.query(sql, fmt)  # type: ignore[no-untyped-call]
+            res = self._session.query(sql, fmt,  # type: ignore[no-untyped-call]
+                                      params=_param_values(params) if params else None)
         except Exception as e:  # chDB raises its own error types
             raise StoreError(f"chDB: {e}") from e
         return str(res)
@@ -51,9 +65,14 @@ class EmbeddedStore:
                   f"FROM file('{staged}', JSONEachRow)")
         staged.unlink()
 
-    def query(self, sql: str) -> list[dict[str, Any]]:
-        out = self._run(sql, "JSONEachRow")
+    def query(self, sql: str, params: Params | None = None) -> list[dict[str, Any]]:
+        out = self._run(sql, "JSONEachRow", params)
         return [orjson.loads(line) for line in out.splitlines() if line.strip()]
+
+    def read_only(self) -> None:
+        """From now on this session refuses anything but reading the store (DDL, DML,
+        and table functions that reach files or the network)."""
+        self._run("SET readonly = 1")
 
     def dedupe(self) -> None:
         for t in TABLES:

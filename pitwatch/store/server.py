@@ -3,13 +3,22 @@ sent as data with `INSERT INTO t (cols) VALUES` and a list of tuples."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from .base import TABLES, StoreError, columns, ddl_statements
+from .base import TABLES, Params, StoreError, columns, ddl_statements
 
 _TIME_COLUMNS = frozenset({"ts", "started", "ended", "detected_at"})
+_PLACEHOLDER = re.compile(r"\{(\w+):[^{}]+\}")
+
+
+def driver_placeholders(sql: str) -> str:
+    """`{name:Type}` (chDB's and newer servers' parameters) as clickhouse-driver's
+    `%(name)s`, which the driver fills in as escaped literals: ClickHouse 18.16 has no
+    server-side parameters. A literal `%` is doubled for the driver's formatting."""
+    return _PLACEHOLDER.sub(r"%(\1)s", sql.replace("%", "%%"))
 
 
 class ServerStore:
@@ -46,14 +55,18 @@ class ServerStore:
     def insert(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
         if not rows:
             return
-        cols = self._cols[table]
+        cols = self._cols.get(table) or columns(table)  # the three, or e.g. triage
         data = [tuple(datetime.fromtimestamp(r[c], UTC).replace(tzinfo=None)
                       if c in _TIME_COLUMNS else r[c] for c in cols) for r in rows]
         self._execute(f"INSERT INTO {table} ({', '.join(cols)}) VALUES", data)
 
-    def query(self, sql: str) -> list[dict[str, Any]]:
+    def query(self, sql: str, params: Params | None = None) -> list[dict[str, Any]]:
         try:
-            rows, meta = self.client.execute(sql, with_column_types=True)
+            if params:
+                rows, meta = self.client.execute(driver_placeholders(sql), dict(params),
+                                                 with_column_types=True)
+            else:
+                rows, meta = self.client.execute(sql, with_column_types=True)
         except Exception as e:
             self.client.disconnect()
             raise StoreError(f"ClickHouse: {e}") from e

@@ -1,6 +1,8 @@
 -- Every device event as received, one row per event_id. `body` is the event's JSON Lines
 -- form, which is lossless: replay rebuilds the typed event, and its canonical Avro bytes
--- and digest, from it. `pos` is its place in the table's stream (file order or offset).
+-- and digest, from it. `pos` is its place in the table's order of record, the same from
+-- every writer (pitwatch/store/order.py: the table's record clock, the sum of its devices'
+-- last seqs, times 1024, plus the count of events since that moved no device forward).
 -- `writer` is the hex fingerprint of the Avro schema version its device wrote.
 CREATE TABLE IF NOT EXISTS events (
     event_id     String,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pitwatch.blackjack import dealer_must_draw, hand_total
 from pitwatch.events.jsonl import dumps
-from pitwatch.events.model import CardDealt, Event, PayoutMade
+from pitwatch.events.model import CardDealt, Event, PayoutMade, WagerPlaced
 from tests.rounds import TableScript
 
 HERE = Path(__file__).resolve().parent
@@ -77,15 +77,20 @@ def first_pay(sc: TableScript) -> Event:
 
 def plain(sc: TableScript, *, after_deal: Callable[[], object] | None = None,
           before_pay: Callable[[], object] | None = None, paid: int = 2000,
-          draw_suit: str = "C", end: bool = True) -> None:
+          draw_suit: str = "C", end: bool = True, stacks: tuple[int, ...] = (2000,),
+          before_deal: Callable[[], object] | None = None) -> None:
     """Seat 1 (hands 0 and 1 at Switch) stands on 19 against 9 + 7, the dealer draws a
-    10 and busts; every hand is paid `paid`."""
+    10 and busts; every hand is paid `paid`. Each hand's main wager is placed in
+    `stacks`."""
     switch = sc.game == "BLACKJACK_SWITCH"
     hands = [0, 1] if switch else [0]
     none = sc.rules.hole_card == "NONE"
     start(sc, [1])
     for hand in hands:
-        sc.wager(1, "MAIN", 2000, hand)
+        for amount in stacks:
+            sc.wager(1, "MAIN", amount, hand)
+    if before_deal is not None:
+        before_deal()
     sc.deal({(1, hand): ("10", "9") for hand in hands}, up="9", hole=None if none else "7")
     if after_deal is not None:
         after_deal()
@@ -167,6 +172,7 @@ def record_and_common_faults(d: Deal) -> None:
     d.round("PROCEDURE_OUT_OF_ORDER", procedure)
     d.round("CARD_COUNT_EXCEEDED", card_count, shoe=1)
     d.round("PAYOUT_WRONG", payout)
+    limits_faults(d)
     # ROUND_INCOMPLETE: the round has no RoundEnded and the table moves on; the next
     # round's first event shows it.
     sc.shoe()
@@ -179,6 +185,48 @@ def record_and_common_faults(d: Deal) -> None:
     d.expected.append({"table_id": sc.table_id, "round_id": incomplete_id,
                        "code": "ROUND_INCOMPLETE", "event_id": first.event_id, "seat": None,
                        "hand": None})
+
+
+def limits_faults(d: Deal) -> None:
+    """WAGER_OUTSIDE_LIMITS at every table (docs/regulations/posted-rules.txt (a)): the
+    standing main wager, all its stacks summed, against the posted limits (1,000 to
+    500,000 cents at these tables), and a wager of zero."""
+
+    def hands(s: TableScript) -> list[int]:
+        return [0, 1] if s.game == "BLACKJACK_SWITCH" else [0]
+
+    def placed(s: TableScript, amount: int) -> list[Expected]:
+        return [("WAGER_OUTSIDE_LIMITS", e, 1, e.payload.hand) for e in s.events
+                if e.round_id == s.round_id and isinstance(e.payload, WagerPlaced)
+                and e.payload.amount == amount]
+
+    def two_stacks(s: TableScript) -> list[Expected]:
+        plain(s, stacks=(600, 600), paid=1200)  # 1,200 stands: over the minimum
+        return []
+
+    def under(s: TableScript) -> list[Expected]:
+        plain(s, stacks=(500,), paid=500)
+        first: dict[int, Event] = {}  # found on the first card to each hand
+        for e in s.events:
+            p = e.payload
+            if e.round_id == s.round_id and isinstance(p, CardDealt) and p.to == "PLAYER":
+                first.setdefault(p.hand or 0, e)
+        return [("WAGER_OUTSIDE_LIMITS", e, 1, h) for h, e in sorted(first.items())]
+
+    def over(s: TableScript) -> list[Expected]:
+        # the second stack takes 2,000 to 501,000: it is void and handed back
+        plain(s, stacks=(2000, 499_000), before_deal=lambda: [
+            s.give_back(1, "MAIN", 499_000, h) for h in hands(s)])
+        return placed(s, 499_000)
+
+    def zero(s: TableScript) -> list[Expected]:
+        plain(s, stacks=(2000, 0))
+        return placed(s, 0)
+
+    d.round("OK-limits-two-stacks", two_stacks)
+    d.round("WAGER_OUTSIDE_LIMITS~under-minimum", under)
+    d.round("WAGER_OUTSIDE_LIMITS~over-maximum", over)
+    d.round("WAGER_OUTSIDE_LIMITS~zero", zero)
 
 
 # --- New Jersey blackjack -----------------------------------------------------------------------

@@ -284,7 +284,8 @@ class Expected:
         self.violations: list[Violation] = report.violations
         self.violation_ids = {v.violation_id for v in self.violations}
         summaries: list[RoundSummary] = []  # its engine again, for the rounds' contents
-        auditor = Auditor(select, lambda v: None, summaries.append, round_timeout_ms)
+        auditor = Auditor(select, lambda v: None, summaries.append,
+                          round_timeout_ms=round_timeout_ms)
         for ev in events:
             auditor.feed(ev)
         if finish:

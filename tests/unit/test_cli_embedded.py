@@ -62,7 +62,7 @@ def test_audit_jsonl_stores_once_and_answers_sql(floor: Path) -> None:
     rp = pitwatch("replay", rid, "--data", str(data), cwd=floor)
     assert rp.returncode == 0, rp.stdout + rp.stderr
     assert rows[0]["code"] in rp.stdout
-    assert "matches the stored ones" in rp.stdout
+    assert "match the stored ones" in rp.stdout
 
 
 def test_audit_keeps_bad_lines_aside(tmp_path: Path, floor: Path) -> None:

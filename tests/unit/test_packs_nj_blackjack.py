@@ -16,6 +16,7 @@ import pytest
 from pitwatch.blackjack import Ratio, hand_total
 from pitwatch.events.model import Event, PayEntry, PayTable
 from pitwatch.packs import nj_blackjack
+from pitwatch.packs.base import POSTED
 from tests.rounds import TableScript, audit, check_quotes_and_coverage, expect, only
 
 PACK = "nj-blackjack"
@@ -23,10 +24,8 @@ S = "N.J.A.C. 13:69F-2.8"
 B = "N.J.A.C. 13:69F-2.25"
 BONUS_ODDS_CITATION = (f"{B}(d)–(f) (three eights: the table's posted pay table, (f)'s is "
                        "not in the text)")
-SOFT17_CITATION = ("Posted soft-17 rule of the table under N.J.A.C. 13:69F-2 (the dealer's "
-                   "play is not in the regulation files)")
-PAYOUT_CITATION = ("Posted payout odds under N.J.A.C. 13:69F-2 (blackjack as posted, wins "
-                   "1 to 1; the payout section is not in the regulation files)")
+SOFT17_CITATION = f"Posted soft-17 rule of the table, {POSTED} (c)"
+PAYOUT_CITATION = f"Posted payout odds (blackjack as posted, wins 1 to 1), {POSTED} (b)"
 
 
 def table(**rules: object) -> TableScript:

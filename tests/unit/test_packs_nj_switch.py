@@ -17,15 +17,15 @@ import pytest
 from pitwatch.blackjack import dealer_must_draw, hand_total
 from pitwatch.events.model import Event
 from pitwatch.packs import nj_switch
+from pitwatch.packs.base import POSTED
 from tests.rounds import TableScript, audit, check_quotes_and_coverage, codes, expect, only
 
 PACK = "nj-blackjack-switch"
 I = "N.J.A.C. 13:69F-2A.8"  # noqa: E741
-PROCEDURE = "pitwatch record rule, design/events.md (round procedure, docs/procedure.md)"
-PAYOUT_CITATION = ("Posted payout odds under N.J.A.C. 13:69F-2A: blackjack 1 to 1, dealer 22 "
-                   "pushes (public summary; not in the regulation files)")
-SOFT17_CITATION = ("Posted rule of the table: the dealer hits soft 17 (Blackjack Switch, "
-                   "public summary; 13:69F-2A's dealing rules are not in the files)")
+PROCEDURE = "pitwatch record rule, docs/procedure.md § A round, in order"
+PAYOUT_CITATION = (f"Posted payout odds (Blackjack Switch: blackjack 1 to 1, dealer 22 "
+                   f"pushes), {POSTED} (b)")
+SOFT17_CITATION = f"Posted soft-17 rule of the table (Blackjack Switch hits soft 17), {POSTED} (c)"
 
 
 def table(**rules: object) -> TableScript:

@@ -18,12 +18,13 @@ import pytest
 from pitwatch.blackjack import dealer_must_draw, hand_total
 from pitwatch.events.model import Event
 from pitwatch.packs import nz_blackjack
+from pitwatch.packs.base import POSTED
 from tests.rounds import TableScript, audit, check_quotes_and_coverage, expect, only
 
 PACK = "nz-blackjack"
 G = "NZ Gazette 1996 No 7, Blackjack"
 PAYOUT_CITATION = (f"{G} 8.1–8.2 (blackjack 3 to 2, stand-off against a dealer blackjack); "
-                   "other wins 1 to 1 as posted")
+                   f"other wins 1 to 1 as posted, {POSTED} (b)")
 
 
 def table(**rules: object) -> TableScript:

@@ -19,14 +19,15 @@ import pytest
 from pitwatch.blackjack import Ratio, dealer_must_draw, hand_total
 from pitwatch.events.model import Event
 from pitwatch.packs import pa_free_bet
+from pitwatch.packs.base import POSTED
 from tests.rounds import TableScript, audit, check_quotes_and_coverage, expect, only
 
 PACK = "pa-free-bet-blackjack"
 P = "58 Pa. Code § 672a.8"
-PAYOUT_CITATION = ("Posted payout odds, 58 Pa. Code § 672a.11 (not in the regulation files): "
-                   "blackjack 3 to 2, dealer 22 pushes (public summary)")
-SOFT17_CITATION = ("Posted rule of the table: the dealer stands on all 17s (Free Bet "
-                   "Blackjack, public summary; § 672a.7 is not in the regulation files)")
+PAYOUT_CITATION = (f"Posted payout odds (Free Bet Blackjack: blackjack 3 to 2, dealer 22 "
+                   f"pushes), {POSTED} (b)")
+SOFT17_CITATION = (f"Posted soft-17 rule of the table (Free Bet Blackjack stands on all "
+                   f"17s), {POSTED} (c)")
 
 
 def table(**rules: object) -> TableScript:
@@ -313,7 +314,7 @@ def test_672a_8_c_winning_insurance_paid_at_the_posted_odds(
     pay = next(e for e in sc.events if type(e.payload).__name__ == "PayoutMade")
     v = only(vs, "INSURANCE_SETTLEMENT_WRONG")
     expect(v, code="INSURANCE_SETTLEMENT_WRONG", severity="CRITICAL",
-           citation=f"{P}(c) (odds of § 672a.11(b) as posted)", event=pay, seat=2, hand=0,
+           citation=f"{P}(c); odds as posted, {POSTED} (b)", event=pay, seat=2, hand=0,
            pack=PACK)
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from pitwatch.events.avro import digest
 from pitwatch.events.model import CardDealt, Event, RoundStarted, TableOpened
-from pitwatch.packs.base import RECORD_CITATIONS
+from pitwatch.packs.base import POSTED, RECORD_CITATIONS
 from tests.rounds import GAMES, Audit, TableScript, audit, codes, expect, only
 
 KINDS = sorted(GAMES)
@@ -26,8 +26,7 @@ CONFLICT = RECORD_CITATIONS["SEQUENCE_CONFLICT"][1]
 DIGEST = RECORD_CITATIONS["DIGEST_MISMATCH"][1]
 INCOMPLETE = RECORD_CITATIONS["ROUND_INCOMPLETE"][1]
 PROCEDURE = RECORD_CITATIONS["PROCEDURE_OUT_OF_ORDER"][1]
-CARD_COUNT = ("Posted shoe: ShoeLoaded.decks copies of each card (pitwatch; no paragraph of "
-              "the regulation files)")
+CARD_COUNT = f"Posted shoe (ShoeLoaded.decks copies of each card), {POSTED} (e)"
 
 
 def plain_round(sc: TableScript, round_no: int | str = 1, *, end: bool = True,

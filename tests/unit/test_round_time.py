@@ -18,7 +18,7 @@ MINUTE = 60_000
 def _audit(events: list, timeout: int | None) -> tuple[list[Violation], list[RoundSummary]]:
     found: list[Violation] = []
     rounds: list[RoundSummary] = []
-    a = Auditor(select, found.append, rounds.append, timeout)
+    a = Auditor(select, found.append, rounds.append, round_timeout_ms=timeout)
     for ev in events:
         a.feed(ev)
     return found, rounds
@@ -80,7 +80,7 @@ def test_expire_idle_closes_the_open_round_with_the_id_the_end_of_input_gives() 
     plain_round(sc, 1, end=False)
     ended, _ = _audit(sc.events, None)
     idle: list[Violation] = []
-    a = Auditor(select, idle.append, lambda s: None, 15 * MINUTE)
+    a = Auditor(select, idle.append, lambda s: None, round_timeout_ms=15 * MINUTE)
     for ev in sc.events:
         a.feed(ev)
     assert a.table("T-01").expire_idle(15 * MINUTE)

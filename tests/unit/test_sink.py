@@ -19,6 +19,7 @@ from processors.settings import Settings
 from processors.sink import Batches, Rejected, Source, Writer, to_row
 
 S = Settings()
+NOPOS: Any = None  # positions: only events need them
 
 
 @pytest.mark.parametrize(("topic", "value", "why"), [
@@ -29,12 +30,12 @@ S = Settings()
 def test_bad_alerts_and_rounds_are_rejected_with_a_reason(topic: str, value: bytes | None,
                                                           why: str) -> None:
     with pytest.raises(Rejected, match=why):
-        to_row(topic, S, value, 0)
+        to_row(topic, S, value, NOPOS)
 
 
 def test_bad_events_are_left_to_the_audit_agent() -> None:
-    assert to_row("table-events", S, None, 0) is None
-    assert to_row("table-events", S, b"junk", 0) is None
+    assert to_row("table-events", S, None, NOPOS) is None
+    assert to_row("table-events", S, b"junk", NOPOS) is None
 
 
 def test_a_dead_letter_fits_the_broker_limit_and_names_the_original() -> None:

@@ -1,0 +1,128 @@
+"""`pitwatch serve`: the surveillance console in a browser."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from pitwatch.store.base import Store
+
+
+def host_port(value: str, default_port: int) -> tuple[str, int]:
+    host, _, port = value.rpartition(":")
+    if not host:
+        return value, default_port
+    if not port.isdigit():
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {value!r}")
+    return host, int(port)
+
+
+class _Serve:
+    name = "serve"
+    help = "the surveillance console: live alerts, triage, floor board, round views"
+    description = """\
+A web console for surveillance, over the embedded store (--data, the default) or a
+ClickHouse server (--clickhouse), plus the alerts topic when streaming (--kafka):
+
+  /            live alert feed: violations pushed the moment they reach the alerts topic
+               (server-sent events), filters by severity, code, table and jurisdiction;
+               acknowledge an alert with who and a note
+  /floor       every table: game, jurisdiction, open round, age of its last event
+               (a silent table is flagged), violations today by severity
+  /tables/T    a table's rounds and dealers
+  /rounds/R    a round as it happened: cards, wagers, decisions, money, each finding at
+               its event with the cited paragraph quoted from docs/regulations/
+  /triage      the triage log: every acknowledgement, append-only, apart from the
+               violations (which it never changes)
+
+examples:
+  pitwatch demo && pitwatch serve --clock store        the demo's shift, in a browser
+  pitwatch serve --clickhouse 127.0.0.1:19000 --kafka 127.0.0.1:19092
+
+It listens on 127.0.0.1 unless told otherwise (--host): it has no login, so put it
+behind the site's authenticating proxy before opening it to a network."""
+
+    def configure(self, p: argparse.ArgumentParser) -> None:
+        src = p.add_mutually_exclusive_group()
+        src.add_argument("--data", metavar="DIR", default="pitwatch-data",
+                         help="embedded store directory (default ./%(default)s)")
+        src.add_argument("--clickhouse", metavar="HOST:PORT",
+                         help="a ClickHouse server (native port) instead of the embedded store")
+        p.add_argument("--clickhouse-db", default="pitwatch", metavar="DB",
+                       help="its database (default %(default)s)")
+        p.add_argument("--kafka", metavar="HOST:PORT",
+                       help="read the alerts topic here for the live feed")
+        p.add_argument("--alerts-topic", default="alerts", metavar="TOPIC",
+                       help="(default %(default)s)")
+        p.add_argument("--host", default="127.0.0.1", help="listen address (default %(default)s)")
+        p.add_argument("--port", type=int, default=8080, help="(default %(default)s)")
+        p.add_argument("--clock", choices=("wall", "store"), default="wall",
+                       help="the floor board's now: this machine's clock (wall, live floors) "
+                       "or the newest event in the store (store, a recorded shift such as "
+                       "the demo's); default %(default)s")
+        p.add_argument("--silent-after", type=int, default=300, metavar="SECONDS",
+                       help="a table with no event for this long is silent (default "
+                       "%(default)s)")
+        p.add_argument("--cases", metavar="DIR", type=Path,
+                       help="case folders of `pitwatch investigate` (DIR/ROUND_ID/report.html) "
+                       "to link from the round view")
+        p.add_argument("--poll", type=float, default=2.0, metavar="SECONDS",
+                       help="how often to read a ClickHouse server's newest violations into "
+                       "the feed (default %(default)s; the embedded store is read once)")
+
+    def run(self, args: argparse.Namespace) -> int:
+        try:
+            from aiohttp import web
+
+            from .app import Settings, make_app
+        except ImportError as e:
+            print(f"pitwatch serve: {e}; install the console extra: "
+                  "pip install 'pitwatch[console]'", file=sys.stderr)
+            return 2
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+        logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+        store: Store
+        if args.clickhouse:
+            from pitwatch.store.server import ServerStore
+
+            host, port = host_port(args.clickhouse, 9000)
+            store = ServerStore(host, port, args.clickhouse_db)
+            where = f"ClickHouse {args.clickhouse}/{args.clickhouse_db}"
+            poll: float | None = args.poll
+        else:
+            from pitwatch.store.embedded import EmbeddedStore
+
+            if not Path(args.data, "chdb").is_dir():
+                print(f"pitwatch serve: no embedded store in {args.data}/ (run `pitwatch "
+                      "demo` or `pitwatch audit FILES --data DIR` first)", file=sys.stderr)
+                return 2
+            try:
+                store = EmbeddedStore(args.data)
+            except RuntimeError as e:  # chDB: the directory is another process's
+                print(f"pitwatch serve: cannot open the embedded store in {args.data}/ "
+                      f"(is another pitwatch process using it?): {str(e)[:200]}",
+                      file=sys.stderr)
+                return 2
+            where = f"embedded store {args.data}/"
+            poll = None
+        store.setup()  # the triage log and the dashboard views, if missing
+        from .data import backfill
+
+        for table in backfill(store):
+            print(f"pitwatch serve: filled {table} from the rows stored before it existed",
+                  file=sys.stderr)
+        settings = Settings(kafka=args.kafka, alerts_topic=args.alerts_topic,
+                            clock=args.clock, silent_after_s=args.silent_after,
+                            cases=args.cases, poll_every=poll)
+        app = make_app(store, settings)
+        feed = f", alerts from {args.kafka} topic {args.alerts_topic}" if args.kafka else ""
+        print(f"pitwatch console on http://{args.host}:{args.port}/ over {where}{feed} "
+              "(Ctrl-C stops)", flush=True)
+        web.run_app(app, host=args.host, port=args.port, print=None,
+                    handle_signals=True, shutdown_timeout=2)
+        return 0
+
+
+command = _Serve()

@@ -1,0 +1,42 @@
+"""Where the replay stages read from: the embedded store (`--data`, the default) or a
+ClickHouse server (`--clickhouse HOST:PORT`). The same options on every command here."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from pitwatch.store.base import Store
+
+
+def add_store_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("store")
+    g.add_argument("--data", default="pitwatch-data", metavar="DIR",
+                   help="embedded store (default ./%(default)s)")
+    g.add_argument("--clickhouse", metavar="HOST:PORT",
+                   help="read from a ClickHouse server instead (e.g. 127.0.0.1:19000)")
+    g.add_argument("--clickhouse-db", default="pitwatch", metavar="DB",
+                   help="its database (default %(default)s)")
+
+
+def open_store(args: argparse.Namespace) -> Store:
+    if args.clickhouse:
+        from pitwatch.store.server import ServerStore
+
+        host, _, port = args.clickhouse.rpartition(":")
+        if not host or not port.isdigit():
+            raise ValueError(f"--clickhouse takes HOST:PORT, not {args.clickhouse!r}")
+        return ServerStore(host, int(port), args.clickhouse_db)
+    from pitwatch.store.embedded import EmbeddedStore
+
+    if not (Path(args.data) / "chdb").exists():
+        raise FileNotFoundError(f"no store at {args.data}: run `pitwatch audit` or "
+                                "`pitwatch demo` first, or pass --data or --clickhouse")
+    return EmbeddedStore(args.data)
+
+
+def store_identity(args: argparse.Namespace) -> str:
+    """What a case file names as its source."""
+    if args.clickhouse:
+        return f"clickhouse://{args.clickhouse}/{args.clickhouse_db}"
+    return f"chdb:{Path(args.data).resolve()}"

@@ -1,0 +1,88 @@
+"""pitwatch.citations: a citation's paragraphs quoted from docs/regulations/."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pitwatch.citations import quote
+from pitwatch.packs.registry import all_packs
+
+
+def test_sub_paragraph_range_quotes_the_paragraph_and_its_items() -> None:
+    q = quote("N.J.A.C. 13:69F-2.8(a)1–2")
+    assert q is not None
+    assert q.source == "docs/regulations/nj-13-69F-2.8-surrender.txt"
+    [(label, text)] = q.paragraphs
+    assert label == "(a)1–2"
+    assert text.startswith("(a) After the first two cards are dealt to the player")
+    assert "1. Should the first card dealt to the dealer be other than an ace" in text
+    assert "2. Should the first card dealt to the dealer be an ace or 10-value card" in text
+    assert "Disclaimer" not in text
+
+
+def test_one_sub_paragraph_leaves_the_others_out() -> None:
+    q = quote("N.J.A.C. 13:69F-2A.8(a)3")
+    assert q is not None
+    [(label, text)] = q.paragraphs
+    assert label == "(a)3"
+    assert "3. If a card reader device is in use" in text
+    assert "2. Any insurance bets" not in text
+
+
+def test_letter_range_and_list_and_a_comment_that_names_other_paragraphs() -> None:
+    q = quote("N.J.A.C. 13:69F-2.25(d)–(f) (three eights: posted, (f)'s is not in the text)")
+    assert q is not None
+    assert [lbl for lbl, _ in q.paragraphs] == ["(d)", "(e)", "(f)"]
+    # the pay table rows stay with (e), each on its own line
+    assert "\n| Six | 15 to 1 |" in dict(q.paragraphs)["(e)"]
+    q = quote("N.J.A.C. 13:69F-2.25(a), (h)")
+    assert q is not None and [lbl for lbl, _ in q.paragraphs] == ["(a)", "(h)"]
+    q = quote("58 Pa. Code § 672a.8(c) (odds of § 672a.11(b) as posted)")
+    assert q is not None and [lbl for lbl, _ in q.paragraphs] == ["(c)"]
+    assert dict(q.paragraphs)["(c)"].startswith("(c) Winning Insurance Wagers shall be paid")
+
+
+def test_numbered_paragraphs_of_the_gazette() -> None:
+    q = quote("NZ Gazette 1996 No 7, Blackjack 9.2–9.3")
+    assert q is not None
+    assert [lbl for lbl, _ in q.paragraphs] == ["9.2", "9.3"]
+    nine_two = dict(q.paragraphs)["9.2"]
+    assert '(a) announce the word "Insurance"' in nine_two
+    assert nine_two.endswith("(b) at the same time run a hand along the insurance line.")
+    q = quote("NZ Gazette 1996 No 7, Blackjack 9.3, 9.4")
+    assert q is not None and [lbl for lbl, _ in q.paragraphs] == ["9.3", "9.4"]
+    assert "23" not in dict(q.paragraphs)["9.4"].split()  # the page number is not text
+
+
+def test_posted_rules_and_the_record_quote_nothing() -> None:
+    assert quote("Posted payout odds, 58 Pa. Code § 672a.11 (not in the regulation files)") is None
+    assert quote("Posted soft-17 rule of the table under N.J.A.C. 13:69F-2") is None
+    assert quote("pitwatch record rule (seq rises by 1 per device)") is None
+    assert quote("N.J.A.C. 13:69F-2.8(z)") is None
+
+
+def test_wrapped_paraphrase_lines_join_and_stop_at_the_next_label(tmp_path: Path) -> None:
+    (tmp_path / "nj-13-69F-2.9-insurance.txt").write_text(
+        "Paraphrase of N.J.A.C. 13:69F-2.9, read 2026-12-01.\n\n"
+        "(a) Insurance may be offered when the\n  dealer's first card is an ace.\n\n"
+        "1. It wins 2 to 1\n   on a dealer blackjack.\n"
+        "(b) Half the wager at most.\n\nSource: somewhere\n")
+    q = quote("N.J.A.C. 13:69F-2.9(a)1", tmp_path)
+    assert q is not None
+    assert q.paragraphs == (("(a)1", "(a) Insurance may be offered when the dealer's first "
+                             "card is an ace.\n1. It wins 2 to 1 on a dealer blackjack."),)
+    q = quote("N.J.A.C. 13:69F-2.9(b)", tmp_path)
+    assert q is not None and q.paragraphs == (("(b)", "(b) Half the wager at most."),)
+
+
+def test_every_regulation_citation_of_every_pack_quotes_text() -> None:
+    """A citation that names a section we hold a file for quotes every paragraph it names."""
+    seen = 0
+    for pack in all_packs():
+        for rule in pack.rules:
+            q = quote(rule.citation)
+            if q is None:
+                continue
+            seen += 1
+            assert all(text for _, text in q.paragraphs), rule.citation
+    assert seen > 20

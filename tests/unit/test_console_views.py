@@ -1,0 +1,216 @@
+"""The console over an embedded store, through HTTP (aiohttp's test client): pages,
+the feed's snapshot and filters, triage kept apart from violations, the floor board,
+the round view, bad input. The browser tests (tests/integration/test_console_browser.py)
+drive the same pages in Chromium."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from console.app import Settings, make_app
+from console.data import backfill
+from pitwatch.audit.run import audit_events
+from pitwatch.store.embedded import EmbeddedStore
+from producers.simulate import Floor
+
+Check = Callable[[TestClient[Any, Any]], Awaitable[None]]
+
+
+@pytest.fixture(scope="module")
+def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Four tables, 25 rounds each with faults; the last table's last round left open."""
+    path = tmp_path_factory.mktemp("console-store")
+    events = list(Floor(4, 25, seed=11, inject=0.3).events())
+    store = EmbeddedStore(path)
+    try:
+        store.setup()
+        # stop inside the last round of the last table: it stays open
+        audit_events(events[:-6], store=store, finish=False)
+        store.dedupe()
+    finally:
+        store.close()
+    return path
+
+
+def serve(store_dir: Path, check: Check, **settings: Any) -> None:
+    async def main() -> None:
+        app = make_app(EmbeddedStore(store_dir), Settings(poll_every=None, **settings))
+        async with TestClient(TestServer(app)) as client:
+            await check(client)
+
+    asyncio.run(main())
+
+
+async def snapshot(client: TestClient[Any, Any], query: str = "") -> dict[str, Any]:
+    """The first event of the feed's stream: the alerts that pass the filters."""
+    resp = await client.get(f"/api/feed{query}")
+    assert resp.status == 200
+    assert resp.headers["Content-Type"].startswith("text/event-stream")
+    head = await resp.content.readline()
+    assert head == b"event: snapshot\n"
+    data = await resp.content.readline()
+    resp.close()
+    parsed: dict[str, Any] = orjson.loads(data.removeprefix(b"data: "))
+    return parsed
+
+
+def test_pages_answer(store_dir: Path) -> None:
+    async def check(client: TestClient[Any, Any]) -> None:
+        for path in ("/", "/floor", "/triage", "/tables/AC-BJ-01", "/rounds/AC-BJ-01-000001",
+                     "/static/console.js", "/static/console.css"):
+            resp = await client.get(path)
+            assert resp.status == 200, path
+        health = await (await client.get("/api/health")).json()
+        assert health["kafka"] == "off" and health["store"] == "EmbeddedStore"
+
+    serve(store_dir, check)
+
+
+def test_feed_snapshot_is_the_store_newest_first_and_filters_narrow_it(store_dir: Path) -> None:
+    async def check(client: TestClient[Any, Any]) -> None:
+        everything = (await snapshot(client))["alerts"]
+        assert len(everything) > 10
+        times = [a["detected_at"] for a in everything]
+        assert times == sorted(times, reverse=True)
+        severities = {a["severity"] for a in everything}
+        assert len(severities) > 1
+        for sev in severities:
+            only = (await snapshot(client, f"?severity={sev}"))["alerts"]
+            assert only and {a["severity"] for a in only} == {sev}
+            assert len(only) == sum(1 for a in everything if a["severity"] == sev)
+        one = everything[0]
+        narrowed = (await snapshot(client, f"?table={one['table_id']}&code={one['code']}"))
+        assert one["violation_id"] in {a["violation_id"] for a in narrowed["alerts"]}
+        assert {(a["table_id"], a["code"]) for a in narrowed["alerts"]} == \
+            {(one["table_id"], one["code"])}
+        by_jur = (await snapshot(client, "?jurisdiction=NZ"))["alerts"]
+        assert by_jur and {a["jurisdiction"] for a in by_jur} == {"NZ"}
+        assert {a["table_id"] for a in by_jur} == {"AK-BJ-04"}
+
+    serve(store_dir, check)
+
+
+def test_bad_filters_and_ids_get_a_clear_error(store_dir: Path) -> None:
+    async def check(client: TestClient[Any, Any]) -> None:
+        resp = await client.get("/api/feed?severity=URGENT")
+        assert resp.status == 400
+        assert "severity must be one of" in (await resp.json())["error"]
+        resp = await client.get("/rounds/x'%20OR%201=1")
+        assert resp.status == 400 and "not a valid round id" in await resp.text()
+        resp = await client.get("/rounds/NO-SUCH-000001")
+        assert resp.status == 404 and "no round NO-SUCH-000001" in await resp.text()
+        resp = await client.get("/nowhere")
+        assert resp.status == 404
+
+    serve(store_dir, check)
+
+
+def test_triage_is_appended_apart_and_never_edits_the_violation(store_dir: Path) -> None:
+    async def check(client: TestClient[Any, Any]) -> None:
+        target = (await snapshot(client, "?severity=CRITICAL"))["alerts"][0]
+        vid = target["violation_id"]
+        for who, note in (("ana", "looked at the video"), ("ben", "payout re-checked")):
+            resp = await client.post("/api/triage", data=orjson.dumps(
+                {"violation_id": vid, "who": who, "note": note}))
+            assert resp.status == 201, await resp.text()
+        # both acknowledgements are in the log, newest first; the violation is as it was
+        snap = await snapshot(client, "?severity=CRITICAL")
+        mine = [t for t in snap["triage"] if t["violation_id"] == vid]
+        assert [(t["who"], t["note"]) for t in mine] == [
+            ("ben", "payout re-checked"), ("ana", "looked at the video")]
+        after = next(a for a in snap["alerts"] if a["violation_id"] == vid)
+        assert after == target
+        log = await (await client.get("/triage")).text()
+        assert "payout re-checked" in log and "looked at the video" in log
+        # bad acknowledgements are refused with the reason
+        for body, status, reason in (
+                ({"violation_id": vid, "who": ""}, 400, "who:"),
+                ({"violation_id": vid, "who": "x" * 65}, 400, "who:"),
+                ({"violation_id": "0" * 32, "who": "ana"}, 404, "no violation"),
+                ({"violation_id": "a'b", "who": "ana"}, 400, "not a valid violation id")):
+            resp = await client.post("/api/triage", data=orjson.dumps(body))
+            assert resp.status == status
+            assert reason in (await resp.json())["error"]
+        resp = await client.post("/api/triage", data=b"not json")
+        assert resp.status == 400
+
+    serve(store_dir, check)
+
+
+def test_floor_board_shows_every_table_its_open_round_and_todays_counts(
+        store_dir: Path) -> None:
+    async def check(client: TestClient[Any, Any]) -> None:
+        html = await (await client.get("/floor")).text()
+        for table in ("AC-BJ-01", "AC-SW-02", "PH-FB-03", "AK-BJ-04"):
+            assert f'data-table="{table}"' in html
+        # the clock is the newest event: the last table is 0 s old and has an open round
+        assert "/rounds/AK-BJ-04-000025" in html
+        assert "BLACKJACK_SWITCH" in html and "FREE_BET_BLACKJACK" in html
+        assert 'class="silent"' not in html
+
+    serve(store_dir, check, clock="store", silent_after_s=60)
+
+    async def wall(client: TestClient[Any, Any]) -> None:
+        html = await (await client.get("/floor")).text()
+        # by the wall clock, a shift dealt at a fixed simulated time long ago is silent
+        assert html.count('class="silent"') == 4
+
+    serve(store_dir, wall, clock="wall", silent_after_s=60)
+
+
+def test_round_view_draws_cards_and_quotes_the_cited_paragraph(store_dir: Path) -> None:
+    async def check(client: TestClient[Any, Any]) -> None:
+        alerts = (await snapshot(client))["alerts"]
+        quoted = next(a for a in alerts if a["citation"].startswith(("N.J.A.C. 13:69F-2.",
+                                                                      "NZ Gazette")))
+        html = await (await client.get(f"/rounds/{quoted['round_id']}")).text()
+        assert html.count('class="card') >= 4 and "data-card=" in html
+        assert f'id="v-{quoted["violation_id"]}"' in html
+        assert 'class="regulation"' in html and "docs/regulations/" in html
+        assert "shall" in html.split('class="regulation"', 1)[1]
+        resp = await client.get(f"/violations/{quoted['violation_id']}", allow_redirects=False)
+        assert resp.status == 302
+        assert resp.headers["Location"] == \
+            f"/rounds/{quoted['round_id']}#v-{quoted['violation_id']}"
+
+    serve(store_dir, check)
+
+
+def test_round_view_links_a_case_file_when_there_is_one(store_dir: Path,
+                                                        tmp_path: Path) -> None:
+    (tmp_path / "AC-BJ-01-000002").mkdir()
+    (tmp_path / "AC-BJ-01-000002" / "report.html").write_text("<h1>case</h1>")
+
+    async def check(client: TestClient[Any, Any]) -> None:
+        html = await (await client.get("/rounds/AC-BJ-01-000002")).text()
+        assert 'href="/cases/AC-BJ-01-000002/report.html"' in html
+        assert (await (await client.get("/cases/AC-BJ-01-000002/report.html")).text()) == \
+            "<h1>case</h1>"
+        html = await (await client.get("/rounds/AC-BJ-01-000003")).text()
+        assert "No case file yet" in html and "pitwatch investigate AC-BJ-01-000003" in html
+
+    serve(store_dir, check, cases=tmp_path)
+
+
+def test_backfill_fills_the_aggregates_of_a_store_made_before_them(store_dir: Path) -> None:
+    store = EmbeddedStore(store_dir)
+    try:
+        before = store.query("SELECT count() AS n FROM table_activity")[0]["n"]
+        for t in ("violations_hourly", "rounds_hourly", "table_activity"):
+            store.query(f"TRUNCATE TABLE {t}")
+        assert sorted(backfill(store)) == ["rounds_hourly", "table_activity",
+                                           "violations_hourly"]
+        assert store.query("SELECT count() AS n FROM table_activity")[0]["n"] == before
+        assert backfill(store) == []  # not empty any more: nothing to do
+        n_violations = store.query("SELECT count() AS n FROM violations FINAL")[0]["n"]
+        hourly = store.query("SELECT uniqExactMerge(violations) AS n FROM violations_hourly")
+        assert int(hourly[0]["n"]) == int(n_violations)
+    finally:
+        store.close()
