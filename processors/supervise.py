@@ -24,12 +24,13 @@ class Frozen:
 
     def __init__(self, limit_s: float) -> None:
         self.limit_s = limit_s
-        self.last = time.monotonic()
+        self.last: float | None = None  # from the first tick: start-up is not a freeze
 
     def tick(self) -> float | None:
         now = time.monotonic()
-        gap, self.last = now - self.last, now
-        return gap if gap > self.limit_s else None
+        gap = None if self.last is None else now - self.last
+        self.last = now
+        return gap if gap is not None and gap > self.limit_s else None
 
 
 def supervise_sink(settings: Settings, loglevel: str, stop: threading.Event) -> None:
