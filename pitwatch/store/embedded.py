@@ -1,8 +1,11 @@
 """The embedded store: chDB, an in-process ClickHouse, in a data directory.
 
-Rows go in as data: each batch is written as a JSONEachRow file in the data directory
-and inserted with `INSERT ... SELECT * FROM file(...)`; no value is ever spliced into
-SQL text.
+Rows go in as data, in columnar batches: each batch becomes an Arrow table (one typed
+array per column, typed from the DDL), staged as an Arrow IPC file in the data directory
+and inserted with `INSERT ... SELECT ... FROM file(..., Arrow)`; no value is ever spliced
+into SQL text. (Measured in bench/audit.py's history, 5,000 rows a batch: the Arrow file
+takes a third of the time of the JSONEachRow file it replaced, and chDB's `Python()`
+table function over the same Arrow table takes longer than the file.)
 """
 
 from __future__ import annotations
@@ -14,7 +17,33 @@ from typing import Any
 
 import orjson
 
-from .base import TABLES, Params, StoreError, columns, ddl_statements
+from .base import TABLES, Params, StoreError, column_types, columns, ddl_statements, to_columns
+
+
+def _arrow_type(ch: str) -> Any:
+    """The Arrow type a ClickHouse column of type `ch` is sent as."""
+    import pyarrow as pa
+
+    if ch.startswith("Array("):
+        return pa.list_(_arrow_type(ch[6:-1]))
+    simple = {"String": pa.string(), "DateTime": pa.uint32(), "UInt8": pa.uint8(),
+              "UInt16": pa.uint16(), "UInt32": pa.uint32(), "UInt64": pa.uint64(),
+              "Int8": pa.int8(), "Int64": pa.int64()}
+    return simple[ch]
+
+
+def arrow_table(table: str, rows: Sequence[dict[str, Any]]) -> Any:
+    """The rows of `table` as an Arrow table, column by column, typed from the DDL."""
+    import pyarrow as pa
+
+    types = column_types(table)
+    arrays = []
+    for col, (name, t) in zip(to_columns(table, rows), types, strict=True):
+        try:
+            arrays.append(pa.array(col, type=_arrow_type(t)))
+        except (pa.ArrowException, OverflowError, TypeError) as e:
+            raise StoreError(f"chDB: {table}.{name} ({t}): {e}") from e
+    return pa.Table.from_arrays(arrays, names=[n for n, _ in types])
 
 
 def _param_values(params: Params) -> dict[str, Any]:
@@ -55,15 +84,18 @@ class EmbeddedStore:
     def insert(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
         if not rows:
             return
-        cols = columns(table)
-        staged = self._staging / f"{table}-{os.getpid()}.jsonl"
-        with open(staged, "wb") as f:
-            f.write(b"\n".join(orjson.dumps(r) for r in rows))
-            f.write(b"\n")
-        col_list = ", ".join(cols)
-        self._run(f"INSERT INTO {table} ({col_list}) SELECT {col_list} "
-                  f"FROM file('{staged}', JSONEachRow)")
-        staged.unlink()
+        import pyarrow.ipc
+
+        data = arrow_table(table, rows)
+        staged = self._staging / f"{table}-{os.getpid()}.arrow"
+        with pyarrow.ipc.new_file(staged, data.schema) as w:
+            w.write_table(data)
+        col_list = ", ".join(columns(table))
+        try:
+            self._run(f"INSERT INTO {table} ({col_list}) SELECT {col_list} "
+                      f"FROM file('{staged}', Arrow)")
+        finally:
+            staged.unlink()
 
     def query(self, sql: str, params: Params | None = None) -> list[dict[str, Any]]:
         out = self._run(sql, "JSONEachRow", params)
