@@ -90,8 +90,11 @@ def audit_events(
     round_timeout_ms: int = DEFAULT_ROUND_TIMEOUT_MS,
     report: AuditReport | None = None,
     finish: bool = True,
+    on_round: Callable[[RoundSummary], None] | None = None,
+    on_engine_error: Callable[[EngineError], None] | None = None,
 ) -> AuditReport:
-    """Feed events through one auditor; violations go out as they are found. With
+    """Feed events through one auditor; violations go out as they are found (and round
+    summaries and engine errors, to `on_round` and `on_engine_error` when given). With
     `finish`, the end of the input closes any round still open as incomplete (a stream
     that goes on would wait for its time-out instead)."""
     rep = report or AuditReport()
@@ -111,8 +114,15 @@ def audit_events(
         rep.add_round(s)
         if writer is not None:
             writer.add("rounds", round_row(s))
+        if on_round is not None:
+            on_round(s)
 
-    auditor = Auditor(select, violation, round_done, rep.engine_errors.append,
+    def engine_error(e: EngineError) -> None:
+        rep.engine_errors.append(e)
+        if on_engine_error is not None:
+            on_engine_error(e)
+
+    auditor = Auditor(select, violation, round_done, engine_error,
                       round_timeout_ms=round_timeout_ms)
     n = 0
     for ev in events:

@@ -10,6 +10,7 @@ table function over the same Arrow table takes longer than the file.)
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -59,14 +60,29 @@ def _param_values(params: Params) -> dict[str, Any]:
     return {k: one(v) for k, v in params.items()}
 
 
+_staged = itertools.count()
+
+
+def stage(staging: Path, table: str, rows: Sequence[dict[str, Any]]) -> Path:
+    """Write a batch of `table`'s rows as an Arrow IPC file in `staging`; its path (named
+    for this process, so the workers of `audit --jobs` never share one)."""
+    import pyarrow.ipc
+
+    data = arrow_table(table, rows)
+    path = staging / f"{table}-{os.getpid()}-{next(_staged)}.arrow"
+    with pyarrow.ipc.new_file(path, data.schema) as w:
+        w.write_table(data)
+    return path
+
+
 class EmbeddedStore:
     def __init__(self, path: str | Path) -> None:
         from chdb import session  # imported here: a heavy module, only when used
 
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
-        self._staging = self.path / "staging"
-        self._staging.mkdir(exist_ok=True)
+        self.staging = self.path / "staging"
+        self.staging.mkdir(exist_ok=True)
         self._session = session.Session(str(self.path / "chdb"))  # type: ignore[no-untyped-call]
 
     def _run(self, sql: str, fmt: str = "CSV", params: Params | None = None) -> str:
@@ -84,12 +100,10 @@ class EmbeddedStore:
     def insert(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
         if not rows:
             return
-        import pyarrow.ipc
+        self.insert_staged(table, stage(self.staging, table, rows))
 
-        data = arrow_table(table, rows)
-        staged = self._staging / f"{table}-{os.getpid()}.arrow"
-        with pyarrow.ipc.new_file(staged, data.schema) as w:
-            w.write_table(data)
+    def insert_staged(self, table: str, staged: Path) -> None:
+        """Insert a batch `stage` wrote (by this process or another), then remove it."""
         col_list = ", ".join(columns(table))
         try:
             self._run(f"INSERT INTO {table} ({col_list}) SELECT {col_list} "
