@@ -5,9 +5,15 @@ disk and each the best of the same number of runs, in the same run. Memory: peak
 each, in a fresh process, on a quarter of the input and on all of it, to show it stays
 flat as the input grows.
 
-    .venv/bin/python bench/audit.py [--events 1000000] [--repeat 2] [--no-store]
+    .venv/bin/python bench/audit.py [--events 1000000] [--repeat 2] [--no-store] [--jobs 2]
+    .venv/bin/python bench/audit.py --scaling [--sizes 100000,1000000,5000000]
 
-Targets (issue 3): >= 100,000 events/s, and at most 4x the bare decode time.
+Targets (issue 9): --no-store <= 1.8x the bare read on one job; --jobs 2 >= 1.7x faster
+than --jobs 1 on 2 cores; into chDB <= 1.3x --no-store, peak RSS <= 2x --no-store's.
+
+--scaling audits each size (--no-store) at --jobs 1 and 2 beside a bare read of the same
+file, prints the table and draws docs/scaling-audit.png (matplotlib: pip install
+'pitwatch[bench]').
 """
 
 from __future__ import annotations
@@ -55,25 +61,30 @@ def bare_decode(path: Path) -> tuple[int, float]:
     return n, time.perf_counter() - t
 
 
-def audit(path: Path, store: Path | None) -> tuple[int, float, float, float]:
-    """Audit the file; events, seconds, and precision and recall against its truth on
-    (code, round)."""
+def audit(path: Path, store: Path | None, jobs: int = 1) -> tuple[int, float, float, float]:
+    """Audit the file (as `pitwatch audit --jobs N`, opening the store included); events,
+    seconds, and precision and recall against its truth on (code, round)."""
     from collections import Counter
 
+    from pitwatch.audit.parallel import audit_parallel
     from pitwatch.audit.run import audit_paths
     from pitwatch.store.embedded import EmbeddedStore
 
-    s = None
-    if store is not None:
-        s = EmbeddedStore(store)
-        s.setup()
     found: Counter[tuple[str, str]] = Counter()
     t = time.perf_counter()
-    rep = audit_paths([path], store=s, keep_violations=False,
-                      on_violation=lambda v: found.update([(v.code, v.round_id)]))
+    if jobs > 1:
+        rep = audit_parallel([path], jobs, data=store, keep_violations=False,
+                             on_violation=lambda v: found.update([(v.code, v.round_id)]))
+    else:
+        s = None
+        if store is not None:
+            s = EmbeddedStore(store)
+            s.setup()
+        rep = audit_paths([path], store=s, keep_violations=False,
+                          on_violation=lambda v: found.update([(v.code, v.round_id)]))
+        if s is not None:
+            s.close()
     dt = time.perf_counter() - t
-    if s is not None:
-        s.close()
     truth = Counter((t["code"], t["round_id"])
                     for t in json.loads(path.with_suffix(".truth.json").read_text()))
     hit = sum((found & truth).values())
@@ -84,6 +95,9 @@ _RSS = {
     "bare": "import fastavro; n = sum(1 for _ in fastavro.reader(open(sys.argv[1], 'rb')))",
     "audit": "from pitwatch.audit.run import audit_paths; "
              "audit_paths([sys.argv[1]], keep_violations=False)",
+    "chdb": "import tempfile; from pathlib import Path; "
+            "from pitwatch.store.embedded import EmbeddedStore; "
+            "d = tempfile.mkdtemp(); s = EmbeddedStore(Path(d)); s.setup(); s.close()",
     "store": "import tempfile; from pathlib import Path; "
              "from pitwatch.audit.run import audit_paths; "
              "from pitwatch.store.embedded import EmbeddedStore; "
@@ -102,6 +116,45 @@ def peak_rss_mb(path: Path, what: str) -> float:
     return int(out.stdout.strip().splitlines()[-1]) / 1024
 
 
+def scaling(sizes: list[int], repeat: int) -> None:
+    """Audit time against input size, --jobs 1 and 2, beside the bare read; the table,
+    and docs/scaling-audit.png."""
+    rows = []
+    print(f"audit scaling: --no-store, best of {repeat} each, bare read as the baseline")
+    print(f"  {'events':>10}  {'bare s':>7}  {'jobs 1 s':>8}  {'jobs 2 s':>8}  "
+          f"{'j1/bare':>7}  {'j1/j2':>6}  {'j2 events/s':>11}")
+    for size in sizes:
+        path = floor_file(size)
+        n, t_bare = min((bare_decode(path) for _ in range(repeat)), key=lambda r: r[1])
+        t1 = min(audit(path, None, 1)[1] for _ in range(repeat))
+        t2 = min(audit(path, None, 2)[1] for _ in range(repeat))
+        rows.append((n, t_bare, t1, t2))
+        print(f"  {n:10,}  {t_bare:7.2f}  {t1:8.2f}  {t2:8.2f}  {t1 / t_bare:6.2f}x  "
+              f"{t1 / t2:5.2f}x  {n / t2:11,.0f}", flush=True)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
+    xs = [r[0] for r in rows]
+    for i, label, style in ((1, "bare fastavro read (baseline)", "k:"),
+                            (2, "pitwatch audit --no-store --jobs 1", "o-"),
+                            (3, "pitwatch audit --no-store --jobs 2", "s-")):
+        ax.plot(xs, [r[i] for r in rows], style, label=label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("events in the file")
+    ax.set_ylabel("seconds (best of %d)" % repeat)
+    ax.set_title("Audit time against input size (2 cores, shared)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    out = ROOT / "docs" / "scaling-audit.png"
+    fig.tight_layout()
+    fig.savefig(out)
+    print(f"  plot: {out.relative_to(ROOT)}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -109,7 +162,15 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2, help="runs per side; the best counts")
     ap.add_argument("--no-store", action="store_true", help="leave the chDB audit out")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON too")
+    ap.add_argument("--jobs", type=int, default=2, help="processes of the --jobs side")
+    ap.add_argument("--scaling", action="store_true",
+                    help="audit time against input size at --jobs 1 and 2, and the PNG")
+    ap.add_argument("--sizes", default="100000,1000000,5000000",
+                    help="events of each --scaling file (comma-separated)")
     args = ap.parse_args()
+    if args.scaling:
+        scaling([int(x) for x in args.sizes.split(",")], args.repeat)
+        return
     path = floor_file(args.events)
     quarter = floor_file(args.events // 4)
     k = args.repeat
@@ -136,7 +197,14 @@ def main() -> None:
               f"{t_store:6.2f} s   {t_store / t_bare:.2f}x the read, "
               f"{t_store / t_audit:.2f}x --no-store")
         figures.update(audit_store_eps=n_s / t_store, store_ratio=t_store / t_audit)
-        sides.append("store")
+        sides += ["chdb", "store"]
+    if args.jobs > 1:
+        n_j, t_jobs, p_j, r_j = min((audit(path, None, args.jobs) for _ in range(k)),
+                                    key=lambda r: r[1])
+        assert (n_j, p_j, r_j) == (n_a, precision, recall), "--jobs changed the findings"
+        print(f"  pitwatch audit --no-store --jobs {args.jobs} {n_j / t_jobs:10,.0f} events/s   "
+              f"{t_jobs:6.2f} s   {t_audit / t_jobs:.2f}x faster than --jobs 1")
+        figures.update(jobs_eps=n_j / t_jobs, jobs_speedup=t_audit / t_jobs)
     print(f"  against the injected truth: precision {precision:.3f}, recall {recall:.3f}")
     for side in sides:
         small, big = peak_rss_mb(quarter, side), peak_rss_mb(path, side)

@@ -2,9 +2,9 @@
 store and exit status as one process.
 
 Sharding. Every worker reads all the input (the Avro decode is fastavro's C; the engine
-is what costs) and audits only its own tables: the k-th table to appear in the input
-(k counted from 0) belongs to worker k mod N. Every worker sees the same input, so each
-finds the same owners on its own; a table's events stay in one process, in input order.
+is what costs) and audits only its own tables, shared by their number of records among
+the input's first 10,000 (`_Owners`). Every worker sees the same input, so each finds
+the same owners on its own; a table's events stay in one process, in input order.
 
 Merging. Everything a worker finds (violations, round summaries, engine errors, rejected
 records) is tagged with the input record it was found at (its number in the input, or,
@@ -51,6 +51,8 @@ from .run import AuditReport, audit_events
 _END = 1 << 62
 #: Records a worker reads between two reports to the main process.
 _CHUNK = 4000
+#: Records read first to share the tables by their share of the input.
+_PLAN = 10_000
 
 Item = tuple[int, int, str, Any]  # (record tag, order within it, kind, payload)
 
@@ -67,20 +69,72 @@ def default_jobs() -> int:
 
 
 class _Owners:
-    """Which worker audits a table: the order tables first appear in, modulo N."""
+    """Which worker audits a table. Tables seen in the first records of the input
+    (`plan`) are shared by their number of records there, the busiest first, each to
+    the worker with the fewest records so far (ties: the lower worker); a table first
+    seen later goes to the least loaded worker then. Every worker plans from the same
+    records, so all find the same owners. `rank` is the order of first sight."""
 
     def __init__(self, jobs: int) -> None:
         self.jobs = jobs
         self.rank: dict[str, int] = {}
+        self.owner: dict[str, int] = {}
+        self.load = [0] * jobs
+        self.typical = 1
+
+    def plan(self, counts: dict[str, int]) -> None:
+        """Share the tables of `counts` (records each, in order of first sight)."""
+        order = sorted(enumerate(counts.items()), key=lambda x: (-x[1][1], x[0]))
+        for _, (table, n) in order:
+            w = self.load.index(min(self.load))
+            self.owner[table] = w
+            self.load[w] += n
+        if counts:
+            self.typical = max(1, sum(counts.values()) // len(counts))
 
     def of(self, table_id: object) -> int:
         """Owner of the table; a record without a readable table goes to worker 0."""
         if not isinstance(table_id, str):
             return 0
-        r = self.rank.get(table_id)
-        if r is None:
-            r = self.rank[table_id] = len(self.rank)
-        return r % self.jobs
+        if table_id not in self.rank:
+            self.rank[table_id] = len(self.rank)
+            w = self.owner.get(table_id)
+            if w is None:
+                w = self.owner[table_id] = self.load.index(min(self.load))
+                self.load[w] += self.typical
+            return w
+        return self.owner[table_id]
+
+
+def first_tables(files: Sequence[Path], records: int) -> dict[str, int]:
+    """Records per table among the input's first `records` (in order of first sight)."""
+    counts: dict[str, int] = {}
+    seen = 0
+    for path in files:
+        with open(path, "rb") as f:
+            try:
+                if path.suffix in AVRO_SUFFIXES:
+                    ids: Iterator[object] = (d.get("table_id")
+                                             for d, _ in read_container_records(f))
+                else:
+                    ids = (_table_of(line) for line in f if line.strip())
+                for t in ids:
+                    if isinstance(t, str):
+                        counts[t] = counts.get(t, 0) + 1
+                    seen += 1
+                    if seen >= records:
+                        return counts
+            except Exception:  # a damaged file: plan on what was read
+                pass
+    return counts
+
+
+def _table_of(line: bytes) -> object:
+    try:
+        d = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    return d.get("table_id") if isinstance(d, dict) else None
 
 
 class _Shard:
@@ -90,6 +144,7 @@ class _Shard:
     def __init__(self, files: Sequence[Path], k: int, jobs: int,
                  emit: Callable[[int, str, Any], None], report: Callable[[int], None]) -> None:
         self.files, self.k, self.owners = files, k, _Owners(jobs)
+        self.owners.plan(first_tables(files, _PLAN))
         self.emit, self.report = emit, report
         self.at = 0
 

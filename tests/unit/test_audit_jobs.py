@@ -101,6 +101,15 @@ def test_jobs_must_be_positive(floor: Path) -> None:
 def test_owners_share_tables_in_order_of_first_sight() -> None:
     o = _Owners(3)
     assert [o.of(t) for t in ("b", "a", "b", "c", "d", None, "a")] == [0, 1, 0, 2, 0, 0, 1]
+    assert o.rank == {"b": 0, "a": 1, "c": 2, "d": 3}
+
+
+def test_owners_share_the_planned_tables_by_their_records() -> None:
+    o = _Owners(2)
+    o.plan({"x": 10, "y": 50, "z": 30, "w": 20})  # busiest first, to the least loaded
+    assert [o.of(t) for t in ("x", "y", "z", "w")] == [0, 0, 1, 1]
+    assert o.load == [60, 50]
+    assert o.of("late") == 1 and o.load == [60, 77]  # a later table: the typical load
 
 
 def test_merge_waits_for_every_worker_to_pass_a_tag() -> None:
