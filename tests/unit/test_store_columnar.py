@@ -100,3 +100,29 @@ def test_many_batches_of_one_table(store: EmbeddedStore) -> None:
     n = store.query("SELECT count() AS n, uniqExact(violation_id) AS u FROM violations")[0]
     assert int(n["n"]) == int(n["u"]) == 3000
     store.close()
+
+
+@pytest.mark.integration
+def test_server_columnar_insert_round_trips() -> None:
+    """The same rows through clickhouse-driver's columnar insert into the ClickHouse
+    server (started by scripts/test.sh), read back as they went in."""
+    import os
+    import uuid
+
+    from pitwatch.store.server import ServerStore
+
+    db = "columnar_" + uuid.uuid4().hex[:8]
+    s = ServerStore(port=int(os.environ.get("CLICKHOUSE_TCP_PORT", "19000")), database=db)
+    try:
+        s.setup()
+        rows = [_violation(i) for i in range(3)] + [_violation(3, hand=2, seat=0, evidence=[])]
+        s.insert("violations", rows)
+        got = s.query("SELECT *, toUInt32(detected_at) AS sec FROM violations FINAL "
+                      "ORDER BY violation_id")
+        assert [g["message"] for g in got] == [AWKWARD] * 4
+        assert [g["evidence"] for g in got] == [r["evidence"] for r in rows]
+        assert [g["sec"] for g in got] == [r["detected_at"] for r in rows]
+        assert [(g["seat"], g["hand"]) for g in got] == [(r["seat"], r["hand"]) for r in rows]
+    finally:
+        s.query(f"DROP DATABASE IF EXISTS {db}")
+        s.close()
