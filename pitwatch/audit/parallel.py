@@ -27,6 +27,7 @@ import heapq
 import multiprocessing
 import os
 import pickle
+import resource
 import sys
 import traceback
 from collections.abc import Callable, Iterator, Sequence
@@ -267,7 +268,8 @@ def _worker(conn: Connection, files: list[Path], k: int, jobs: int,
                      on_round=lambda s: emit(shard.at, "round", s),
                      on_engine_error=lambda e: emit(shard.at, "engine_error", e))
         report(_END * 2)
-        conn.send(("done", rep.events, sorted(rep.tables)))
+        use = resource.getrusage(resource.RUSAGE_SELF)
+        conn.send(("done", rep.events, sorted(rep.tables), use.ru_utime + use.ru_stime))
     except BaseException as e:  # handed to the main process, which raises it there
         try:
             pickle.dumps(e)
@@ -418,6 +420,7 @@ def _serve(conns: list[Connection], store: EmbeddedStore | None, rep: AuditRepor
                 elif what == "done":
                     rep.events += msg[1]
                     tables.update(msg[2])
+                    rep.worker_cpu.append(msg[3])
                     live.remove(conn)
                 else:  # "error": the worker's exception, raised here
                     if not isinstance(msg[1], ValueError | OSError | StoreError):

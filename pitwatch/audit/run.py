@@ -44,6 +44,9 @@ class AuditReport:
     violations: list[Violation] = field(default_factory=list)
     #: bugs in the engine met on the way (never violations: pitwatch.engine.errors)
     engine_errors: list[EngineError] = field(default_factory=list)
+    #: CPU seconds of each process of `audit --jobs N` (for benches: the busiest is the
+    #: critical path on a machine with N free cores)
+    worker_cpu: list[float] = field(default_factory=list)
 
     def add_round(self, s: RoundSummary) -> None:
         self.rounds += 1
