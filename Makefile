@@ -1,11 +1,12 @@
 # The two commands a newcomer needs:
 #   make demo   install, then run the main job embedded (no servers)
 #   make test   install everything the tests need, start Kafka and ClickHouse, run them all
+#   make console  the surveillance console in a browser, over the demo's store
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test install install-test lint unit bench services-start services-stop clean
+.PHONY: demo console test install install-test lint unit bench services-start services-stop clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -19,6 +20,11 @@ install-test: $(BIN)/python
 
 demo: install
 	$(BIN)/pitwatch demo
+
+console: $(BIN)/python
+	$(BIN)/pip install -q -e '.[console]'
+	test -d pitwatch-data/chdb || $(BIN)/pitwatch demo
+	$(BIN)/pitwatch serve --data pitwatch-data --clock store
 
 test: install-test
 	scripts/test.sh

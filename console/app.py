@@ -24,7 +24,7 @@ from pitwatch.store.base import Store
 
 from . import pages
 from .data import ConsoleData, Filters, NotFound, catalogue_codes, checked_id
-from .feed import Hub, KafkaAlerts, StorePoller
+from .feed import Hub, KafkaAlerts, SilentWatch, StorePoller
 
 log = logging.getLogger("pitwatch.console")
 T = TypeVar("T")
@@ -41,6 +41,7 @@ class Settings:
     silent_after_s: int = 300
     cases: Path | None = None
     poll_every: float | None = 2.0  # None: read the store's violations once (embedded)
+    silent_every: float = 5.0  # how often the feed checks for silent tables
 
 
 class StoreThread:
@@ -94,6 +95,27 @@ async def errors(request: web.Request, handler: Any) -> web.StreamResponse:
         return _json({"error": msg}, 404) if api else _html(pages.error(404, msg), 404)
 
 
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
+                               "frame-ancestors 'none'; form-action 'self'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+@web.middleware
+async def guard(request: web.Request, handler: Any) -> web.StreamResponse:
+    """A write must come from the console's own pages (the browser's Origin), and every
+    answer carries headers that keep other sites' scripts and frames out."""
+    if request.method == "POST":
+        origin = request.headers.get("Origin")
+        if origin is not None and origin.split("://", 1)[-1] != request.host:
+            return _json({"error": f"a write from another site ({origin[:80]}) refused"}, 403)
+    resp: web.StreamResponse = await handler(request)
+    resp.headers.update(SECURITY_HEADERS)
+    return resp
+
+
 # --- pages ---------------------------------------------------------------------------
 
 async def feed_page(request: web.Request) -> web.Response:
@@ -104,13 +126,19 @@ async def feed_page(request: web.Request) -> web.Response:
     return _html(pages.feed(f, tables, catalogue_codes(), jurisdictions))
 
 
-async def floor_page(request: web.Request) -> web.Response:
-    db, s = request.app[DB], request.app[SETTINGS]
+async def floor_now(app: web.Application) -> tuple[int, list[dict[str, Any]]]:
+    """The floor clock (--clock) and every table on the board."""
+    db, s = app[DB], app[SETTINGS]
     now = now_ms()
     if s.clock == "store":
         latest: int | None = await db.run(db.data.latest_event_ms)
         now = latest or now
-    tables = await db.run(db.data.floor, now, s.silent_after_s * 1000)
+    return now, await db.run(db.data.floor, now, s.silent_after_s * 1000)
+
+
+async def floor_page(request: web.Request) -> web.Response:
+    s = request.app[SETTINGS]
+    now, tables = await floor_now(request.app)
     return _html(pages.floor(tables, now, s.clock, s.silent_after_s))
 
 
@@ -123,10 +151,22 @@ async def table_page(request: web.Request) -> web.Response:
 async def round_page(request: web.Request) -> web.Response:
     db, s = request.app[DB], request.app[SETTINGS]
     r = await db.run(db.data.round, request.match_info["round_id"])
-    case = None
-    if s.cases is not None and (s.cases / r["round_id"] / "report.html").is_file():
-        case = f"/cases/{r['round_id']}/report.html"
-    return _html(pages.round_page(r, case))
+    cases = [] if s.cases is None else case_folders(s.cases, r["round_id"])
+    return _html(pages.round_page(r, [f"/cases/{c}/report.html" for c in cases]))
+
+
+def case_folders(root: Path, round_id: str) -> list[str]:
+    """The case folders of `pitwatch investigate` under root (or root itself, as ".")
+    whose manifest.json lists the round and that hold a report.html."""
+    found = []
+    for manifest in sorted([root / "manifest.json", *root.glob("*/manifest.json")]):
+        try:
+            rounds = orjson.loads(manifest.read_bytes()).get("rounds", [])
+        except (OSError, orjson.JSONDecodeError, AttributeError):
+            continue  # not a case folder, or one being written
+        if round_id in rounds and (manifest.parent / "report.html").is_file():
+            found.append(manifest.parent.relative_to(root).as_posix())
+    return found
 
 
 async def violation_page(request: web.Request) -> web.Response:
@@ -151,7 +191,8 @@ def _sse(event: str, data: Any) -> bytes:
 
 async def feed_stream(request: web.Request) -> web.StreamResponse:
     """Server-sent events: `snapshot` (the newest alerts that pass the filters and
-    their triage), then `alert`, `triage` and `bad` as they happen."""
+    their triage, and the silent tables), then `alert`, `triage`, `bad` (an undecodable
+    message on the topic) and `silent` (the set of silent tables changed) as they happen."""
     f = Filters.parse(dict(request.query))
     hub, db = request.app[HUB], request.app[DB]
     resp = web.StreamResponse(headers={"Content-Type": "text/event-stream",
@@ -167,7 +208,7 @@ async def feed_stream(request: web.Request) -> web.StreamResponse:
         triage = await db.run(db.data.triage, [a["violation_id"] for a in alerts])
         await resp.prepare(request)
         await resp.write(_sse("snapshot", {"alerts": alerts, "triage": triage,
-                                           "status": hub.status()}))
+                                           "status": hub.status(), "silent": hub.silent}))
         while True:
             try:
                 msg = await asyncio.wait_for(q.get(), KEEPALIVE)
@@ -217,10 +258,14 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
     hub, db, s = app[HUB], app[DB], app[SETTINGS]
     tasks = []
 
-    async def newest() -> list[dict[str, Any]]:
-        return await db.run(db.data.violations, Filters(), SNAPSHOT)
+    async def newest(since_ms: int | None) -> list[dict[str, Any]]:
+        return await db.run(db.data.violations, Filters(), SNAPSHOT, since_ms)
+
+    async def floor() -> list[dict[str, Any]]:
+        return (await floor_now(app))[1]
 
     tasks.append(asyncio.create_task(StorePoller(hub, newest, s.poll_every).run()))
+    tasks.append(asyncio.create_task(SilentWatch(hub, floor, s.silent_every).run()))
     if s.kafka:
         src = KafkaAlerts(hub, s.kafka, s.alerts_topic, db.data.jurisdictions)
         tasks.append(asyncio.create_task(src.run()))
@@ -232,7 +277,7 @@ async def _background(app: web.Application) -> AsyncIterator[None]:
 
 
 def make_app(store: Store, settings: Settings) -> web.Application:
-    app = web.Application(middlewares=[errors])
+    app = web.Application(middlewares=[guard, errors])
     app[HUB] = Hub()
     app[DB] = StoreThread(store)
     app[SETTINGS] = settings

@@ -2,8 +2,9 @@
 
 Every call is synchronous and runs on the console's one store thread (`app.StoreThread`):
 neither chDB's session nor clickhouse-driver's client may be shared between threads.
-Values that reach SQL text are ids checked against a strict pattern or members of a
-closed vocabulary; what people type (who, note) goes in as row data only.
+Values go in as query parameters (`{name:Type}`), ids are checked against a strict
+pattern first (a clear error for garbage), and what people type (who, note) goes in as
+row data only.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import orjson
 
 from pitwatch.engine.violation import Severity
 from pitwatch.packs.registry import all_packs
-from pitwatch.store.base import Store, ddl_statements
+from pitwatch.store.base import Store, columns, ddl_statements
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$")
 _CODE = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
@@ -37,8 +38,6 @@ def checked_id(value: str, what: str) -> str:
     return value
 
 
-def _in(values: Iterable[str]) -> str:
-    return ", ".join(f"'{v}'" for v in values)
 
 
 def pack_jurisdictions() -> dict[str, str]:
@@ -53,30 +52,54 @@ def catalogue_codes() -> list[str]:
     return sorted(codes)
 
 
-_VIEW = re.compile(r"CREATE MATERIALIZED VIEW IF NOT EXISTS \w+ TO (\w+) AS\s+(SELECT\b.*)",
+_VIEW = re.compile(r"CREATE MATERIALIZED VIEW IF NOT EXISTS (\w+) TO (\w+) AS\s+(SELECT\b.*)",
                    re.S)
 
 
-def backfill_statements() -> list[tuple[str, str]]:
-    """(aggregate table, INSERT ... SELECT) for each materialized view of the schema:
-    the view's own SELECT, for rows stored before the view existed."""
-    out = []
-    for stmt in ddl_statements():
-        if m := _VIEW.match(stmt):
-            out.append((m.group(1), f"INSERT INTO {m.group(1)} {m.group(2)}"))
-    return out
+@dataclass(frozen=True, slots=True)
+class Aggregate:
+    """A dashboard aggregate of the schema: its table, the view that fills it, and the
+    view's SELECT (which also fills it from rows stored before the view existed)."""
+
+    table: str
+    view: str
+    select: str
 
 
-def backfill(store: Store) -> list[str]:
-    """Fill the dashboards' aggregates that are empty from the base tables (a store made
-    before the views were). Every aggregate is idempotent, so a row that lands twice
-    (by the view and by this) counts once. Returns the tables filled."""
-    filled = []
-    for table, insert in backfill_statements():
-        if int(store.query(f"SELECT count() AS n FROM {table}")[0]["n"]) == 0:
-            store.query(insert)
-            filled.append(table)
-    return filled
+def aggregates() -> list[Aggregate]:
+    return [Aggregate(m.group(2), m.group(1), m.group(3))
+            for stmt in ddl_statements() if (m := _VIEW.match(stmt))]
+
+
+def refresh_aggregates(store: Store) -> list[str]:
+    """Make the schema's tables (`store.setup()`), with the dashboards' aggregates up to
+    the schema, and fill the empty aggregates from the base tables; returns what it did
+    to the aggregates, one line each.
+
+    An aggregate whose columns differ from the schema's (a store made by an earlier
+    pitwatch) is dropped with its view and made again: it is derived data. An empty one
+    is filled with its view's SELECT (a store made before the views were). Every
+    aggregate is idempotent, so a row counted by the view and by the fill counts once."""
+    done = []
+    for agg in aggregates():
+        have = [r["name"] for r in store.query(
+            "SELECT name FROM system.columns WHERE database = currentDatabase() "
+            "AND table = {t:String}", {"t": agg.table})]
+        if have and have != columns(agg.table):
+            store.query(f"DROP TABLE IF EXISTS {agg.view}")
+            store.query(f"DROP TABLE IF EXISTS {agg.table}")
+            done.append(f"{agg.table}: made again to the current schema")
+    store.setup()  # every table and view of the schema that is missing
+    for agg in aggregates():
+        if _count(store, agg.table) == 0:
+            store.query(f"INSERT INTO {agg.table} {agg.select}")
+            if _count(store, agg.table):
+                done.append(f"{agg.table}: filled from the rows stored before it existed")
+    return done
+
+
+def _count(store: Store, table: str) -> int:
+    return int(store.query(f"SELECT count() AS n FROM {table}")[0]["n"])
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,18 +133,24 @@ class Filters:
                 and (not self.table or alert["table_id"] == self.table)
                 and (not self.jurisdiction or alert["jurisdiction"] == self.jurisdiction))
 
-    def where(self) -> str:
-        conds = ["1"]
+    def where(self) -> tuple[str, dict[str, Any]]:
+        """The SQL condition and its parameters."""
+        conds: list[str] = ["1"]
+        params: dict[str, Any] = {}
         if self.severity:
-            conds.append(f"severity = '{self.severity}'")
+            conds.append("severity = {severity:String}")
+            params["severity"] = self.severity
         if self.code:
-            conds.append(f"code = '{self.code}'")
+            conds.append("code = {code:String}")
+            params["code"] = self.code
         if self.table:
-            conds.append(f"table_id = '{self.table}'")
+            conds.append("table_id = {table:String}")
+            params["table"] = self.table
         if self.jurisdiction:
-            packs = [n for n, j in pack_jurisdictions().items() if j == self.jurisdiction]
-            conds.append(f"pack IN ({_in(packs)})" if packs else "0")
-        return " AND ".join(conds)
+            conds.append("has({packs:Array(String)}, pack)")
+            params["packs"] = [n for n, j in pack_jurisdictions().items()
+                               if j == self.jurisdiction]
+        return " AND ".join(conds), params
 
 
 def alert(v: dict[str, Any], jurisdictions: dict[str, str]) -> dict[str, Any]:
@@ -153,16 +182,24 @@ class ConsoleData:
 
     # --- violations and triage ------------------------------------------------------
 
-    def violations(self, f: Filters, limit: int = 200) -> list[dict[str, Any]]:
+    def violations(self, f: Filters, limit: int = 200,
+                   since_ms: int | None = None) -> list[dict[str, Any]]:
+        """The newest violations that pass the filters (device time at or after
+        `since_ms` when given: a poll reads only the recent partitions)."""
+        where, params = f.where()
+        if since_ms is not None:
+            where += " AND detected_at >= toDateTime({since:UInt32})"
+            params["since"] = max(0, since_ms // 1000)
         rows = self.store.query(
-            f"SELECT {_VIOLATION_COLS} FROM violations FINAL WHERE {f.where()} "
-            f"ORDER BY detected DESC, violation_id LIMIT {int(limit)}")
+            f"SELECT {_VIOLATION_COLS} FROM violations FINAL WHERE {where} "
+            f"ORDER BY detected DESC, violation_id LIMIT {int(limit)}", params)
         return [alert(r, self.jurisdictions) for r in rows]
 
     def violation(self, violation_id: str) -> dict[str, Any]:
         vid = checked_id(violation_id, "violation id")
         rows = self.store.query(
-            f"SELECT {_VIOLATION_COLS} FROM violations FINAL WHERE violation_id = '{vid}'")
+            f"SELECT {_VIOLATION_COLS} FROM violations FINAL "
+            "WHERE violation_id = {vid:String}", {"vid": vid})
         if not rows:
             raise NotFound(f"no violation {vid}")
         return alert(rows[0], self.jurisdictions)
@@ -170,16 +207,16 @@ class ConsoleData:
     def triage(self, violation_ids: Iterable[str] | None = None,
                limit: int = 500) -> list[dict[str, Any]]:
         """Triage rows, newest first: all of them, or those of the given violations."""
-        where = "1"
+        where, params = "1", dict[str, Any]()
         if violation_ids is not None:
             ids = [checked_id(v, "violation id") for v in violation_ids]
             if not ids:
                 return []
-            where = f"violation_id IN ({_in(ids)})"
+            where, params = "has({ids:Array(String)}, violation_id)", {"ids": ids}
         rows = self.store.query(
             "SELECT triage_id, violation_id, action, who, note, "
             f"toUInt64(ts) * 1000 + ts_ms AS at FROM triage WHERE {where} "
-            f"ORDER BY at DESC, triage_id LIMIT {int(limit)}")
+            f"ORDER BY at DESC, triage_id LIMIT {int(limit)}", params)
         return [{**r, "at": int(r["at"])} for r in rows]
 
     def add_triage(self, violation_id: str, action: str, who: str, note: str,
@@ -208,19 +245,20 @@ class ConsoleData:
             "argMaxMerge(last_round) AS last_round, uniqExactMerge(events) AS events "
             "FROM table_activity GROUP BY table_id ORDER BY table_id")
         posted = {r["table_id"]: r for r in self.store.query(
-            "SELECT table_id, argMax(visitParamExtractString(body, 'jurisdiction'), pos) "
-            "AS jurisdiction, argMax(visitParamExtractString(body, 'game'), pos) AS game "
-            "FROM events WHERE type = 'TableOpened' GROUP BY table_id")}
-        last_rounds = [r["last_round"] for r in activity if _ID.match(r["last_round"])]
+            "SELECT table_id, argMaxIfMerge(jurisdiction) AS jurisdiction, "
+            "argMaxIfMerge(game) AS game FROM table_posted GROUP BY table_id")}
+        latest = [(r["table_id"], r["last_round"]) for r in activity
+                  if _ID.match(r["table_id"]) and _ID.match(r["last_round"])]
         finished = {r["round_id"] for r in self.store.query(
-            f"SELECT round_id FROM rounds WHERE round_id IN ({_in(last_rounds)})")} \
-            if last_rounds else set()
+            "SELECT round_id FROM rounds WHERE has({t:Array(String)}, table_id) "
+            "AND has({r:Array(String)}, round_id)",
+            {"t": [t for t, _ in latest], "r": [r for _, r in latest]})} if latest else set()
         day_start = now_ms // 86_400_000 * 86_400
         today: dict[str, dict[str, int]] = {}
         for r in self.store.query(
                 "SELECT table_id, severity, uniqExactMerge(violations) AS n "
-                f"FROM violations_hourly WHERE hour >= toDateTime({day_start}) "
-                "GROUP BY table_id, severity"):
+                "FROM violations_hourly WHERE hour >= toDateTime({day:UInt32}) "
+                "GROUP BY table_id, severity", {"day": day_start}):
             today.setdefault(r["table_id"], {})[r["severity"]] = int(r["n"])
         out = []
         for r in activity:
@@ -250,27 +288,33 @@ class ConsoleData:
             "SELECT round_id, dealer_id, jurisdiction, game, pack, pack_version, events, "
             "wagered, paid, collected, returned, violations, complete, "
             "toUInt64(started) * 1000 + started_ms AS started_at "
-            f"FROM rounds FINAL WHERE table_id = '{t}' "
-            f"ORDER BY started_at DESC LIMIT {int(limit)}")
+            "FROM rounds FINAL WHERE table_id = {t:String} "
+            f"ORDER BY started_at DESC LIMIT {int(limit)}", {"t": t})
         dealers = self.store.query(
             "SELECT dealer_id, count() AS rounds, sum(violations) AS violations, "
             "sum(wagered) AS wagered, sum(paid) AS paid, sum(collected) AS collected, "
             "min(hour) AS first_hour, max(hour) AS last_hour "
-            f"FROM rounds_hourly FINAL WHERE table_id = '{t}' "
-            "GROUP BY dealer_id ORDER BY rounds DESC, dealer_id")
+            "FROM rounds_hourly FINAL WHERE table_id = {t:String} "
+            "GROUP BY dealer_id ORDER BY rounds DESC, dealer_id", {"t": t})
         if not rounds and not self.store.query(
-                f"SELECT 1 AS x FROM events WHERE table_id = '{t}' LIMIT 1"):
+                "SELECT 1 AS x FROM events WHERE table_id = {t:String} LIMIT 1", {"t": t}):
             raise NotFound(f"no table {t} in the store")
         for r in rounds:
             r["started_at"] = int(r["started_at"])
-        return {"table_id": t, "rounds": rounds, "dealers": dealers}
+        posted = self.store.query(
+            "SELECT argMaxIfMerge(jurisdiction) AS jurisdiction, argMaxIfMerge(game) AS game "
+            "FROM table_posted WHERE table_id = {t:String}", {"t": t})
+        return {"table_id": t, "rounds": rounds, "dealers": dealers,
+                "jurisdiction": posted[0]["jurisdiction"] if posted else "",
+                "game": posted[0]["game"] if posted else ""}
 
     def round(self, round_id: str) -> dict[str, Any]:
         """The round's events in table order (as the auditor folded them), its summary
         (None while open) and its violations."""
         rid = checked_id(round_id, "round id")
         rows = self.store.query(
-            f"SELECT body FROM events FINAL WHERE round_id = '{rid}' ORDER BY pos, ts, ts_ms")
+            "SELECT body FROM events FINAL WHERE round_id = {r:String} "
+            "ORDER BY pos, ts, ts_ms", {"r": rid})
         if not rows:
             raise NotFound(f"no round {rid} in the store")
         events = [orjson.loads(r["body"]) for r in rows]
@@ -279,10 +323,10 @@ class ConsoleData:
             "wagered, paid, collected, returned, violations, complete, "
             "toUInt64(started) * 1000 + started_ms AS started_at, "
             "toUInt64(ended) * 1000 + ended_ms AS ended_at "
-            f"FROM rounds FINAL WHERE round_id = '{rid}'")
+            "FROM rounds FINAL WHERE round_id = {r:String}", {"r": rid})
         found = self.store.query(
-            f"SELECT {_VIOLATION_COLS} FROM violations FINAL WHERE round_id = '{rid}' "
-            "ORDER BY detected, violation_id")
+            f"SELECT {_VIOLATION_COLS} FROM violations FINAL WHERE round_id = {{r:String}} "
+            "ORDER BY detected, violation_id", {"r": rid})
         violations = [alert(v, self.jurisdictions) for v in found]
         ids = [v["violation_id"] for v in violations]
         return {"round_id": rid, "table_id": events[0]["table_id"], "events": events,

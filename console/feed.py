@@ -33,6 +33,8 @@ class Hub:
         self.subscribers: set[asyncio.Queue[dict[str, Any]]] = set()
         self.bad_messages = 0
         self.kafka_state = "off"  # off | connecting | live | error: ...
+        self.silent: list[dict[str, Any]] = []  # tables silent now: table_id, age_ms
+        self.floor_checked = False
 
     def subscribe(self) -> asyncio.Queue[dict[str, Any]]:
         q: asyncio.Queue[dict[str, Any]] = asyncio.Queue(QUEUE)
@@ -67,9 +69,19 @@ class Hub:
         self.publish({"type": "bad", "where": where, "reason": reason,
                       "count": self.bad_messages})
 
+    def set_silent(self, tables: list[dict[str, Any]]) -> None:
+        """Publish the silent tables when the set of them changes (ages alone do not)."""
+        changed = {t["table_id"] for t in tables} != {t["table_id"] for t in self.silent}
+        self.silent = tables
+        self.floor_checked = True
+        if changed:
+            self.publish({"type": "silent", "tables": tables})
+
     def status(self) -> dict[str, Any]:
         return {"kafka": self.kafka_state, "bad_messages": self.bad_messages,
-                "pages": len(self.subscribers), "recent": len(self.recent)}
+                "pages": len(self.subscribers), "recent": len(self.recent),
+                "silent": [t["table_id"] for t in self.silent],
+                "checked": self.floor_checked}
 
 
 class KafkaAlerts:
@@ -141,12 +153,12 @@ class KafkaAlerts:
         self.hub.add_alert(alert(v.to_json(), self.jurisdictions))
 
 
-class StorePoller:
-    """Brings the store's newest violations into the hub every `every` seconds, or
-    once when `every` is None (an embedded store: no other process writes to it)."""
+class SilentWatch:
+    """Every `every` seconds, the floor's silent tables into the hub: a table that went
+    quiet is an alert on the live feed too."""
 
     def __init__(self, hub: Hub, fetch: Callable[[], Awaitable[list[dict[str, Any]]]],
-                 every: float | None = 2.0) -> None:
+                 every: float = 5.0) -> None:
         self.hub = hub
         self.fetch = fetch
         self.every = every
@@ -154,9 +166,40 @@ class StorePoller:
     async def run(self) -> None:
         while True:
             try:
-                rows = await self.fetch()
+                floor = await self.fetch()
+                self.hub.set_silent([{"table_id": t["table_id"], "age_ms": t["age_ms"]}
+                                     for t in floor if t["silent"]])
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # the store away for a while: try again
+                log.warning("console: floor check failed: %s", e)
+            await asyncio.sleep(self.every)
+
+
+class StorePoller:
+    """Brings the store's newest violations into the hub every `every` seconds, or
+    once when `every` is None (an embedded store: no other process writes to it).
+    After the first read it asks only for device times from LOOKBACK_MS before the
+    newest it has seen (rows land late, a sink batches)."""
+
+    LOOKBACK_MS = 600_000
+
+    def __init__(self, hub: Hub,
+                 fetch: Callable[[int | None], Awaitable[list[dict[str, Any]]]],
+                 every: float | None = 2.0) -> None:
+        self.hub = hub
+        self.fetch = fetch
+        self.every = every
+        self.newest: int | None = None
+
+    async def run(self) -> None:
+        while True:
+            try:
+                since = None if self.newest is None else self.newest - self.LOOKBACK_MS
+                rows = await self.fetch(since)
                 for a in sorted(rows, key=lambda a: a["detected_at"]):
                     self.hub.add_alert(a)
+                    self.newest = max(self.newest or 0, a["detected_at"])
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # the store away for a while: the feed goes on

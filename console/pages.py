@@ -29,6 +29,7 @@ def feed(f: Filters, tables: list[str], codes: list[str], jurisdictions: list[st
 <p class="lede">Violations as the rules engine raises them, newest first: pushed to this
 page the moment they reach the alerts topic. Acknowledge one to record who looked at it.</p>
 {form}
+<p id="silent" class="silent-banner" hidden></p>
 <p id="feed-note" class="note"></p><p id="feed-bad" class="note bad"></p>
 <table id="feed" class="feed"><thead><tr><th>device time (UTC)</th><th>severity</th>
 <th>table</th><th>seat</th><th>code and message</th><th>citation</th><th>triage</th></tr>
@@ -48,8 +49,8 @@ def floor(tables: list[dict[str, Any]], now_ms: int, clock_kind: str,
     rows = []
     for t in tables:
         sil = t["silent"]
-        today = " ".join(f'<span class="count sev-{s}" title="{s}">{n}</span>'
-                         for s, n in t["today"].items())
+        today = " ".join(f'<span class="count sev-{s}{"" if n else " zero"}" title="{s}">'
+                         f"{n}</span>" for s, n in t["today"].items())
         open_round = (f'<a href="/rounds/{e(t["open_round"])}">{e(t["open_round"])}</a>'
                       if t["open_round"] else "—")
         rows.append(
@@ -90,6 +91,8 @@ def table(t: dict[str, Any]) -> str:
         f'<td class="n">{e(r["violations"]) if r["violations"] else ""}</td>'
         f'<td>{"" if r["complete"] else "incomplete"}</td></tr>' for r in t["rounds"])
     body = f"""<h1>Table {e(t["table_id"])}</h1>
+<p class="lede">{e(t["jurisdiction"])} {e(t["game"])} ·
+<a href="/?table={e(t["table_id"])}">its alerts in the live feed</a></p>
 <h2>Dealers</h2><table class="dealers"><thead><tr><th>dealer</th><th>rounds</th>
 <th>violations</th><th>wagered</th><th>paid</th><th>collected</th></tr></thead>
 <tbody>{dealers}</tbody></table>
@@ -99,7 +102,7 @@ def table(t: dict[str, Any]) -> str:
     return page(f"Table {t['table_id']}", body)
 
 
-def round_page(r: dict[str, Any], case_href: str | None) -> str:
+def round_page(r: dict[str, Any], case_hrefs: list[str]) -> str:
     s = r["summary"]
     if s:
         facts = (f'<dl class="facts"><dt>table</dt><dd><a href="/tables/{e(s["table_id"])}">'
@@ -116,8 +119,9 @@ def round_page(r: dict[str, Any], case_href: str | None) -> str:
     else:
         facts = (f'<p class="note">Open round (no summary yet) at table '
                  f'<a href="/tables/{e(r["table_id"])}">{e(r["table_id"])}</a>.</p>')
-    case = (f'<p class="case"><a href="{e(case_href)}">Case file (pitwatch investigate)</a></p>'
-            if case_href else
+    case = ('<p class="case">Case files (pitwatch investigate): ' + ", ".join(
+        f'<a href="{e(h)}">{e(h.split("/")[-2])}</a>' for h in case_hrefs) + "</p>"
+            if case_hrefs else
             f'<p class="case note">No case file yet: <code>pitwatch investigate '
             f'{e(r["round_id"])} --out cases/{e(r["round_id"])}</code></p>')
     counts = {sev: sum(1 for v in r["violations"] if v["severity"] == sev)

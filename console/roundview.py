@@ -151,14 +151,14 @@ def render_layout(events: list[dict[str, Any]]) -> str:
 def render_quote(citation: str) -> str:
     q = quote(citation)
     if q is None:
-        return ('<p class="noquote">No regulation text to quote: this citation is a posted '
-                "rule of the table or a rule of the record.</p>")
+        return ('<p class="noquote">No text in docs/ to quote for this citation (a posted '
+                "rule whose text is not in docs/regulations/).</p>")
     parts = [f'<blockquote class="regulation" data-source="{e(q.source)}">']
     for label, text in q.paragraphs:
         first, *rest = text.splitlines()
         m = _LABEL.match(first)
         head = (f'<span class="para">{e(m.group(1))}</span> {e(first[m.end():])}' if m
-                else e(first))
+                else f'<span class="para">§ {e(label)}</span><br>{e(first)}')
         body = "<br>".join([head, *(e(line) for line in rest)])
         parts.append(f'<p data-label="{e(label)}">{body}</p>')
     parts.append(f"<footer>{e(q.source)}</footer></blockquote>")

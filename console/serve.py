@@ -38,8 +38,9 @@ ClickHouse server (--clickhouse), plus the alerts topic when streaming (--kafka)
                violations (which it never changes)
 
 examples:
-  pitwatch demo && pitwatch serve --clock store        the demo's shift, in a browser
-  pitwatch serve --clickhouse 127.0.0.1:19000 --kafka 127.0.0.1:19092
+  pitwatch demo --serve                  a shift with faults, then the console on it
+  pitwatch serve --clock store           the console on ./pitwatch-data (a recorded shift)
+  pitwatch serve --clickhouse 127.0.0.1:19000 --kafka 127.0.0.1:19092 --cases cases/
 
 It listens on 127.0.0.1 unless told otherwise (--host): it has no login, so put it
 behind the site's authenticating proxy before opening it to a network."""
@@ -66,8 +67,9 @@ behind the site's authenticating proxy before opening it to a network."""
                        help="a table with no event for this long is silent (default "
                        "%(default)s)")
         p.add_argument("--cases", metavar="DIR", type=Path,
-                       help="case folders of `pitwatch investigate` (DIR/ROUND_ID/report.html) "
-                       "to link from the round view")
+                       help="where `pitwatch investigate --out` writes case folders "
+                       "(DIR/NAME/): the round view links every one whose manifest lists "
+                       "the round")
         p.add_argument("--poll", type=float, default=2.0, metavar="SECONDS",
                        help="how often to read a ClickHouse server's newest violations into "
                        "the feed (default %(default)s; the embedded store is read once)")
@@ -107,12 +109,11 @@ behind the site's authenticating proxy before opening it to a network."""
                 return 2
             where = f"embedded store {args.data}/"
             poll = None
-        store.setup()  # the triage log and the dashboard views, if missing
-        from .data import backfill
+        from .data import refresh_aggregates
 
-        for table in backfill(store):
-            print(f"pitwatch serve: filled {table} from the rows stored before it existed",
-                  file=sys.stderr)
+        # the triage log and the dashboard aggregates, made if missing
+        for line in refresh_aggregates(store):
+            print(f"pitwatch serve: {line}", file=sys.stderr)
         settings = Settings(kafka=args.kafka, alerts_topic=args.alerts_topic,
                             clock=args.clock, silent_after_s=args.silent_after,
                             cases=args.cases, poll_every=poll)

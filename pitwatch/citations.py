@@ -1,10 +1,12 @@
 """The paragraph a citation points at, quoted from `docs/regulations/`.
 
 A violation's citation names a section and paragraph labels, e.g.
-`N.J.A.C. 13:69F-2.8(a)1–2`, `58 Pa. Code § 672a.8(c) (odds of … as posted)` or
-`NZ Gazette 1996 No 7, Blackjack 9.2–9.3`. `quote(citation)` finds the file of that
-section (by its name: `nj-13-69F-2.8-….txt`, `pa-58-672a.8-….txt`, `nz-gazette-1996-….txt`)
-and returns the text of each labelled paragraph, in citation order. A citation of a
+`N.J.A.C. 13:69F-2.8(a)1–2`, `58 Pa. Code § 672a.8(c) (odds of … as posted)`,
+`NZ Gazette 1996 No 7, Blackjack 9.2–9.3` or `Posted limits of the table,
+docs/regulations/posted-rules.txt (a)`. `quote(citation)` finds the file of that section
+(by its name: `nj-13-69F-2.8-….txt`, `pa-58-672a.8-….txt`, `nz-gazette-1996-….txt`, or
+the file the citation names) and returns the text of each labelled paragraph, in
+citation order. A citation of a
 posted rule or of the record (no regulation file) quotes nothing: `None`.
 
 Files hold one paragraph a line or wrapped lines; a paragraph runs from its label to
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+_FILE = re.compile(r"docs/regulations/([\w.-]+\.txt)")
 _NJ = re.compile(r"13:69F-(\d+A?\.\d+)")
 _PA = re.compile(r"§\s*(672a\.\d+)")
 _NZ = re.compile(r"Gazette 1996")
@@ -48,9 +51,18 @@ def regulations_dir() -> Path:
     raise FileNotFoundError(f"no docs/regulations beside {here}")
 
 
+_DOC = re.compile(r"(docs/[\w.-]+\.md) § ([^(]+)")
+DOC_QUOTE_CHARS = 1500  # a section of pitwatch's own docs is quoted up to this much
+
+
 def quote(citation: str, regulations: Path | None = None) -> Quote | None:
     """The cited paragraphs, or None when the citation names no regulation file here or
-    none of its paragraphs is found."""
+    none of its paragraphs is found. A rule of pitwatch's own record cites a section of
+    its docs (`docs/events.md § The record`): that section is quoted, its heading as
+    the label, cut at a paragraph after DOC_QUOTE_CHARS."""
+    if m := _DOC.search(citation):
+        return _doc_section(citation, m.group(1), m.group(2).strip().rstrip(","),
+                            (regulations or regulations_dir()).parent.parent)
     found = _section(citation)
     if found is None:
         return None
@@ -74,8 +86,53 @@ def quote(citation: str, regulations: Path | None = None) -> Quote | None:
     return Quote(citation, f"docs/regulations/{path.name}", tuple(out))
 
 
+def _doc_section(citation: str, doc: str, heading: str, root: Path) -> Quote | None:
+    """The markdown section whose heading starts with `heading`, to the next heading.
+    The file is looked for in the checkout (root) or in the copy a wheel packs."""
+    path = next((p for p in (root / doc, Path(__file__).parent / "_docs" / Path(doc).name)
+                 if p.is_file()), None)
+    if path is None:
+        return None
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for i, line in enumerate(lines):
+        m = re.match(r"^(#+)\s+(.*)$", line)
+        if m and m.group(2).startswith(heading):
+            body: list[str] = []
+            for nxt in lines[i + 1:]:
+                h = re.match(r"^(#+)\s", nxt)
+                if h and len(h.group(1)) <= len(m.group(1)):
+                    break
+                body.append(nxt)
+            text = _unwrap(body)
+            if len(text) > DOC_QUOTE_CHARS:
+                cut = text.rfind("\n", 0, DOC_QUOTE_CHARS)
+                text = text[:cut if cut > 0 else DOC_QUOTE_CHARS].rstrip() + "\n…"
+            return Quote(citation, doc, ((m.group(2), text),))
+    return None
+
+
+def _unwrap(lines: list[str]) -> str:
+    """Markdown lines as one line per paragraph, list item or table row."""
+    out: list[str] = []
+    fresh = True
+    for raw in lines:
+        line = raw.strip()
+        if not line:
+            fresh = True
+            continue
+        if fresh or re.match(r"^([-*|]|\d+\.)\s?", line):
+            out.append(line)
+        else:
+            out[-1] += " " + line
+        fresh = False
+    return "\n".join(out)
+
+
 def _section(citation: str) -> tuple[str, str] | None:
-    """(file key, the citation after the section) or None."""
+    """(file key, the citation after the section) or None. A citation may name its
+    file itself (`…, docs/regulations/posted-rules.txt (d)2`)."""
+    if m := _FILE.search(citation):
+        return "file:" + m.group(1), citation[m.end():]
     for rx, prefix in ((_NJ, "13:69F-"), (_PA, "")):
         m = rx.search(citation)
         if m:
@@ -91,6 +148,7 @@ def _files(root: Path) -> dict[str, Path]:
     """Section key -> file, from the file names."""
     out: dict[str, Path] = {}
     for f in sorted(root.glob("*.txt")):
+        out["file:" + f.name] = f
         if m := re.match(r"nj-13-69F-(\d+A?\.\d+)-", f.name):
             out[f"13:69F-{m.group(1)}"] = f
         elif m := re.match(r"pa-58-(672a\.\d+)-", f.name):

@@ -33,6 +33,7 @@ start here:
   pitwatch demo                      simulate a shift with faults, audit it, show the worst
   pitwatch simulate --tables 12 --rounds 150 --seed 7 --out floor/
   pitwatch audit floor/ --format table
+  pitwatch investigate ROUND_ID --out case/   a case folder: report (HTML, PDF), evidence
 
 The embedded store (chDB) lives in --data (default ./pitwatch-data); `pitwatch query`
 answers SQL on it. The streaming pipeline: see README.md, "Streaming".

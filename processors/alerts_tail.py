@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 from pitwatch.engine.alerts import decode_violation
 
@@ -13,7 +14,8 @@ from pitwatch.engine.alerts import decode_violation
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--kafka", default="127.0.0.1:19092")
+    ap.add_argument("--kafka", default=os.environ.get("PITWATCH_KAFKA", "127.0.0.1:19092"),
+                    help="bootstrap server (env PITWATCH_KAFKA; default %(default)s)")
     ap.add_argument("--topic", default="alerts")
     ap.add_argument("--from-start", action="store_true", help="not only new alerts")
     args = ap.parse_args()
@@ -23,7 +25,12 @@ def main() -> None:
                              auto_offset_reset="earliest" if args.from_start else "latest")
     try:
         for msg in consumer:
-            v = decode_violation(msg.value)
+            try:
+                v = decode_violation(msg.value)
+            except Exception as e:  # a tombstone or garbage: the sink dead-letters it
+                print(f"{'?':8} {'not a violation':32} {msg.topic}[{msg.partition}]@"
+                      f"{msg.offset}: {e}", flush=True)
+                continue
             seat = "" if v.seat is None else f" seat {v.seat}/{v.hand}"
             print(f"{v.severity:8} {v.code:32} {v.table_id} {v.round_id}{seat}  "
                   f"[{v.citation}] {v.message}", flush=True)

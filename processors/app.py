@@ -1,17 +1,25 @@
 """The Faust app: an audit agent over the table-events topic, thin around the core.
 
-Per event: decode (a message that does not decode goes to the dead-letter topic with
-its reason), feed the table's auditor, send each violation to the alerts topic at once
-(Avro) and each finished round to the rounds topic, and persist the table's state in a
-changelog-backed Faust table. The ClickHouse sink runs beside it, in a process of its
-own (`sink.py`), so the two use both cores.
+Per event: decode (a message that does not decode, a tombstone, or an event under
+another table's key goes to the dead-letter topic with its reason), feed the table's
+auditor, send each violation to the alerts topic at once (Avro) and each finished round
+to the rounds topic. A table's state is snapshotted into a changelog-backed Faust table
+only after Kafka acknowledged the alerts and rounds it covers (at-least-once alerts with
+stable violation ids; records exactly once in the store).
+
+Time (docs/procedure.md, "When a round is incomplete"): the auditor applies the
+table's own device clock; a timer here adds the processing-time rule, for tables whose
+partition is caught up and for which nothing has arrived for the time-out. The wall
+clock is never compared with device ts.
+
+The ClickHouse sink runs beside it, in a process of its own (`sink.py`, supervised by
+`worker.py`), so the two use both cores.
 """
 
 from __future__ import annotations
 
-import base64
+import asyncio
 import logging
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,15 +27,16 @@ import faust
 import orjson
 
 from pitwatch.engine.alerts import encode_violation
-from pitwatch.engine.auditor import RoundSummary
-from pitwatch.engine.violation import Violation
 from pitwatch.events.avro import DecodeError, decode_single
 from pitwatch.packs.registry import select
 from pitwatch.store.rows import round_row
 
 from .catch_up import PartitionReader
+from .dead_letters import dead_letter
+from .metrics import Metrics
 from .settings import Settings
-from .state import TableStates
+from .state import Found, TableStates
+from .supervise import Frozen, restart_self
 
 log = logging.getLogger("pitwatch.worker")
 
@@ -42,15 +51,22 @@ def create_app(settings: Settings) -> faust.App:
         store=settings.store,
         datadir=str(Path(settings.data_dir) / "faust"),
         topic_partitions=settings.partitions,
-        topic_replication_factor=1,
+        topic_replication_factor=settings.replication_factor,
         web_port=settings.web_port,
-        web_enabled=False,
+        web_enabled=settings.web_port > 0,
+        web_bind=settings.web_bind,
         producer_acks=-1,
         # a few ms of linger batches the changelog and alert messages: without it each
         # goes in a request of its own and the agent waits on the broker round trip
         producer_linger_ms=10,
         stream_buffer_maxsize=8192,
         consumer_auto_offset_reset="earliest",
+        # a crashed worker's partitions move on within seconds, not a minute
+        broker_session_timeout=settings.session_timeout_s,
+        broker_heartbeat_interval=settings.heartbeat_s,
+        broker_rebalance_timeout=max(settings.session_timeout_s * 3, 30.0),
+        # a worker started before its topics exist picks them up
+        topic_allow_declare=True,
         key_serializer="raw",
         value_serializer="raw",
     )
@@ -60,51 +76,126 @@ def create_app(settings: Settings) -> faust.App:
     alerts = app.topic(settings.alerts_topic, **raw)
     rounds = app.topic(settings.rounds_topic, **raw)
     dead = app.topic(settings.dead_letter_topic, **raw)
-    open_rounds = app.Table("open-rounds", default=None, partitions=settings.partitions,
-                            key_type=bytes, value_type=bytes)
+    open_rounds = app.Table(settings.topic_prefix + "open-rounds", default=None,
+                            partitions=settings.partitions, key_type=bytes, value_type=bytes)
 
-    out_v: list[Violation] = []
-    out_r: list[RoundSummary] = []
-    states = TableStates(open_rounds, select, out_v.append, out_r.append)
+    timeout_ms = int(settings.round_timeout_s * 1000)
+    states = TableStates(open_rounds, select, timeout_ms)
     catch_up = PartitionReader(settings.kafka)
+    metrics = Metrics(app, states, settings)
+    lock = asyncio.Lock()  # the agent and the timer take turns on the auditors
+    position: dict[tuple[str, int], int] = {}  # (topic, partition) -> last offset read
 
-    async def send_found() -> None:
-        """Each violation to the alerts topic, each finished round to the rounds topic."""
-        for v in out_v:
-            await alerts.send(key=v.table_id.encode(), value=encode_violation(v))
-        for r in out_r:
-            await rounds.send(key=r.table_id.encode(), value=orjson.dumps(round_row(r)))
-        out_v.clear()
-        out_r.clear()
+    async def send(found: Found) -> list[Any]:
+        """Each violation to the alerts topic, each finished round to the rounds topic;
+        returns the futures of their acknowledgements."""
+        acks = []
+        for v in found.violations:
+            acks.append(await alerts.send(key=v.table_id.encode(), value=encode_violation(v)))
+        for r in found.rounds:
+            acks.append(await rounds.send(key=r.table_id.encode(),
+                                          value=orjson.dumps(round_row(r))))
+        metrics.alerts += len(found.violations)
+        return acks
+
+    async def snapshot(tables: list[str], acks: list[Any]) -> None:
+        """Once Kafka acknowledged everything found, the tables' snapshots."""
+        if not tables:
+            return
+        if acks:
+            await asyncio.gather(*acks)
+        for t in tables:
+            states.snapshot(t)
+
+    async def reject(msg: Any, reason: str) -> None:
+        metrics.dead_letters += 1
+        await dead.send(key=msg.key, value=dead_letter(reason, msg.topic, msg.partition,
+                                                       msg.offset, msg.key, msg.value))
+        log.warning("dead letter at %s[%d]@%d: %s", msg.topic, msg.partition, msg.offset,
+                    reason)
 
     @app.on_partitions_revoked.connect
     async def on_revoked(sender: Any, revoked: Any, **kwargs: Any) -> None:
-        states.forget()
+        async with lock:
+            states.forget()
+            position.clear()
+
+    acks: list[Any] = []
 
     @app.agent(events)
     async def audit(stream: Any) -> None:
         async for event in stream.events():
             msg = event.message
+            position[(msg.topic, msg.partition)] = msg.offset
+            metrics.events += 1
+            if msg.value is None:
+                await reject(msg, "tombstone: a null value is not an event")
+                continue
             try:
                 ev = decode_single(msg.value)
             except DecodeError as e:
-                await dead.send(key=msg.key, value=orjson.dumps({
-                    "reason": str(e), "topic": msg.topic, "partition": msg.partition,
-                    "offset": msg.offset, "key": (msg.key or b"").decode("utf-8", "replace"),
-                    "value_b64": base64.b64encode(msg.value or b"").decode()}))
-                log.warning("dead letter at %s[%d]@%d: %s", msg.topic, msg.partition,
-                            msg.offset, e)
+                await reject(msg, str(e))
                 continue
-            await states.process(ev, msg.topic, msg.partition, msg.offset, catch_up.read)
-            await send_found()
+            if msg.key != ev.table_id.encode():
+                await reject(msg, f"key {msg.key!r} is not the event's table_id "
+                                  f"{ev.table_id!r}: its table's order is not kept")
+                continue
+            async with lock:
+                try:
+                    found = await states.process(ev, msg.topic, msg.partition, msg.offset,
+                                                 catch_up.read)
+                except Exception:  # the partition could not be read back, say
+                    log.exception("could not audit %s[%d]@%d; restarting the worker clean "
+                                  "(it resumes from the committed offset)", msg.topic,
+                                  msg.partition, msg.offset)
+                    restart_self()
+                acks.extend(await send(found))
+                due = states.verdicts(msg.topic, msg.partition)
+                if ev.table_id not in due and states.due(ev.table_id, ev):
+                    due.append(ev.table_id)
+                if due:
+                    await snapshot(due, acks)
+                    acks.clear()
+                elif len(acks) > 10_000:  # keep the list short; acknowledged ones go
+                    acks[:] = [a for a in acks if not a.done()]
 
-    @app.timer(interval=10.0)
-    async def expire_rounds() -> None:
-        """Rounds left open past the time-out are incomplete (the wall clock is read here,
-        in the worker, and handed to the engine)."""
-        now_ms = int(time.time() * 1000)
-        for a in list(states.auditors.values()):
-            a.expire(now_ms, int(settings.round_timeout_s * 1000))
-        await send_found()
+    def caught_up(topic: str, partition: int) -> bool:
+        from faust.types import TP
 
+        read = position.get((topic, partition))
+        if read is None:
+            return False
+        try:
+            highwater = app.consumer.highwater(TP(topic, partition))
+        except Exception:  # not assigned any more, or not fetched yet
+            return False
+        return highwater is not None and read + 1 >= highwater
+
+    @app.timer(interval=settings.idle_check_s)
+    async def expire_idle() -> None:
+        """The processing-time rule (the time-out measured on this worker's clock,
+        only for tables whose partition is caught up). A verdict goes into the table's
+        snapshot with the next event of its partition (Faust writes a table only while
+        an event is in hand); should the worker die before that, the next one reaches
+        the same verdict, with the same violation id, once the time-out passes again."""
+        async with lock:
+            found = states.expire_idle(caught_up, settings.round_timeout_s)
+            if found:
+                acks.extend(await send(found))
+
+    frozen = Frozen(settings.session_timeout_s)
+
+    @app.timer(interval=1.0)
+    async def watchdog() -> None:
+        """A worker that was frozen (SIGSTOP, a paused VM) for longer than its session
+        has lost its partitions, and Faust does not recover its consumer cleanly from
+        that: it starts again, clean, from its snapshots and committed offsets."""
+        gap = frozen.tick()
+        if gap is not None:
+            log.error("this worker was frozen for %.0f s, longer than its %.0f s session: "
+                      "its partitions have moved on; restarting it clean", gap,
+                      settings.session_timeout_s)
+            restart_self()
+
+    metrics.install(position)
     return app

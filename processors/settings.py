@@ -1,8 +1,12 @@
-"""Worker settings: where Kafka and ClickHouse are, topic names, batching."""
+"""Worker settings: where Kafka and ClickHouse are, topic names, batching, time-outs.
+
+Every setting can come from the environment (PITWATCH_<NAME>, e.g. PITWATCH_KAFKA,
+PITWATCH_ROUND_TIMEOUT_S); a command-line flag wins over the environment."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -12,25 +16,43 @@ class Settings:
     clickhouse_port: int = 19000
     clickhouse_db: str = "pitwatch"
     app_id: str = "pitwatch"
+    topic_prefix: str = ""
     events_topic: str = "table-events"
     alerts_topic: str = "alerts"
     rounds_topic: str = "rounds"
     dead_letter_topic: str = "dead-letters"
     partitions: int = 4
+    replication_factor: int = 1
     #: Faust table store for the open rounds: memory:// (tests) or rocksdb:// (production)
     store: str = "memory://"
     data_dir: str = ".run/worker"
+    #: health and metrics (0: no web server)
     web_port: int = 6066
+    web_bind: str = "127.0.0.1"
     sink_batch_rows: int = 5000
     sink_batch_seconds: float = 1.0
+    #: the sink's consumer: longer than this between polls and it would be evicted, so
+    #: it pauses its partitions and keeps polling while ClickHouse is down
+    sink_max_poll_interval_s: float = 300.0
     round_timeout_s: float = 900.0
+    #: how often the processing-time rule is checked
+    idle_check_s: float = 5.0
+    #: a crashed worker's partitions move to the others after this
+    session_timeout_s: float = 10.0
+    heartbeat_s: float = 2.0
     sink: bool = True
 
     def with_prefix(self, prefix: str) -> Settings:
         """The same settings with every topic name prefixed (isolated runs, tests)."""
-        from dataclasses import replace
-
-        return replace(self, events_topic=prefix + self.events_topic,
+        return replace(self, topic_prefix=prefix, events_topic=prefix + self.events_topic,
                        alerts_topic=prefix + self.alerts_topic,
                        rounds_topic=prefix + self.rounds_topic,
                        dead_letter_topic=prefix + self.dead_letter_topic)
+
+
+def env_default(name: str, default: object) -> object:
+    """The value of PITWATCH_<NAME> if set (as the default's type), else `default`."""
+    raw = os.environ.get("PITWATCH_" + name.upper())
+    if raw is None or isinstance(default, bool):
+        return default
+    return type(default)(raw)

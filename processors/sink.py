@@ -1,8 +1,15 @@
 """The ClickHouse sink: its own consumer group on the events, alerts and rounds topics,
 batches of thousands of rows or about a second, offsets committed only after a batch
 is in ClickHouse. Rows carry deterministic keys (event_id, round_id, violation_id) in
-ReplacingMergeTree tables, so a batch written twice counts once. While ClickHouse is
-down the sink backs off and retries; the audit and its alerts go on without it."""
+ReplacingMergeTree tables, so a batch written twice counts once.
+
+Bad input never stops it: a message on alerts or rounds that is not a violation or a
+round (tombstones included) goes to the dead-letter topic with its reason, and so does
+a row ClickHouse rejects while it answers (found by splitting the batch). Messages on
+the events topic that are not events are the audit agent's to dead-letter; the sink
+skips them. While ClickHouse is down the sink pauses its partitions and keeps polling
+(so it is never evicted from its group), backs off, and retries the same batch; the
+audit and its alerts go on without it."""
 
 from __future__ import annotations
 
@@ -10,6 +17,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -20,20 +28,39 @@ from pitwatch.store.base import TABLES, Store, StoreError
 from pitwatch.store.order import Positions
 from pitwatch.store.rows import event_row, violation_row
 
+from .dead_letters import dead_letter
+from .metrics import sink_heartbeat_file
 from .settings import Settings
 
 log = logging.getLogger("pitwatch.sink")
+_ROUND_KEYS = frozenset({"round_id", "table_id", "wagered", "paid", "collected", "returned",
+                         "violations", "complete", "started", "ended"})
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Where a row came from: what a dead letter names."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+
+
+class Rejected(ValueError):
+    """A message that is not a row of its topic's table."""
 
 
 class Batches:
-    """Rows waiting for ClickHouse, by table."""
+    """Rows waiting for ClickHouse, by table, each with its source message."""
 
     def __init__(self) -> None:
-        self.rows: dict[str, list[dict[str, Any]]] = {t: [] for t in TABLES}
+        self.rows: dict[str, list[tuple[dict[str, Any], Source]]] = {t: [] for t in TABLES}
         self.first_at: float | None = None
 
-    def add(self, table: str, row: dict[str, Any], now: float) -> None:
-        self.rows[table].append(row)
+    def add(self, table: str, row: dict[str, Any], src: Source, now: float) -> None:
+        self.rows[table].append((row, src))
         if self.first_at is None:
             self.first_at = now
 
@@ -45,42 +72,115 @@ class Batches:
                                          and now - self.first_at >= max_wait)
 
 
-def to_row(topic: str, settings: Settings, value: bytes, positions: Positions
-           ) -> tuple[str, Any] | None:
+def to_row(topic: str, settings: Settings, value: bytes | None, positions: Positions
+           ) -> tuple[str, dict[str, Any]] | None:
+    """The table and row of a message; None for what the audit agent dead-letters (a
+    bad message on the events topic). Raises Rejected for a bad alert or round."""
     if topic == settings.events_topic:
+        if value is None:
+            return None
         try:
             ev = decode_single(value)
         except DecodeError:
             return None  # the audit agent sends it to the dead-letter topic
         return "events", event_row(ev, positions.of(ev))  # the order of record, as audits
+    if value is None:
+        raise Rejected("tombstone: a null value is not a " +
+                       ("violation" if topic == settings.alerts_topic else "round"))
     if topic == settings.alerts_topic:
-        return "violations", violation_row(decode_violation(value))
+        try:
+            return "violations", violation_row(decode_violation(value))
+        except Exception as e:  # fastavro raises many kinds on bad bytes
+            raise Rejected(f"not a violation: {e}") from e
     if topic == settings.rounds_topic:
-        return "rounds", orjson.loads(value)
+        try:
+            row = orjson.loads(value)
+        except orjson.JSONDecodeError as e:
+            raise Rejected(f"not a round (JSON): {e}") from e
+        if not isinstance(row, dict) or not row.keys() >= _ROUND_KEYS:
+            raise Rejected("not a round: fields missing")
+        return "rounds", row
     return None
 
 
-async def write_with_backoff(store: Store, batches: Batches,
-                             stopping: Callable[[], bool]) -> int:
-    """Write every buffered row; on failure back off (0.5 s doubling to 10 s) and retry
-    the whole batch until it lands. Returns the number of rows written."""
-    loop = asyncio.get_running_loop()
-    delay = 0.5
-    n = len(batches)
-    while True:
+class Writer:
+    """Lands batches: retries through outages (pausing the consumer's partitions), and
+    sends the rows ClickHouse rejects to the dead-letter topic."""
+
+    def __init__(self, store: Store, consumer: Any, producer: Any, settings: Settings,
+                 stopping: Callable[[], bool]) -> None:
+        self.store = store
+        self.consumer = consumer
+        self.producer = producer
+        self.settings = settings
+        self.stopping = stopping
+        self.loop = asyncio.get_running_loop()
+
+    async def _insert(self, table: str, rows: list[dict[str, Any]]) -> None:
+        await self.loop.run_in_executor(None, self.store.insert, table, rows)
+
+    async def _answers(self) -> bool:
         try:
-            for table, rows in batches.rows.items():
-                if rows:
-                    await loop.run_in_executor(None, store.insert, table, rows)
-                    batches.rows[table] = []
-            batches.first_at = None
-            return n
+            await self.loop.run_in_executor(None, self.store.query, "SELECT 1 AS one")
+            return True
+        except StoreError:
+            return False
+
+    async def _wait(self, delay: float) -> None:
+        """Back off without leaving the group: partitions paused, polling on."""
+        parts = self.consumer.assignment()
+        self.consumer.pause(*parts)
+        try:
+            deadline = time.monotonic() + delay
+            while time.monotonic() < deadline and not self.stopping():
+                await self.consumer.getmany(timeout_ms=int(min(deadline - time.monotonic(),
+                                                               0.5) * 1000) + 1)
+        finally:
+            self.consumer.resume(*[p for p in parts if p in self.consumer.assignment()])
+
+    async def dead(self, src: Source, reason: str) -> None:
+        await self.producer.send_and_wait(
+            self.settings.dead_letter_topic, key=src.key,
+            value=dead_letter(reason, src.topic, src.partition, src.offset, src.key,
+                              src.value))
+        log.warning("dead letter at %s[%d]@%d: %s", src.topic, src.partition, src.offset,
+                    reason)
+
+    async def _land(self, table: str, rows: list[tuple[dict[str, Any], Source]]) -> None:
+        """Insert `rows`; when ClickHouse answers but refuses them, split until each
+        refused row is alone, and dead-letter it."""
+        try:
+            await self._insert(table, [r for r, _ in rows])
+            return
         except StoreError as e:
-            if stopping():
-                raise
-            log.warning("ClickHouse unavailable (%s); retrying in %.1f s", e, delay)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 10.0)
+            if not await self._answers():
+                raise  # an outage: the caller backs off and retries
+            if len(rows) == 1:
+                await self.dead(rows[0][1], f"ClickHouse rejected the {table} row: {e}")
+                return
+        half = len(rows) // 2
+        await self._land(table, rows[:half])
+        await self._land(table, rows[half:])
+
+    async def write(self, batches: Batches) -> int:
+        """Write every buffered row, retrying through outages (0.5 s doubling to 10 s)
+        until it lands. Returns the number of rows written or dead-lettered."""
+        delay = 0.5
+        n = len(batches)
+        while True:
+            try:
+                for table, rows in batches.rows.items():
+                    if rows:
+                        await self._land(table, rows)
+                        batches.rows[table] = []
+                batches.first_at = None
+                return n
+            except StoreError as e:
+                if self.stopping():
+                    raise
+                log.warning("ClickHouse unavailable (%s); retrying in %.1f s", e, delay)
+                await self._wait(delay)
+                delay = min(delay * 2, 10.0)
 
 
 async def _setup_with_backoff(store: Store, stopping: Callable[[], bool]) -> None:
@@ -98,17 +198,25 @@ async def _setup_with_backoff(store: Store, stopping: Callable[[], bool]) -> Non
 
 async def run_sink(settings: Settings, store_factory: Callable[[], Store],
                    stopping: Callable[[], bool]) -> None:
-    from aiokafka import AIOKafkaConsumer
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
     consumer = AIOKafkaConsumer(
         settings.events_topic, settings.alerts_topic, settings.rounds_topic,
         bootstrap_servers=settings.kafka, group_id=f"{settings.app_id}-sink",
         enable_auto_commit=False, auto_offset_reset="earliest",
         max_partition_fetch_bytes=4 * 1024 * 1024,
+        session_timeout_ms=int(settings.session_timeout_s * 1000),
+        heartbeat_interval_ms=int(settings.heartbeat_s * 1000),
+        max_poll_interval_ms=int(settings.sink_max_poll_interval_s * 1000),
     )
+    producer = AIOKafkaProducer(bootstrap_servers=settings.kafka, acks="all",
+                                enable_idempotence=True)
     store = store_factory()
     await _setup_with_backoff(store, stopping)
+    await producer.start()
     await consumer.start()
+    writer = Writer(store, consumer, producer, settings, stopping)
+    heartbeat = sink_heartbeat_file(settings)
     batches = Batches()
     positions = Positions(store, wait_for_store=True)
     written = 0
@@ -118,28 +226,35 @@ async def run_sink(settings: Settings, store_factory: Callable[[], Store],
             now = time.monotonic()
             for tp, msgs in records.items():
                 for m in msgs:
-                    row = to_row(tp.topic, settings, m.value, positions)
+                    src = Source(tp.topic, tp.partition, m.offset, m.key, m.value)
+                    try:
+                        row = to_row(tp.topic, settings, m.value, positions)
+                    except Rejected as e:
+                        await writer.dead(src, str(e))
+                        continue
                     if row is not None:
-                        batches.add(row[0], row[1], now)
+                        batches.add(row[0], row[1], src, now)
             if batches.due(now, settings.sink_batch_rows, settings.sink_batch_seconds):
-                written += await write_with_backoff(store, batches, stopping)
+                written += await writer.write(batches)
                 await consumer.commit()
+                heartbeat.write_text(f"{time.time():.3f}")
                 log.info("sink: %d rows in ClickHouse", written)
     finally:
         if len(batches):
             try:
-                await write_with_backoff(store, batches, lambda: True)
+                await writer.write(batches)
                 await consumer.commit()
             except StoreError:
                 log.error("sink stopped with %d rows unwritten; they will be re-read",
                           len(batches))
         await consumer.stop()
+        await producer.stop()
         store.close()
 
 
 def sink_process(settings: Settings, loglevel: str) -> None:
-    """The sink's own process, started by `pitwatch worker`: it stops when told to
-    (SIGTERM) or when the worker that started it is gone (even by SIGKILL)."""
+    """The sink's own process, started (and restarted) by `pitwatch worker`: it stops
+    when told to (SIGTERM) or when the worker that started it is gone (even by SIGKILL)."""
     import os
     import signal
 

@@ -1,87 +1,194 @@
 """Each table's auditor, durable across crashes and rebalances.
 
-Event sourcing with snapshots, with Kafka as the log: when a round ends (and on a
-table-level event, and when a table is first seen) the worker writes the whole auditor
-as a snapshot, with the offset of the event it has folded up to, into a
-changelog-backed Faust table. A worker that takes a table over (after a start, a crash
-or a rebalance) loads the snapshot and folds the table's events after that offset
-straight from the partition, up to the event in hand. Violations found on the way go
-out again: their ids are deterministic, so the store counts them once.
+Event sourcing with snapshots, with Kafka as the log. A snapshot is the auditor's
+`export_state()` (JSON, versioned, no code: see pitwatch/engine/auditor.py) with the
+offset of the table's last event it covers, kept in a changelog-backed Faust table.
+The caller writes one only after Kafka acknowledged every alert and round it covers
+(`due` says when one is wanted), so a crash never loses what a snapshot claims.
 
-Writing once a round, not once an event, keeps the changelog about forty times
-smaller than the stream it protects.
+A worker that takes a table over (after a start, a crash or a rebalance) loads the
+snapshot and folds the table's events after its offset straight from the partition, up
+to the event in hand. Events at or below a snapshot's offset are already in it: they
+are skipped by offset, however far the snapshot is ahead of the committed offset, so a
+restore invents nothing. A snapshot of another version, or a damaged one, is dropped:
+the table is folded again from the start of the partition. Violations found on the way
+go out again with the same ids, so the store counts them once.
 """
 
 from __future__ import annotations
 
 import logging
-import pickle
-import struct
+import time
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from dataclasses import dataclass, field
 
-from pitwatch.engine.auditor import PackSelector, RoundSink, TableAuditor, ViolationSink
+import orjson
+
+from pitwatch.engine.auditor import PackSelector, RoundSummary, StateError, TableAuditor
+from pitwatch.engine.violation import Violation
 from pitwatch.events.avro import DecodeError, decode_single
-from pitwatch.events.model import Event, RoundEnded
+from pitwatch.events.model import Event
 
 log = logging.getLogger("pitwatch.worker")
-_HEAD = struct.Struct("<q")  # the offset folded up to
 #: reads the partition's messages with offsets in [start, stop): (offset, key, value)
 CatchUp = Callable[[str, int, int, int], Awaitable[list[tuple[int, bytes, bytes]]]]
+#: A snapshot at a round's end once this many events of the table came since the last
+#: one (and always on a table event, a new table or a time-out verdict): the catch-up
+#: after a take-over reads at most about this many of the table's events.
+SNAPSHOT_EVERY = 200
+#: A snapshot bigger than this is not written (the table refolds from an older one):
+#: changelog messages stay well inside the broker's limit.
+SNAPSHOT_MAX_BYTES = 900_000
+
+
+@dataclass
+class Found:
+    """What one step of the audit found: to be sent before any snapshot covering it."""
+
+    violations: list[Violation] = field(default_factory=list)
+    rounds: list[RoundSummary] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.violations or self.rounds)
+
+
+@dataclass
+class _Table:
+    auditor: TableAuditor
+    topic: str
+    partition: int
+    covered: int  # the offset the state in memory covers (events at or below: skipped)
+    snapshot_offset: int | None  # the offset of the last snapshot written (None: none)
+    since_snapshot: int = 0
+    verdict: bool = False  # a time-out verdict not yet in a snapshot
+    arrived: float = 0.0  # time.monotonic() of the table's last event
 
 
 class TableStates:
     def __init__(self, table: MutableMapping[bytes, bytes], select_pack: PackSelector,
-                 on_violation: ViolationSink, on_round: RoundSink) -> None:
+                 round_timeout_ms: int | None = None) -> None:
         self.table = table
         self.select_pack = select_pack
-        self.on_violation = on_violation
-        self.on_round = on_round
-        self.auditors: dict[str, TableAuditor] = {}
+        self.round_timeout_ms = round_timeout_ms
+        self.tables: dict[str, _Table] = {}
+        self._violations: list[Violation] = []
+        self._rounds: list[RoundSummary] = []
+        self.snapshots = 0
+        self.restored = 0
 
     def forget(self) -> None:
         """After a rebalance: what is in memory may be stale; restore on next use."""
-        self.auditors.clear()
+        self.tables.clear()
 
-    async def auditor(self, table_id: str, topic: str, partition: int, offset: int,
-                      catch_up: CatchUp) -> tuple[TableAuditor, bool]:
-        """The table's auditor, restored if need be; and whether it is new here (then
-        the caller snapshots it)."""
-        a = self.auditors.get(table_id)
-        if a is not None:
-            return a, False
-        a = TableAuditor(table_id, self.select_pack, self.on_violation, self.on_round)
-        snap = self.table.get(table_id.encode())
-        if snap is None:
-            self.auditors[table_id] = a
-            return a, True
-        done = _HEAD.unpack_from(snap)[0]
-        a.import_state(pickle.loads(snap[_HEAD.size:]))  # our own changelog: trusted
+    def _take(self) -> Found:
+        """What was found since the last take: each caller takes its own, synchronously
+        after the step that found it, so no two callers share a list."""
+        found = Found(self._violations[:], self._rounds[:])
+        self._violations.clear()
+        self._rounds.clear()
+        return found
+
+    def _new_auditor(self, table_id: str) -> TableAuditor:
+        return TableAuditor(table_id, self.select_pack, self._violations.append,
+                            self._rounds.append, round_timeout_ms=self.round_timeout_ms)
+
+    async def _restore(self, table_id: str, topic: str, partition: int, offset: int,
+                       catch_up: CatchUp) -> _Table:
+        """The table's auditor at `offset`: from its snapshot plus the partition after
+        it; new when it has none (a table's first event is snapshotted before its
+        offset can be committed, so no snapshot means no earlier events); folded from
+        the partition's start when its snapshot cannot be read."""
+        a = self._new_auditor(table_id)
+        raw = self.table.get(table_id.encode())
+        if raw is None:
+            return _Table(a, topic, partition, covered=-1, snapshot_offset=None)
+        try:
+            snap = orjson.loads(raw)
+            a.import_state(snap["state"])
+            done = int(snap["offset"])
+            how = f"snapshot at {topic}[{partition}]@{done}"
+        except (orjson.JSONDecodeError, StateError, KeyError, TypeError, ValueError) as e:
+            log.warning("snapshot of table %s dropped (%s): folding the partition from its "
+                        "start", table_id, e)
+            a, done, how = self._new_auditor(table_id), -1, "unreadable snapshot dropped"
+        t = _Table(a, topic, partition, covered=done, snapshot_offset=None if done < 0 else done)
         folded = 0
         if done + 1 < offset:
             key = table_id.encode()
-            for _, k, value in await catch_up(topic, partition, done + 1, offset):
-                if k != key:
+            for o, k, value in await catch_up(topic, partition, done + 1, offset):
+                if k != key or not value:
                     continue
                 try:
                     ev: Event = decode_single(value)
                 except DecodeError:
                     continue  # it went to the dead-letter topic when first read
+                if ev.table_id != table_id:
+                    continue  # so did an event under another table's key
                 a.feed(ev)
+                t.covered = o
                 folded += 1
-        log.info("restored table %s: snapshot at %s[%d]@%d, %d later event(s) folded",
-                 table_id, topic, partition, done, folded)
-        self.auditors[table_id] = a
-        return a, False
+        t.since_snapshot = folded
+        self.restored += 1
+        log.info("restored table %s: %s, %d later event(s) folded", table_id, how, folded)
+        return t
 
     async def process(self, ev: Event, topic: str, partition: int, offset: int,
-                      catch_up: CatchUp) -> None:
-        """Fold one event read at `offset`; snapshot at a boundary."""
-        auditor, new = await self.auditor(ev.table_id, topic, partition, offset, catch_up)
-        auditor.feed(ev)
-        if new or ev.round_id is None or type(ev.payload) is RoundEnded:
-            self.snapshot(ev.table_id, offset)
+                      catch_up: CatchUp) -> Found:
+        """Fold one event read at `offset`; returns what it (and any catch-up before
+        it) found. Events a restored snapshot already covers change nothing."""
+        t = self.tables.get(ev.table_id)
+        if t is None:
+            t = self.tables[ev.table_id] = await self._restore(
+                ev.table_id, topic, partition, offset, catch_up)
+        t.arrived = time.monotonic()
+        if offset <= t.covered:
+            return self._take()
+        t.auditor.feed(ev)
+        t.covered = offset
+        t.since_snapshot += 1
+        return self._take()
 
-    def snapshot(self, table_id: str, offset: int) -> None:
-        state: Any = self.auditors[table_id].export_state()
-        self.table[table_id.encode()] = _HEAD.pack(offset) + pickle.dumps(state, protocol=5)
+    def expire_idle(self, caught_up: Callable[[str, int], bool], timeout_s: float) -> Found:
+        """The processing-time rule: each open round of a table whose partition is
+        caught up and for which nothing arrived for `timeout_s` is incomplete."""
+        now = time.monotonic()
+        for t in self.tables.values():
+            if t.auditor.round_open and now - t.arrived > timeout_s \
+                    and caught_up(t.topic, t.partition) \
+                    and t.auditor.expire_idle(int(timeout_s * 1000)):
+                t.verdict = True
+        return self._take()
+
+    def due(self, table_id: str, ev: Event | None = None) -> bool:
+        """Whether the table's state should be snapshotted now (once what was found
+        so far has been acknowledged)."""
+        t = self.tables.get(table_id)
+        if t is None or t.covered < 0:
+            return False
+        if t.snapshot_offset is None or t.verdict:
+            return True
+        if ev is not None and ev.round_id is None:
+            return t.since_snapshot > 0
+        return t.since_snapshot >= SNAPSHOT_EVERY and not t.auditor.round_open
+
+    def verdicts(self, topic: str, partition: int) -> list[str]:
+        """Tables of the partition with a time-out verdict not yet in a snapshot (a
+        snapshot is written while an event of its partition is in hand)."""
+        return [k for k, t in self.tables.items()
+                if t.verdict and t.partition == partition and t.topic == topic]
+
+    def snapshot(self, table_id: str) -> None:
+        """Write the table's state, covering its offsets up to the last folded. Call
+        only once everything found up to here has been acknowledged."""
+        t = self.tables[table_id]
+        raw = orjson.dumps({"offset": t.covered, "state": t.auditor.export_state()})
+        if len(raw) > SNAPSHOT_MAX_BYTES:
+            log.warning("snapshot of table %s is %d bytes, over %d: not written (a take-over "
+                        "folds from the previous one)", table_id, len(raw), SNAPSHOT_MAX_BYTES)
+        else:
+            self.table[table_id.encode()] = raw
+            self.snapshots += 1
+        t.snapshot_offset, t.since_snapshot, t.verdict = t.covered, 0, False
+
+    def open_rounds(self) -> int:
+        return sum(t.auditor.round_open for t in self.tables.values())

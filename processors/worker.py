@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import argparse
 import logging
+import threading
+from typing import Any
 
-from .settings import Settings
+from .settings import Settings, env_default
+
+log = logging.getLogger("pitwatch.worker")
 
 
 class _Worker:
@@ -15,38 +19,74 @@ class _Worker:
 Start one worker of the streaming audit. It joins the consumer group on the
 table-events topic, audits each table's rounds as the events arrive, sends every
 violation to the alerts topic at once (Avro), and lands events, rounds and violations
-in ClickHouse in batches. Start more workers with the same --app-id to split the
-partitions between them.
+in ClickHouse in batches (a sink process it starts, and restarts if it dies). Start
+more workers with the same --app-id to split the partitions between them.
+
+A round is incomplete when its table moves on, when a later event of the table carries
+a device ts more than --round-timeout after the round's last event, or when the
+partition is caught up and nothing arrived for the table for --round-timeout seconds
+(docs/procedure.md, "When a round is incomplete").
+
+Every flag can also be set in the environment as PITWATCH_<FLAG> (e.g. PITWATCH_KAFKA,
+PITWATCH_CLICKHOUSE, PITWATCH_ROUND_TIMEOUT); a flag wins over the environment.
+Health and Prometheus metrics: http://127.0.0.1:<web-port>/health and /metrics.
 
 Local services for trying it: deploy/services.sh start (Kafka on 127.0.0.1:19092,
 ClickHouse on 127.0.0.1:19000).
 
 examples:
   pitwatch worker
-  pitwatch worker --kafka 127.0.0.1:19092 --clickhouse 127.0.0.1:19000 --store rocksdb://"""
+  pitwatch worker --kafka 127.0.0.1:19092 --clickhouse 127.0.0.1:19000 --store rocksdb://
+  PITWATCH_KAFKA=kafka:9092 PITWATCH_CLICKHOUSE=clickhouse:9000 pitwatch worker"""
 
     def configure(self, p: argparse.ArgumentParser) -> None:
         d = Settings()
-        p.add_argument("--kafka", default=d.kafka, help=f"bootstrap server (default {d.kafka})")
-        p.add_argument("--clickhouse", default=f"{d.clickhouse_host}:{d.clickhouse_port}",
-                       help="ClickHouse native host:port (default %(default)s)")
-        p.add_argument("--clickhouse-db", default=d.clickhouse_db,
+
+        def env(name: str, default: Any) -> Any:
+            return env_default(name, default)
+
+        p.add_argument("--kafka", default=env("kafka", d.kafka),
+                       help="bootstrap server (env PITWATCH_KAFKA; default %(default)s)")
+        p.add_argument("--clickhouse",
+                       default=env("clickhouse", f"{d.clickhouse_host}:{d.clickhouse_port}"),
+                       help="ClickHouse native host:port (env PITWATCH_CLICKHOUSE; "
+                            "default %(default)s)")
+        p.add_argument("--clickhouse-db", default=env("clickhouse_db", d.clickhouse_db),
                        help="ClickHouse database (created if missing; default %(default)s)")
-        p.add_argument("--app-id", default=d.app_id, help="consumer group / app id")
-        p.add_argument("--topic-prefix", default="",
-                       help="prefix for every topic name (isolated runs)")
-        p.add_argument("--partitions", type=int, default=d.partitions,
+        p.add_argument("--app-id", default=env("app_id", d.app_id),
+                       help="consumer group / app id (default %(default)s)")
+        p.add_argument("--topic-prefix", default=env("topic_prefix", ""),
+                       help="prefix for every topic name, the changelog's too (isolated runs)")
+        p.add_argument("--partitions", type=int, default=env("partitions", d.partitions),
                        help="partitions of table-events (default %(default)s)")
-        p.add_argument("--store", default=d.store,
+        p.add_argument("--store", default=env("store", d.store),
                        help="Faust table store: memory:// or rocksdb:// (default %(default)s)")
-        p.add_argument("--data-dir", default=d.data_dir, help="worker state directory")
-        p.add_argument("--web-port", type=int, default=d.web_port)
+        p.add_argument("--data-dir", default=env("data_dir", d.data_dir),
+                       help="worker state directory (default %(default)s)")
+        p.add_argument("--web-port", type=int, default=env("web_port", d.web_port),
+                       help="health and metrics port, 0 for none (default %(default)s)")
+        p.add_argument("--web-bind", default=env("web_bind", d.web_bind),
+                       help="address of the health and metrics server (default %(default)s)")
         p.add_argument("--no-sink", action="store_true", help="audit and alert only")
-        p.add_argument("--round-timeout", type=float, default=d.round_timeout_s,
+        p.add_argument("--round-timeout", type=float,
+                       default=env("round_timeout", d.round_timeout_s),
                        help="seconds before an open round is incomplete (default %(default)s)")
-        p.add_argument("--loglevel", default="warning")
+        p.add_argument("--idle-check", type=float, default=env("idle_check", d.idle_check_s),
+                       help="seconds between checks of the processing-time rule "
+                            "(default %(default)s)")
+        p.add_argument("--session-timeout", type=float,
+                       default=env("session_timeout", d.session_timeout_s),
+                       help="seconds before a silent worker's partitions move "
+                            "(default %(default)s)")
+        p.add_argument("--sink-max-poll-interval", type=float,
+                       default=env("sink_max_poll_interval", d.sink_max_poll_interval_s),
+                       help="the sink consumer's max.poll.interval in seconds "
+                            "(default %(default)s)")
+        p.add_argument("--loglevel", default=env("loglevel", "warning"))
 
     def run(self, args: argparse.Namespace) -> int:
+        from pathlib import Path
+
         from faust.worker import Worker
 
         from .app import create_app
@@ -56,24 +96,35 @@ examples:
                             clickhouse_port=int(port), clickhouse_db=args.clickhouse_db,
                             app_id=args.app_id,
                             partitions=args.partitions, store=args.store,
-                            data_dir=args.data_dir, web_port=args.web_port,
-                            sink=not args.no_sink, round_timeout_s=args.round_timeout
+                            data_dir=args.data_dir, web_port=args.web_port, web_bind=args.web_bind,
+                            sink=not args.no_sink, round_timeout_s=args.round_timeout,
+                            idle_check_s=args.idle_check,
+                            session_timeout_s=args.session_timeout,
+                            heartbeat_s=min(Settings.heartbeat_s, args.session_timeout / 3),
+                            sink_max_poll_interval_s=args.sink_max_poll_interval,
                             ).with_prefix(args.topic_prefix)
-        logging.basicConfig(level=args.loglevel.upper())
-        from pathlib import Path
-
+        logging.basicConfig(level=args.loglevel.upper(),
+                            format="[%(asctime)s] [%(process)d] [%(levelname)s] %(message)s")
         Path(settings.data_dir).mkdir(parents=True, exist_ok=True)
+        from .topics import ensure_topics
+
+        try:  # the project's topic configs, whoever starts first
+            ensure_topics(settings.kafka, settings.partitions, settings.topic_prefix,
+                          settings.replication_factor)
+        except Exception as e:  # Kafka not up yet: Faust declares them later
+            log.warning("could not create the topics now (%s); the worker declares them", e)
+        stop = threading.Event()
         if settings.sink:  # in a process of its own: the audit and the sink use both cores
-            import multiprocessing
+            from .supervise import supervise_sink
 
-            from .sink import sink_process
-
-            ctx = multiprocessing.get_context("spawn")
-            ctx.Process(target=sink_process, args=(settings, args.loglevel), daemon=True,
-                        name="pitwatch-sink").start()
+            threading.Thread(target=supervise_sink, args=(settings, args.loglevel, stop),
+                             name="pitwatch-sink-supervisor", daemon=True).start()
         app = create_app(settings)
         worker = Worker(app, loglevel=args.loglevel, quiet=True)
-        worker.execute_from_commandline()
+        try:
+            worker.execute_from_commandline()
+        finally:
+            stop.set()
         return 0
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from pitwatch import blackjack as bj
-from pitwatch.blackjack import Card, Outcome, Settlement, ShoeEmptyError
+from pitwatch.blackjack import Card, Settlement, ShoeEmptyError
 from pitwatch.events.model import (
     CardDealt,
     CardsCleared,
@@ -38,8 +38,6 @@ from pitwatch.events.model import (
 from .betting import SeatPlan, insurance_amount
 from .floor import BLACKJACK, FREE_BET, SWITCH, TableConfig
 from .script import CONSOLE, READER, RFID, SHOE, RoundFacts, RoundScript, SeatFacts, Step, marker
-
-FREE_KINDS: Final = frozenset({"FREE_DOUBLE", "FREE_SPLIT"})
 
 __all__ = ["PlayOptions", "ShoeCursor", "ShoeEmptyError", "play_round"]
 
@@ -416,8 +414,9 @@ class _Round:
 
     def bust(self, h: _Hand) -> None:
         h.bust = h.settled = True
-        for kind, amount in h.wagers:
-            self.add(RFID, WagerCollected(h.seat, h.num, kind, amount), "bust", h.seat, h.num)
+        for kind, amount in h.wagers:  # a free marker moves no money (settle_free_wager)
+            self.money(h.seat, h.num, kind, self.settle_wager(h, kind, amount), "bust",
+                       h.seat, h.num)
         self.clear(h, "bust", h.seat, h.num)
 
     def settle_surrender(self, h: _Hand) -> None:
@@ -480,13 +479,8 @@ class _Round:
     def settle_wager(self, h: _Hand, kind: str, amount: int) -> Settlement:
         dealer = self.dealer_ranks
         pushes = self.cfg.dealer_22_pushes
-        if kind in FREE_KINDS:  # the house's marker: paid like a wager, else taken back
-            out = bj.settle_free_wager(h.ranks, dealer, amount, dealer_22_pushes=pushes).outcome
-            if out is Outcome.WIN:
-                return Settlement(out, amount, 0, 0)
-            if out is Outcome.LOSE:
-                return Settlement(out, 0, amount, 0)
-            return Settlement(out, 0, 0, amount)
+        if kind in bj.FREE_MARKERS:  # the house's marker: paid on a win, else no money
+            return bj.settle_free_wager(h.ranks, dealer, amount, dealer_22_pushes=pushes)
         return bj.settle_hand(h.ranks, dealer, amount, blackjack_pays=self.bj_ratio,
                               dealer_22_pushes=pushes,
                               player_blackjack_allowed=not (h.split or h.switched))

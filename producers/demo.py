@@ -36,6 +36,9 @@ afterwards with `pitwatch query --data DATA "..."`."""
                        help="share of rounds with one fault (default %(default)s)")
         p.add_argument("--data", default="pitwatch-data", metavar="DIR",
                        help="embedded store and floor files (default ./%(default)s)")
+        p.add_argument("--serve", action="store_true",
+                       help="then open the surveillance console on the shift "
+                       "(pitwatch serve --clock store, http://127.0.0.1:8080/)")
 
     def run(self, args: argparse.Namespace) -> int:
         out = sys.stdout
@@ -68,6 +71,10 @@ afterwards with `pitwatch query --data DATA "..."`."""
                   f"{r['critical']} critical", file=out)
         print(f"\nstore: {data}/  try:\n  pitwatch query --data {data} \"SELECT code, count() "
               "AS n FROM violations FINAL GROUP BY code ORDER BY n DESC\"", file=out)
+        if args.serve:  # through the CLI: the console is another stage's command
+            from pitwatch.cli import main
+
+            return main(["serve", "--data", str(data), "--clock", "store"])
         return 0
 
     @staticmethod

@@ -247,11 +247,16 @@ def _late_collection_targets(ctx: InjectContext) -> list[Any]:
 
 def _late_collection_apply(ctx: InjectContext, step: Step) -> Step:
     s = ctx.script
+    at = s.index(step)
     s.remove([step])
     s.insert_after_marker("settle_start", steps=[step])
-    first_draw = s.first("dealer_draw")
-    assert first_draw is not None
-    return first_draw  # the audit sees it when the dealer draws with it on the layout
+    if ctx.cfg.game == SWITCH:  # 2A.8(c): due immediately after the hole card is disclosed
+        reveal = s.first("reveal")
+        assert reveal is not None
+        at = s.index(reveal) + 1
+    # "immediately": the audit sees it on the first event after that which is not
+    # another insurance being settled
+    return next(st for st in s.steps[at:] if not st.is_marker and st.tag[0] != "ins_settle")
 
 
 # --- even money and blackjack payment --------------------------------------------------
@@ -490,12 +495,21 @@ def _third_card_targets(ctx: InjectContext) -> list[Any]:
 
 
 def _after_reveal(ctx: InjectContext, _t: object) -> Step:
-    """The dealer stopped on two cards: the first thing after the reveal shows it (the
-    hands settle on the two cards with the bonus wagers open, which go back last)."""
+    """The dealer stopped on two cards: the first thing after the reveal that shows it
+    (a hand still in play settled or cleared, the bonus wagers going back last, the
+    round's end). A surrender settled, or a blackjack paid and cleared, does not show
+    it: neither waits on the dealer's final hand."""
     s = ctx.script
     reveal = s.first("reveal")
     assert reveal is not None
-    return next(st for st in s.steps[s.index(reveal) + 1:] if not st.is_marker)
+    seats = s.facts.seats
+
+    def blackjack(st: Step) -> bool:
+        return (st.tag[0] in ("hand_settle", "clear") and st.tag[2] == 0
+                and seats[st.tag[1]].hand0_blackjack)  # type: ignore[index]
+
+    return next(st for st in s.steps[s.index(reveal) + 1:]
+                if not st.is_marker and st.tag[0] != "surr_settle" and not blackjack(st))
 
 
 def _bonus_wrong_apply(ctx: InjectContext, step: Step) -> Step:
@@ -655,6 +669,34 @@ def _bonus_settled(ctx: InjectContext) -> list[Any]:
     return ctx.script.find("bonus_settle")
 
 
+def _main_wagers(ctx: InjectContext) -> list[Any]:
+    return ctx.script.find("main_wp")
+
+
+def _zero_stack_apply(ctx: InjectContext, main: Step) -> Step:
+    """A second stack of zero on a main wager (posted-rules.txt (a): a wager is more than
+    zero): void, and nothing to hand back."""
+    p = main.payload
+    assert isinstance(p, WagerPlaced)
+    step = _rfid(WagerPlaced(p.seat, p.hand, "MAIN", 0), "zero", p.seat, p.hand)
+    ctx.script.insert_after(main, step)
+    return step
+
+
+def _side_settled(ctx: InjectContext) -> list[Any]:
+    return [*ctx.script.find("match_settle"), *ctx.script.find("p22_settle")]
+
+
+def _side_wrong_apply(ctx: InjectContext, step: Step) -> Step:
+    p = step.payload
+    if isinstance(p, PayoutMade):  # overpaid by a chip
+        step.payload = PayoutMade(p.seat, p.hand, p.kind, p.amount + ctx.cfg.rules.chip_unit)
+    else:  # a losing wager handed back
+        assert isinstance(p, WagerCollected)
+        step.payload = WagerReturned(p.seat, p.hand, p.kind, p.amount)
+    return step
+
+
 def _em_pays(ctx: InjectContext) -> list[Any]:
     return ctx.script.find("em_pay")
 
@@ -693,6 +735,9 @@ CATALOGUE: Final[tuple[Fault, ...]] = (
     Fault("BONUS_THIRD_CARD_NOT_DRAWN", frozenset({NJ_BJ}), _third_card_targets,
           _after_reveal, PlayOptions(skip_bonus_third=True)),
     Fault("BONUS_SETTLEMENT_WRONG", frozenset({NJ_BJ}), _bonus_settled, _bonus_wrong_apply),
+    Fault("SIDE_WAGER_SETTLEMENT_WRONG", frozenset({NJ_SW, PA_FB}), _side_settled,
+          _side_wrong_apply),
+    Fault("WAGER_OUTSIDE_LIMITS", None, _main_wagers, _zero_stack_apply),
     Fault("BONUS_SETTLEMENT_ORDER", frozenset({NJ_BJ}), _bonus_order_targets,
           _bonus_order_apply),
     Fault("DEALER_DREW_WRONG", None, _dealer_drew_targets, _dealer_extra,
@@ -707,7 +752,11 @@ CATALOGUE: Final[tuple[Fault, ...]] = (
 
 BY_CODE: Final = {f.code: f for f in CATALOGUE}
 CODES: Final = tuple(f.code for f in CATALOGUE)
-NOT_INJECTED: Final = ("INSURANCE_PAID_BEFORE_COLLECTION",)
+#: Codes no single fault makes: a winning insurance paid while a losing one is up (one
+#: hole card decides them all); a void wager's money (its voiding fault comes first:
+#: two codes); a posting against a text (the table's, not a round's).
+NOT_INJECTED: Final = ("INSURANCE_PAID_BEFORE_COLLECTION", "VOID_WAGER_SETTLED",
+                       "POSTED_RULES_CONTRADICT_REGULATION")
 
 
 def candidates(ctx: InjectContext) -> list[tuple[Fault, list[Any]]]:

@@ -4,39 +4,15 @@ counts and settings the workers need."""
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from pitwatch.events.avro import encode_single
 from pitwatch.events.model import Event
+from processors.topics import TOPIC_CONFIGS, ensure_topics
 
-#: topic -> (partitions, configs). table-events: one table = one partition = one order.
-TOPIC_CONFIGS: dict[str, dict[str, str]] = {
-    "table-events": {"retention.ms": str(90 * 24 * 3600 * 1000), "min.insync.replicas": "1"},
-    "alerts": {"retention.ms": str(30 * 24 * 3600 * 1000)},
-    "rounds": {"retention.ms": str(30 * 24 * 3600 * 1000)},
-    "dead-letters": {"retention.ms": str(365 * 24 * 3600 * 1000)},
-}
-
-
-def ensure_topics(bootstrap: str, partitions: int = 4, prefix: str = "") -> list[str]:
-    """Create the pipeline's topics that do not exist yet; returns those created."""
-    from kafka.admin import KafkaAdminClient, NewTopic
-    from kafka.errors import TopicAlreadyExistsError
-
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="pitwatch-admin")
-    try:
-        existing = set(admin.list_topics())
-        new = [NewTopic(prefix + name, partitions, 1, topic_configs=cfg)
-               for name, cfg in TOPIC_CONFIGS.items() if prefix + name not in existing]
-        if new:
-            with contextlib.suppress(TopicAlreadyExistsError):  # another creator won
-                admin.create_topics(new)
-        return [t.name for t in new]
-    finally:
-        admin.close()
+__all__ = ["TOPIC_CONFIGS", "Pacing", "ensure_topics", "make_producer", "send_events"]
 
 
 def make_producer(bootstrap: str) -> object:

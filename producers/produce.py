@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Iterator
 
@@ -32,8 +33,10 @@ examples:
 
     def configure(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("paths", nargs="*", metavar="PATH", help="event files or directories")
-        p.add_argument("--kafka", default="127.0.0.1:19092", help="bootstrap server")
-        p.add_argument("--topic-prefix", default="", help="prefix of every topic name")
+        p.add_argument("--kafka", default=os.environ.get("PITWATCH_KAFKA", "127.0.0.1:19092"),
+                       help="bootstrap server (env PITWATCH_KAFKA; default %(default)s)")
+        p.add_argument("--topic-prefix", default=os.environ.get("PITWATCH_TOPIC_PREFIX", ""),
+                       help="prefix of every topic name (env PITWATCH_TOPIC_PREFIX)")
         p.add_argument("--partitions", type=int, default=4,
                        help="partitions for topics created here (default %(default)s)")
         sim = p.add_argument_group("simulate (when no PATH is given)")

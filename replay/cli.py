@@ -8,7 +8,7 @@ from typing import IO
 
 from pitwatch.money import dollars
 
-from .present import describe, device_time, rules_lines
+from .present import decisions, describe, device_time, rules_lines
 from .rebuild import Rebuilt, rebuild
 from .stores import add_store_options, open_store
 
@@ -54,6 +54,7 @@ def show(rb: Rebuilt, out: IO[str]) -> None:
     print(f"round {rb.round_id} at table {rb.table_id}: {len(rb.steps)} events, "
           f"judged by {rb.pack or 'no pack'}" + (f", dealer {s.dealer_id}" if s else ""),
           file=out)
+    print("decisions: " + decisions([st.event for st in rb.steps]), file=out)
     if rb.rules is not None:
         print("posted rules in force: " + "; ".join(rules_lines(rb.rules)), file=out)
     print(f"  {'device time (UTC)':23}  {'event id':36}  {'device':18} {'seq':>5}  event",
@@ -71,6 +72,9 @@ def show(rb: Rebuilt, out: IO[str]) -> None:
         print(f"money: wagered {dollars(s.wagered)}, paid {dollars(s.paid)}, collected "
               f"{dollars(s.collected)}, returned {dollars(s.returned)}; "
               f"{'complete' if s.complete else 'INCOMPLETE'}", file=out)
+    else:
+        print("state: open: the store holds no summary (no RoundEnded yet, and the table "
+              "has not moved on)", file=out)
     for c in rb.chains.values():
         print(f"chain {c.device_id}: {c.verdict}", file=out)
     print("digest chains: " + ("VERIFIED for every device" if rb.chain_verified

@@ -57,7 +57,7 @@ def describe(ev: Event) -> str:
     if isinstance(p, RoundStarted):
         return f"dealer {p.dealer_id}, seats {', '.join(map(str, p.seats)) or 'none'}"
     if isinstance(p, CardsCleared):
-        return f"cards of the {_where(p.seat, p.hand)}" if p.seat is not None \
+        return f"cards of {_where(p.seat, p.hand)}" if p.seat is not None \
             else "the dealer's cards"
     if isinstance(p, HoleCardInserted):
         return "reader: dealer blackjack" if p.dealer_blackjack else "reader: no blackjack"
@@ -96,3 +96,14 @@ def rules_lines(r: Rules) -> list[str]:
         lines.append(f"pay table {t.name}: " + ", ".join(
             f"{e.key} {e.num} to {e.den}" for e in t.entries))
     return lines
+
+
+def decisions(events: list[Event]) -> str:
+    """Each hand's decisions in order: `seat 2: HIT, STAND; seat 5 hand 1: DOUBLE`."""
+    by_hand: dict[tuple[int, int], list[str]] = {}
+    for ev in events:
+        p = ev.payload
+        if isinstance(p, PlayerDecision):
+            by_hand.setdefault((p.seat, p.hand), []).append(p.decision)
+    return "; ".join(f"{_where(s, h)}: {', '.join(d)}"
+                     for (s, h), d in sorted(by_hand.items())) or "none"

@@ -95,6 +95,7 @@ class _Chains:
 
     def __init__(self) -> None:
         self.last: dict[str, Event] = {}
+        self.seen: dict[tuple[str, int], str] = {}  # (device, seq) -> event id
 
     def see(self, ev: Event, into: Rebuilt | None) -> None:
         prev = self.last.get(ev.device_id)
@@ -109,7 +110,7 @@ class _Chains:
                 if ev.seq == 1 and ev.prev_digest is not None:
                     c.breaks.append("seq 1 carries a prev_digest")
             elif ev.seq <= prev.seq:
-                if ev.event_id != prev.event_id:
+                if self.seen.get((ev.device_id, ev.seq)) != ev.event_id:  # not a redelivery
                     c.breaks.append(f"seq {ev.seq} sent again as a different event")
                 return
             elif ev.seq != prev.seq + 1:
@@ -118,6 +119,7 @@ class _Chains:
                 c.breaks.append(f"seq {ev.seq} prev_digest does not match seq {prev.seq}")
         if prev is None or ev.seq > prev.seq:
             self.last[ev.device_id] = ev
+            self.seen[(ev.device_id, ev.seq)] = ev.event_id
 
 
 def rebuild_span(store: Store, table_id: str, first: int, last: int,
@@ -169,9 +171,20 @@ def rebuild_span(store: Store, table_id: str, first: int, last: int,
             rb.rules = auditor.table.rules
             rb.pack = auditor.pack.label
     else:
-        auditor.finish()
+        _end_of_stored_stream(store, auditor)
     _stored(store, out)
     return out
+
+
+def _end_of_stored_stream(store: Store, auditor: TableAuditor) -> None:
+    """The stored stream ends with a round open. If the store holds its summary, the
+    audit that stored it closed it there (its input ended): close it the same way. If
+    not, it is still open where it was audited (a stream goes on): leave it open."""
+    r = auditor.round
+    if r is not None and not r.ended and store.query(
+            "SELECT round_id FROM rounds FINAL WHERE round_id = {r:String}",
+            {"r": r.round_id}):
+        auditor.finish()
 
 
 def _stored(store: Store, rounds: dict[str, Rebuilt]) -> None:

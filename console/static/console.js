@@ -9,6 +9,7 @@
   const form = document.getElementById("filters");
   const note = document.getElementById("feed-note");
   const bad = document.getElementById("feed-bad");
+  const silent = document.getElementById("silent");
   const status = document.getElementById("status");
   const dialog = document.getElementById("ack-dialog");
   const triage = new Map(); // violation_id -> newest triage row
@@ -63,6 +64,22 @@
       triageCell(a.violation_id));
     return tr;
   }
+  function age(ms) {
+    const s = Math.floor(ms / 1000);
+    return s < 120 ? `${s} s` : s < 7200 ? `${Math.floor(s / 60)} min` : `${Math.floor(s / 3600)} h`;
+  }
+  function showSilent(tables) {
+    silent.hidden = !tables.length;
+    silent.replaceChildren();
+    if (!tables.length) return;
+    silent.append(el("span", { class: "sev sev-HIGH" }, "SILENT"), " ",
+      `${tables.length} table(s) sent nothing for too long: `);
+    tables.forEach((t, i) => {
+      if (i) silent.append(", ");
+      silent.append(el("a", { href: "/floor", "data-table": t.table_id }, t.table_id),
+        ` (${age(t.age_ms)})`);
+    });
+  }
   function setStatus(text, cls) {
     status.textContent = text;
     status.className = "status " + cls;
@@ -76,6 +93,7 @@
       const d = JSON.parse(ev.data);
       for (const t of d.triage.slice().reverse()) triage.set(t.violation_id, t);
       body.replaceChildren(...d.alerts.map((a) => row(a, false)));
+      showSilent(d.silent);
       const k = d.status.kafka;
       setStatus(k === "off" ? "store only" : `alerts topic: ${k}`, k === "live" || k === "off" ? "ok" : "warn");
       note.textContent = d.alerts.length ? "" : "No violation yet for these filters.";
@@ -93,6 +111,7 @@
       const tr = body.querySelector(`tr[data-id="${t.violation_id}"]`);
       if (tr) tr.lastChild.replaceWith(triageCell(t.violation_id));
     });
+    source.addEventListener("silent", (ev) => showSilent(JSON.parse(ev.data).tables));
     source.addEventListener("bad", (ev) => {
       const d = JSON.parse(ev.data);
       bad.textContent = `${d.count} undecodable message(s) on the alerts topic skipped; ` +

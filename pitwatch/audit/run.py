@@ -19,9 +19,10 @@ from ..store.history import continue_history
 from ..store.order import Positions
 from ..store.rows import event_row, round_row, violation_row
 
-#: Rounds left open this long (by the stream's own device clock) are incomplete.
+#: A round is incomplete once a later event of its table carries a device ts this much
+#: after the round's last event (docs/procedure.md, "When a round is incomplete"); the
+#: streaming worker applies the same rule, and its processing-time rule on top.
 DEFAULT_ROUND_TIMEOUT_MS = 15 * 60 * 1000
-_EXPIRE_EVERY = 10_000
 
 
 @dataclass
@@ -111,8 +112,8 @@ def audit_events(
         if writer is not None:
             writer.add("rounds", round_row(s))
 
-    auditor = Auditor(select, violation, round_done, rep.engine_errors.append)
-    latest = 0
+    auditor = Auditor(select, violation, round_done, rep.engine_errors.append,
+                      round_timeout_ms=round_timeout_ms)
     n = 0
     for ev in events:
         n += 1
@@ -124,10 +125,6 @@ def audit_events(
             pos = positions.of(ev)
             auditor.feed(ev)
             writer.add("events", event_row(ev, pos))
-        if ev.ts > latest:
-            latest = ev.ts
-        if n % _EXPIRE_EVERY == 0:
-            auditor.expire(latest, round_timeout_ms)
     if finish:
         auditor.finish()
     rep.events += n

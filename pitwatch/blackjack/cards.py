@@ -1,6 +1,6 @@
 """Cards, ranks and the shoe.
 
-Ranks and suits are the strings of the event contract (design/events.md):
+Ranks and suits are the strings of the event contract (docs/events.md):
 ranks ``A``, ``2``-``10``, ``J``, ``Q``, ``K``; suits ``C``, ``D``, ``H``, ``S``.
 Everything here is pure except :meth:`Shoe.shuffled`, which takes the random source
 as an argument, so a seeded :class:`random.Random` always gives the same shoe.

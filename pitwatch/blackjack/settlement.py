@@ -6,7 +6,7 @@ with surrender 2.8 and the dealer-bust bonus wager 2.25), New Jersey Blackjack S
 casino rules (Gazette 1996 No 7). Parameters are primitives (ranks, suits, cents,
 ratios) so that this module does not depend on the event model.
 
-A :class:`Settlement` follows the event contract (design/events.md):
+A :class:`Settlement` follows the event contract (docs/events.md):
 
 * a win is a ``PayoutMade`` of the winnings; the stake stays with the player, so
   ``collected == returned == 0``;
@@ -40,6 +40,7 @@ __all__ = [
     "DOUBLE_NINE_TEN_ELEVEN",
     "DOUBLE_TEN_ELEVEN",
     "FOUR_OF_A_KIND",
+    "FREE_MARKERS",
     "MATCH_PAY_TABLE",
     "ONE_PAIR",
     "PUSH22_PAY_TABLE",
@@ -121,6 +122,9 @@ _MATCH_KEYS: Final = frozenset(MATCH_PAY_TABLE)
 PUSH22_PAY_TABLE: Final[Mapping[str, Ratio]] = {DEALER_22: Ratio(11, 1)}
 
 _RED: Final = frozenset(("D", "H"))
+
+# Free Bet Blackjack: the free double and free split are the house's markers (lammers).
+FREE_MARKERS: Final = frozenset(("FREE_DOUBLE", "FREE_SPLIT"))
 
 DOUBLE_ANY: Final = "ANY"
 DOUBLE_NINE_TEN_ELEVEN: Final = "NINE_TEN_ELEVEN"
@@ -230,10 +234,12 @@ def settle_free_wager(
 ) -> Settlement:
     """Free Bet Blackjack ``FREE_DOUBLE`` / ``FREE_SPLIT`` wager (public summary).
 
-    The free wager is the house's marker, not the player's money: if the hand wins it is
-    paid 1 to 1 like a real wager; if the hand loses or pushes no money moves (the
-    marker is simply removed), so ``collected == returned == 0``. A freely split or
-    doubled hand is never a blackjack.
+    The one marker contract, used by the simulator and by the checks alike: the free
+    wager is the house's marker, not the player's money. If the hand wins it is paid 1 to
+    1 like a real wager (``PayoutMade``); if the hand loses, busts or pushes no money
+    moves and no money event is written (the marker is simply taken back), so
+    ``collected == returned == 0``. Markers never count in money totals. A freely split
+    or doubled hand is never a blackjack.
     """
     outcome = settle_hand(
         player_ranks,

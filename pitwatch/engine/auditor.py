@@ -3,20 +3,31 @@ honest (seq and prev_digest), treats redeliveries as no-ops, runs the rule pack'
 checks on every event and folds it into the round.
 
 Violations go out through `on_violation` the moment the evidence arrives; a round's
-summary goes out through `on_round` when it ends (or is found incomplete). Time-outs
-come in as an argument (`expire(now_ms)`), never from a clock. A check that raises
-anything but `Undecidable` is an engine error: counted in `engine_errors`, logged, sent
-to `on_engine_error`, never a violation (`pitwatch.engine.errors`).
+summary goes out through `on_round` when it ends (or is found incomplete).
+
+Time (docs/procedure.md, "When a round is incomplete"): the engine reads no clock. A
+round is incomplete when the table's own stream shows it: its next round or a table
+event arrives, or an event of the table carries a device ts more than the time-out
+after the round's last event. A live worker adds the processing-time rule
+(`expire_idle`) when its partition is caught up; the wall clock is never compared with
+device ts.
+
+A check that raises anything but `Undecidable` is an engine error: counted in
+`engine_errors`, logged, sent to `on_engine_error`, never a violation
+(`pitwatch.engine.errors`).
 """
 
 from __future__ import annotations
 
+import base64
+import uuid
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from itertools import pairwise
 from typing import Any
 
-from ..events.avro import digest
+from ..events.avro import decode_single, digest, message_bytes, rules_from_dict, rules_to_dict
 from ..events.model import (
     Event,
     RoundEnded,
@@ -28,14 +39,14 @@ from ..events.model import (
 from .errors import FOLD, EngineErrorSink, engine_error
 from .rulepack import Finding, Rule, RulePack, Undecidable
 from .state import Round, TableState
-from .violation import Violation
+from .violation import Violation, violation_id
 
 #: How many recent seq numbers per device are remembered to tell a redelivery (same
-#: event_id) from a conflict (another event with the same seq).
-SEQ_WINDOW = 4096
-#: How many of them a snapshot keeps: a worker restored from one sees redeliveries only
-#: back to the last committed offset, seconds of traffic, and snapshots stay small.
-SNAPSHOT_SEQ_WINDOW = 256
+#: event_id) from a conflict (another event with the same seq). A snapshot keeps all of
+#: them, so a restored auditor judges a late copy exactly as the live one would.
+SEQ_WINDOW = 1024
+#: The version of `export_state`'s format; `import_state` refuses any other.
+STATE_VERSION = 1
 #: How many ended rounds per table are remembered to refuse late events for them.
 CLOSED_WINDOW = 64
 
@@ -64,19 +75,82 @@ class RoundSummary:
         return {f: getattr(self, f) for f in self.__slots__}
 
 
+class StateError(ValueError):
+    """A snapshot this auditor cannot take: another version, or damaged."""
+
+
 class _Device:
-    __slots__ = ("last_event", "last_seq", "window")
+    __slots__ = ("last_digest", "last_event", "last_seq", "window")
 
     def __init__(self) -> None:
         self.last_seq = 0
         self.last_event: Event | None = None
+        self.last_digest: bytes | None = None  # of the last event, when restored without it
         self.window: OrderedDict[int, str] = OrderedDict()
 
-    def trimmed(self, keep: int) -> _Device:
-        d = _Device()
-        d.last_seq, d.last_event = self.last_seq, self.last_event
-        d.window = OrderedDict(list(self.window.items())[-keep:])
-        return d
+    @property
+    def seen(self) -> bool:
+        return self.last_event is not None or self.last_digest is not None
+
+    def prev_digest(self) -> bytes:
+        return digest(self.last_event) if self.last_event is not None else self.last_digest or b""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"last_seq": self.last_seq, "last_digest": _b64(self.prev_digest()),
+                "window": _window_to_json(self.window)}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> _Device:
+        dev = cls()
+        dev.last_seq = int(d["last_seq"])
+        dev.last_digest = _unb64(d["last_digest"])
+        dev.window = _window_from_json(d["window"])
+        return dev
+
+
+def _b64(b: bytes) -> str:
+    return base64.b64encode(b).decode()
+
+
+def _unb64(s: str) -> bytes:
+    return base64.b64decode(s, validate=True)
+
+
+def _window_to_json(window: OrderedDict[int, str]) -> dict[str, Any]:
+    """seq -> event_id compactly: the seqs as first + steps, the ids packed as 16-byte
+    UUIDs when they all are canonical UUID strings (the simulator's and most devices')."""
+    seqs = list(window)
+    ids = list(window.values())
+    steps = [b - a for a, b in pairwise(seqs)]
+    out: dict[str, Any] = {"first": seqs[0] if seqs else 0,
+                           "steps": None if all(d == 1 for d in steps) else steps,
+                           "n": len(seqs)}
+    try:
+        packed = b"".join(uuid.UUID(i).bytes for i in ids)
+        if all(str(uuid.UUID(bytes=packed[k * 16:k * 16 + 16])) == i for k, i in enumerate(ids)):
+            out["uuids"] = _b64(packed)
+            return out
+    except ValueError:
+        pass
+    out["ids"] = ids
+    return out
+
+
+def _window_from_json(d: dict[str, Any]) -> OrderedDict[int, str]:
+    n, seq = int(d["n"]), int(d["first"])
+    steps = d["steps"] or [1] * max(n - 1, 0)
+    seqs = [seq]
+    for step in steps:
+        seq += int(step)
+        seqs.append(seq)
+    if "uuids" in d:
+        raw = _unb64(d["uuids"])
+        ids = [str(uuid.UUID(bytes=raw[k * 16:k * 16 + 16])) for k in range(n)]
+    else:
+        ids = [str(i) for i in d["ids"]]
+    if len(ids) != n or (n and len(seqs) != n):
+        raise StateError("seq window: counts disagree")
+    return OrderedDict(zip(seqs[:n], ids, strict=True))
 
 
 PackSelector = Callable[[str, str], RulePack]
@@ -87,8 +161,13 @@ RoundSink = Callable[[RoundSummary], None]
 class TableAuditor:
     def __init__(self, table_id: str, select_pack: PackSelector,
                  on_violation: ViolationSink, on_round: RoundSink,
-                 on_engine_error: EngineErrorSink | None = None) -> None:
+                 on_engine_error: EngineErrorSink | None = None,
+                 round_timeout_ms: int | None = None) -> None:
         self.table = TableState(table_id)
+        #: the device-clock time-out (None: only the next round or a table event ends one)
+        self.round_timeout_ms = round_timeout_ms
+        #: the table's device clock: the latest ts among its accepted events
+        self.clock = 0
         self.select_pack = select_pack
         self.pack = select_pack("OTHER", "OTHER")
         self.on_violation = on_violation
@@ -102,14 +181,34 @@ class TableAuditor:
         self.closed: OrderedDict[str, None] = OrderedDict()
         #: record violations of a round raised before the round opened (on its first event)
         self.early: dict[str, int] = {}
+        #: while a round is open: the table as it was when it opened, and the events
+        #: routed since, so a snapshot can hold the open round as its events
+        self._base: tuple[TableState, TableOpened | None, dict[str, int]] | None = None
+        self._since: list[Event] = []
 
     # --- input -----------------------------------------------------------------------
 
     def feed(self, ev: Event) -> None:
         if not self._record(ev):
             return
+        ts = ev.ts
+        if ts > self.clock:
+            self.clock = ts
+            r = self.round
+            timeout = self.round_timeout_ms
+            if timeout is not None and r is not None and not r.ended \
+                    and ts - r.last_ts > timeout:
+                self._incomplete(r, r.last_event_id, ts,
+                                 f"the table's clock passed {timeout / 1000:g} s after its "
+                                 "last event")
+        self._route(ev)
+
+    def _route(self, ev: Event) -> None:
+        """An event the record accepted: to the table, or to its round."""
         rid = ev.round_id
         if rid is None:
+            if self._base is not None:
+                self._since.append(ev)
             self._table_event(ev)
             return
         r = self.round
@@ -125,13 +224,17 @@ class TableAuditor:
             self._raise_record("PROCEDURE_OUT_OF_ORDER", ev, rid,
                                f"{ev.type} after the round ended")
             return
+        self._since.append(ev)
         p = ev.payload
         t = type(p)
         void = False
+        cause: tuple[str, str] | None = None
         if not r.started and t is not RoundStarted:
             self._raise_record("PROCEDURE_OUT_OF_ORDER", ev, rid,
                                f"{ev.type} before RoundStarted")
             void = True
+            cause = ("PROCEDURE_OUT_OF_ORDER",
+                     violation_id(rid, "PROCEDURE_OUT_OF_ORDER", ev.event_id))
         elif t is not WagerReturned or not r.is_void_handback(p):
             for rule in self.pack.by_type[t]:
                 try:
@@ -143,17 +246,21 @@ class TableAuditor:
                                        f"{ev.type} cannot be judged in this round's state "
                                        f"({rule.code} check: {e})")
                     void = True
+                    cause = ("PROCEDURE_OUT_OF_ORDER",
+                             violation_id(rid, "PROCEDURE_OUT_OF_ORDER", ev.event_id))
                     break
                 except Exception as e:  # a bug: reported apart, the other checks go on
                     self._engine_error(ev, _where(rule), e)
                     continue
                 if f is not None:
-                    self._emit(r, rule.code, rule.severity, rule.citation, ev, f)
+                    vid = self._emit(r, rule.code, rule.severity, rule.citation, ev, f)
+                    if f.void_wager is not None and f.seat is not None:
+                        r.void_standing(f.seat, f.hand or 0, f.void_wager, (rule.code, vid))
                     if rule.voids:
-                        void = True
+                        void, cause = True, (rule.code, vid)
                         break
         try:
-            r.apply(ev, void)
+            r.apply(ev, void, cause)
         except Exception as e:  # a bug in the fold: reported apart, the stream goes on
             self._engine_error(ev, FOLD, e)
         if t is RoundEnded and not void:
@@ -161,11 +268,29 @@ class TableAuditor:
 
     def expire(self, now_ms: int, timeout_ms: int) -> None:
         """Close the open round as incomplete if nothing came for it for `timeout_ms`
-        by the caller's clock `now_ms` (device time in replays, wall time when live)."""
+        by `now_ms`, a time on the same device clock as the events (never the wall
+        clock: see `expire_idle` for processing time)."""
         r = self.round
         if r is not None and not r.ended and now_ms - r.last_ts > timeout_ms:
             self._incomplete(r, r.last_event_id, now_ms,
                              f"no RoundEnded within {timeout_ms / 1000:g} s of its last event")
+
+    def expire_idle(self, timeout_ms: int) -> bool:
+        """The processing-time rule, for a caller that knows the table's partition is
+        caught up and nothing arrived for the table for `timeout_ms` of its own clock:
+        the open round is incomplete (dated its last event's ts plus the time-out).
+        Returns whether a round was closed."""
+        r = self.round
+        if r is None or r.ended:
+            return False
+        self._incomplete(r, r.last_event_id, r.last_ts + timeout_ms,
+                         f"nothing arrived for the table for {timeout_ms / 1000:g} s "
+                         "(processing time, partition caught up)")
+        return True
+
+    @property
+    def round_open(self) -> bool:
+        return self.round is not None and not self.round.ended
 
     def finish(self) -> None:
         """End of input: a round still open is incomplete."""
@@ -176,24 +301,64 @@ class TableAuditor:
     # --- snapshots ---------------------------------------------------------------------
 
     def export_state(self) -> dict[str, Any]:
-        """Everything the auditor knows, as plain objects (the callbacks excepted): a
-        snapshot that `import_state` turns back into the same auditor (with the most
-        recent SNAPSHOT_SEQ_WINDOW seqs of each device)."""
-        devices = {k: d.trimmed(SNAPSHOT_SEQ_WINDOW) for k, d in self.devices.items()}
-        return {"table": self.table, "devices": devices, "round": self.round,
-                "pending_open": self.pending_open, "closed": self.closed,
-                "pack": (self.table.jurisdiction, self.table.game)}
+        """Everything the auditor knows, as JSON-ready data (no code, no pickle), version
+        STATE_VERSION: the table's posted rules and shoe, each device's record (last
+        seq, digest of its last event, the whole seq window), the recently closed
+        rounds, and the open round as the canonical bytes of its events (folded again
+        by `import_state`, deterministic). Violations are not part of it: they went out
+        when found."""
+        if self._base is not None and self.round_open:
+            table, pending, early = self._base
+            since = [_b64(message_bytes(e)) for e in self._since]
+        else:
+            table, pending, early, since = self.table, self.pending_open, self.early, []
+        r = self.round
+        return {
+            "version": STATE_VERSION,
+            "table": _table_to_json(table),
+            "pending_open": None if pending is None else _opened_to_json(pending),
+            "early": dict(early),
+            "since": since,
+            "round_violations": r.violations if r is not None and self.round_open else 0,
+            "early_now": dict(self.early),
+            "devices": {k: d.to_json() for k, d in self.devices.items()},
+            "closed": list(self.closed),
+            "clock": self.clock,
+        }
 
     def import_state(self, state: dict[str, Any]) -> None:
-        self.table = state["table"]
-        self.devices = state["devices"]
-        self.round = state["round"]
-        if self.round is not None:
-            self.round.table = self.table
-        self.pending_open = state["pending_open"]
-        self.closed = state["closed"]
-        self.pack = self.select_pack(*state["pack"]) if self.table.opened \
+        """Become the auditor `export_state` described. Raises StateError (and stays
+        as it was) on a snapshot of another version or one that does not parse."""
+        if not isinstance(state, dict) or state.get("version") != STATE_VERSION:
+            v = state.get("version") if isinstance(state, dict) else None
+            raise StateError(f"snapshot version {v!r}, this auditor reads {STATE_VERSION}")
+        try:
+            table = _table_from_json(self.table.table_id, state["table"])
+            pending = None if state["pending_open"] is None \
+                else _opened_from_json(state["pending_open"])
+            devices = {str(k): _Device.from_json(d) for k, d in state["devices"].items()}
+            since = [decode_single(_unb64(b)) for b in state["since"]]
+            closed = OrderedDict((str(rid), None) for rid in state["closed"])
+            early = {str(k): int(n) for k, n in state["early"].items()}
+            early_now = {str(k): int(n) for k, n in state["early_now"].items()}
+            clock, round_violations = int(state["clock"]), int(state["round_violations"])
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise StateError(f"damaged snapshot: {e!r}") from e
+        self.table, self.pending_open, self.early = table, pending, early
+        self.pack = self.select_pack(table.jurisdiction, table.game) if table.opened \
             else self.select_pack("OTHER", "OTHER")
+        self.devices, self.closed, self.clock = devices, closed, clock
+        self.round, self._base, self._since = None, None, []
+        quiet_v, quiet_r = self.on_violation, self.on_round
+        self.on_violation, self.on_round = _drop, _drop
+        try:  # the open round, folded again: what it raised went out when first found
+            for ev in since:
+                self._route(ev)
+        finally:
+            self.on_violation, self.on_round = quiet_v, quiet_r
+        self.early = early_now
+        if self.round is not None and self.round_open:
+            self.round.violations = round_violations
 
     # --- the record: seq, digest, redelivery -----------------------------------------
 
@@ -203,8 +368,7 @@ class TableAuditor:
         if dev is None:
             dev = self.devices[ev.device_id] = _Device()
         seq = ev.seq
-        last = dev.last_event
-        if last is None:
+        if not dev.seen:
             if seq == 1 and ev.prev_digest is not None:
                 self._digest_mismatch(ev, None)
         elif seq <= dev.last_seq:  # the window holds seqs up to last_seq only
@@ -222,11 +386,12 @@ class TableAuditor:
             self._raise_record("SEQUENCE_GAP", ev, ev.round_id,
                                f"{ev.device_id} skipped {gap} (got {seq} after {dev.last_seq})")
         else:
-            expected = digest(last)
+            expected = dev.prev_digest()
             if ev.prev_digest != expected:
                 self._digest_mismatch(ev, expected)
         dev.last_seq = seq
         dev.last_event = ev
+        dev.last_digest = None
         window = dev.window
         window[seq] = ev.event_id
         if len(window) > SEQ_WINDOW:
@@ -245,6 +410,7 @@ class TableAuditor:
     def _table_event(self, ev: Event) -> None:
         p = ev.payload
         if type(p) is TableOpened:
+            self._posting(ev, p)
             if self.round is None or self.round.ended:
                 self._open_table(p)
             else:
@@ -253,14 +419,33 @@ class TableAuditor:
             self.table.decks = p.decks
             self.table.counts = {}
 
+    def _posting(self, ev: Event, p: TableOpened) -> None:
+        """The posted rules against what the pack's text fixes: a finding on the
+        TableOpened itself (round id empty)."""
+        pack = self.select_pack(p.jurisdiction, p.game)
+        found: dict[str, list[tuple[str, str, str]]] = {}
+        for rule in pack.posting:
+            why = rule.check(p.rules)
+            if why is not None:
+                found.setdefault(rule.code, []).append((rule.severity, rule.citation, why))
+        for code, items in found.items():  # one violation per code and event: one id
+            citations = "; ".join(dict.fromkeys(c for _, c, _ in items))
+            self.on_violation(Violation(
+                code, items[0][0], self.table.table_id, "", None, None, ev.event_id, (),
+                citations, "; ".join(w for _, _, w in items), pack.name, pack.version, ev.ts))
+
     def _open_table(self, p: TableOpened) -> None:
+        self.pack = self.select_pack(p.jurisdiction, p.game)
         t = self.table
-        t.jurisdiction, t.game, t.rules, t.opened = p.jurisdiction, p.game, p.rules, True
+        t.jurisdiction, t.game, t.opened = p.jurisdiction, p.game, True
+        t.rules = self.pack.judged_rules(p.rules)
         if not t.decks:
             t.decks = p.rules.decks
-        self.pack = self.select_pack(p.jurisdiction, p.game)
 
     def _open_round(self, round_id: str) -> Round:
+        t = self.table
+        self._base = (replace(t, counts=dict(t.counts)), self.pending_open, dict(self.early))
+        self._since = []
         if self.pending_open is not None:
             self._open_table(self.pending_open)
             self.pending_open = None
@@ -276,6 +461,7 @@ class TableAuditor:
 
     def _close(self, r: Round, complete: bool) -> None:
         r.ended = True
+        self._base, self._since = None, []
         self.closed[r.round_id] = None
         if len(self.closed) > CLOSED_WINDOW:
             self.closed.popitem(last=False)
@@ -306,19 +492,47 @@ class TableAuditor:
         self.on_violation(v)
 
     def _emit(self, r: Round, code: str, severity: str, citation: str, ev: Event,
-              f: Finding) -> None:
-        self._emit_raw(r, code, severity, citation, ev.event_id, ev.ts, f)
+              f: Finding) -> str:
+        return self._emit_raw(r, code, severity, citation, ev.event_id, ev.ts, f)
 
     def _emit_raw(self, r: Round, code: str, severity: str, citation: str, event_id: str,
-                  ts: int, f: Finding) -> None:
+                  ts: int, f: Finding) -> str:
+        """Emit once per code and hand per round; the id of the violation that stands
+        for this finding (an earlier one of the same code and hand, if any)."""
         key = (code, f.seat, f.hand)
-        if key in r.raised:  # one violation per code and hand per round
-            return
-        r.raised.add(key)
+        known = r.raised.get(key)
+        if known is not None:
+            return known
+        vid = r.raised[key] = violation_id(r.round_id, code, event_id)
         r.violations += 1
         self.on_violation(Violation(
             code, severity, self.table.table_id, r.round_id, f.seat, f.hand, event_id,
             f.evidence, citation, f.message, self.pack.name, self.pack.version, ts))
+        return vid
+
+
+def _drop(_: object) -> None:
+    pass
+
+
+def _table_to_json(t: TableState) -> dict[str, Any]:
+    return {"jurisdiction": t.jurisdiction, "game": t.game, "rules": rules_to_dict(t.rules),
+            "opened": t.opened, "decks": t.decks,
+            "counts": [[rank, suit, n] for (rank, suit), n in sorted(t.counts.items())]}
+
+
+def _table_from_json(table_id: str, d: dict[str, Any]) -> TableState:
+    return TableState(table_id, str(d["jurisdiction"]), str(d["game"]),
+                      rules_from_dict(d["rules"]), bool(d["opened"]), int(d["decks"]),
+                      {(str(rank), str(suit)): int(n) for rank, suit, n in d["counts"]})
+
+
+def _opened_to_json(p: TableOpened) -> dict[str, Any]:
+    return {"jurisdiction": p.jurisdiction, "game": p.game, "rules": rules_to_dict(p.rules)}
+
+
+def _opened_from_json(d: dict[str, Any]) -> TableOpened:
+    return TableOpened(str(d["jurisdiction"]), str(d["game"]), rules_from_dict(d["rules"]))
 
 
 def _where(rule: Rule) -> str:
@@ -330,11 +544,13 @@ class Auditor:
     """All tables of a stream: one `TableAuditor` each, created on first sight."""
 
     def __init__(self, select_pack: PackSelector, on_violation: ViolationSink,
-                 on_round: RoundSink, on_engine_error: EngineErrorSink | None = None) -> None:
+                 on_round: RoundSink, on_engine_error: EngineErrorSink | None = None,
+                 round_timeout_ms: int | None = None) -> None:
         self.select_pack = select_pack
         self.on_violation = on_violation
         self.on_round = on_round
         self.on_engine_error = on_engine_error
+        self.round_timeout_ms = round_timeout_ms
         self.tables: dict[str, TableAuditor] = {}
 
     @property
@@ -346,7 +562,7 @@ class Auditor:
         if t is None:
             t = self.tables[table_id] = TableAuditor(
                 table_id, self.select_pack, self.on_violation, self.on_round,
-                self.on_engine_error)
+                self.on_engine_error, self.round_timeout_ms)
         return t
 
     def feed(self, ev: Event) -> None:

@@ -6,11 +6,11 @@ escape a check: any other exception is an engine error (a bug), never a violatio
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
-from ..events.model import PAYLOAD_TYPES, Event, Payload
+from ..events.model import PAYLOAD_TYPES, Event, Payload, Rules
 from .violation import Severity
 
 if TYPE_CHECKING:
@@ -30,6 +30,9 @@ class Finding:
     seat: int | None = None
     hand: int | None = None
     evidence: tuple[str, ...] = ()
+    #: a wager already standing that the finding makes void (its kind, on seat and
+    #: hand): judged once the stacks are all in, e.g. a minimum at the first card
+    void_wager: str | None = None
 
 
 Check = Callable[["Round", Event], Finding | None]
@@ -48,6 +51,17 @@ class Rule:
     voids: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class PostingRule:
+    """A check of a table's posted rules (its `TableOpened`) against the text: a posting
+    that contradicts what the regulation fixes. `check` returns what is wrong, or None."""
+
+    code: str
+    severity: Severity
+    citation: str
+    check: Callable[[Rules], str | None]
+
+
 @dataclass(frozen=True)
 class RulePack:
     name: str
@@ -58,6 +72,11 @@ class RulePack:
     rules: tuple[Rule, ...]
     #: citations of the record checks the auditor itself makes (sequence, digest, ...)
     record_citations: dict[str, tuple[Severity, str]] = field(default_factory=dict)
+    #: checks of the posted rules, run on each TableOpened
+    posting: tuple[PostingRule, ...] = ()
+    #: fields of `Rules` the regulation fixes (odds, a player's rights): the engine
+    #: judges by these whatever the table posts
+    fixed: Mapping[str, Any] = field(default_factory=dict)
     by_type: dict[type[Payload], tuple[Rule, ...]] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -70,10 +89,20 @@ class RulePack:
         return f"{self.name}@{self.version}"
 
     def codes(self) -> set[str]:
-        return {r.code for r in self.rules} | set(self.record_citations)
+        return ({r.code for r in self.rules} | {r.code for r in self.posting}
+                | set(self.record_citations))
 
     def citation(self, code: str) -> str:
         for r in self.rules:
             if r.code == code:
                 return r.citation
+        for pr in self.posting:
+            if pr.code == code:
+                return pr.citation
         return self.record_citations[code][1]
+
+    def judged_rules(self, posted: Rules) -> Rules:
+        """The rules the engine judges a table by: what it posts, with what the text
+        fixes in place of any posting that contradicts it."""
+        changed = {k: v for k, v in self.fixed.items() if getattr(posted, k) != v}
+        return replace(posted, **changed) if changed else posted

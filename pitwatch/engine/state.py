@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..blackjack import hand_total, is_blackjack, is_ten_value
+from ..blackjack import FREE_MARKERS, hand_total, is_blackjack, is_ten_value
 from ..events.model import (
     CardDealt,
     CardsCleared,
@@ -30,7 +30,9 @@ from ..events.model import (
 
 #: Wagers that belong to a hand and share its outcome.
 HAND_KINDS = frozenset({"MAIN", "SPLIT", "DOUBLE", "FREE_DOUBLE", "FREE_SPLIT"})
-FREE_KINDS = frozenset({"FREE_DOUBLE", "FREE_SPLIT"})
+#: Free Bet Blackjack's free doubles and splits: the house's markers, never the player's
+#: money (one contract, `pitwatch.blackjack.settle_free_wager`).
+FREE_KINDS = FREE_MARKERS
 #: Wagers that open a hand.
 BASE_KINDS = frozenset({"MAIN", "SPLIT", "FREE_SPLIT"})
 
@@ -135,6 +137,7 @@ class Round:
         "switch_offered",
         "table",
         "violations",
+        "void_cause",
         "voided",
         "wagered",
     )
@@ -163,11 +166,14 @@ class Round:
         self.dealer_done = False
         self.ended = False
         self.pending_split: dict[int, int] = {}
-        self.raised: set[tuple[str, int | None, int | None]] = set()
+        #: violations raised in the round, (code, seat, hand) -> violation id
+        self.raised: dict[tuple[str, int | None, int | None], str] = {}
         self.wagered = self.paid = self.collected = self.returned = 0
         self.violations = 0
         #: wagers that should not stand, by (seat, hand, kind): the amount not yet handed back
         self.voided: dict[tuple[int, int, str], int] = {}
+        #: what voided them: (code, violation id) of the finding on the wager
+        self.void_cause: dict[tuple[int, int, str], tuple[str, str]] = {}
         self.surrendered: list[Hand] = []
 
     # --- questions the checks ask ------------------------------------------------------
@@ -219,12 +225,28 @@ class Round:
         return self.side.get((seat, hand, kind))
 
     def standing_with(self, p: WagerPlaced) -> int:
-        """A side wager's amount once `p` is added to what already stands on its spot."""
-        prior = self.side.get((p.seat, p.hand, p.kind))
+        """A wager's amount once `p` is added to what already stands on its spot: a
+        wager placed in two stacks is one wager of their sum."""
+        prior = self.wager_for(p.seat, p.hand, p.kind)
         return p.amount + (prior.amount if prior is not None and not prior.settled else 0)
 
     def open_side(self, kind: str) -> list[tuple[tuple[int, int, str], Wager]]:
         return [(k, w) for k, w in self.side.items() if k[2] == kind and not w.settled]
+
+    def void_left(self, seat: int, hand: int, kind: str) -> int:
+        """What of a void wager on this spot has not been handed back."""
+        return self.voided.get((seat, hand, kind), 0)
+
+    def is_void_settlement(self, p: object) -> bool:
+        """Money on a spot that holds only a void wager (nothing standing there): the
+        void wager paid, collected or returned."""
+        if type(p) not in (PayoutMade, WagerCollected, WagerReturned):
+            return False
+        q: PayoutMade | WagerCollected | WagerReturned = p  # type: ignore[assignment]
+        if self.void_left(q.seat, q.hand, q.kind) <= 0:
+            return False
+        w = self.wager_for(q.seat, q.hand, q.kind)
+        return w is None or w.settled
 
     def is_void_handback(self, p: object) -> bool:
         """A WagerReturned that hands back (part of) a void wager: money the checks have
@@ -239,20 +261,42 @@ class Round:
         that turns on the dealer's cards (bonus, Push 22) still open."""
         return any(h.live for h in self.hands.values()) or bool(self.open_side("PUSH22"))
 
+    def void_standing(self, seat: int, hand: int, kind: str, cause: tuple[str, str]) -> None:
+        """A standing wager found void once its stacks were all in (a minimum judged at
+        the first card): it leaves the round's wagers and is to be handed back."""
+        key = (seat, hand, kind)
+        w = self.wager_for(seat, hand, kind)
+        if w is None or w.settled:
+            return
+        if kind in HAND_KINDS:
+            h = self.hands[(seat, hand)]
+            del h.wagers[kind]
+            if not h.wagers:
+                del self.hands[(seat, hand)]
+        else:
+            del self.side[key]
+        self.voided[key] = self.voided.get(key, 0) + w.amount
+        self.void_cause.setdefault(key, cause)
+
     # --- the fold ------------------------------------------------------------------------
 
-    def apply(self, ev: Event, void: bool = False) -> None:
+    def apply(self, ev: Event, void: bool = False,
+              cause: tuple[str, str] | None = None) -> None:
         """Move the state on by one event. A void event (a wager or decision that should
-        not stand, or one the state cannot admit) is counted but changes nothing."""
+        not stand, or one the state cannot admit) is counted but changes nothing; a void
+        wager is remembered with `cause`, the (code, violation id) that voided it."""
         self.events += 1
         self.last_ts = ev.ts
         self.last_event_id = ev.event_id
         p = ev.payload
         if void:
             if type(p) is WagerPlaced:
-                self.wagered += p.amount
+                if p.kind not in FREE_KINDS:
+                    self.wagered += p.amount
                 key = (p.seat, p.hand, p.kind)
                 self.voided[key] = self.voided.get(key, 0) + p.amount
+                if cause is not None:
+                    self.void_cause.setdefault(key, cause)
             return
         t = type(p)
         if t is CardDealt:
@@ -312,7 +356,8 @@ class Round:
                 len(h.ranks) >= 2 for h in self.hands.values())
 
     def _wager(self, ev: Event, p: WagerPlaced) -> None:
-        self.wagered += p.amount
+        if p.kind not in FREE_KINDS:  # a marker is not money
+            self.wagered += p.amount
         w = Wager(p.kind, p.amount, ev.event_id)
         if p.kind in HAND_KINDS:
             key = (p.seat, p.hand)
@@ -327,9 +372,9 @@ class Round:
                         if len(parent.ranks) >= 2:
                             h.ranks.append(parent.ranks.pop())
                             h.suits.append(parent.suits.pop())
-            prior_stack = h.wagers.get(p.kind)
-            if prior_stack is not None and not prior_stack.settled:  # another stack
-                prior_stack.amount += p.amount
+            prior = h.wagers.get(p.kind)
+            if prior is not None and not prior.settled:  # a second stack: one wager
+                prior.amount += p.amount
             else:
                 h.wagers[p.kind] = w
         else:
@@ -341,13 +386,19 @@ class Round:
                 self.side[key3] = w
 
     def _settle(self, p: PayoutMade | WagerCollected | WagerReturned) -> None:
+        key = (p.seat, p.hand, p.kind)
         if self.is_void_handback(p):
             self.returned += p.amount
-            self.voided[(p.seat, p.hand, p.kind)] -= p.amount
+            self.voided[key] -= p.amount
             return
+        if self.is_void_settlement(p):  # judged by VOID_WAGER_SETTLED: dealt with now
+            self.voided[key] = 0
         w = self.wager_for(p.seat, p.hand, p.kind)
+        marker = p.kind in FREE_KINDS and type(p) is not PayoutMade
         if type(p) is PayoutMade:
-            self.paid += p.amount
+            self.paid += p.amount  # a marker's win is paid in real money
+        elif marker:
+            pass  # a marker taken back is not money (PAYOUT_WRONG says it moved at all)
         elif type(p) is WagerCollected:
             self.collected += p.amount
         else:

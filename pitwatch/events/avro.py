@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import io
 from collections.abc import Iterable, Iterator
-from typing import IO, Any, Final
+from typing import IO, Any, Final, cast
 
 import fastavro
 
@@ -38,11 +38,13 @@ from .model import (
 )
 from .schema import (
     NAMESPACE,
+    SINGLE_OBJECT_MAGIC,
     fingerprint,
     plain_schema,
     raw_schema,
     single_object_header,
     strip_logical,
+    writer_schemas,
 )
 
 RANK_TO_AVRO: Final = {
@@ -191,13 +193,42 @@ def encode_single(ev: Event) -> bytes:
     return single_object_header() + encode(ev)
 
 
+def message_bytes(ev: Event) -> bytes:
+    """The event as a single-object message: its bytes as written, under its writer's
+    fingerprint, when it was read from them (so its digest stays), else encoded now."""
+    if ev.raw is None:
+        return single_object_header() + encode(ev)
+    return SINGLE_OBJECT_MAGIC + (ev.writer or single_object_header()[2:]) + ev.raw
+
+
+def writer_fingerprint(ev: Event) -> str:
+    """The hex fingerprint of the schema the event's bytes were written under."""
+    return (ev.writer or single_object_header()[2:]).hex()
+
+
 def decode_single(message: bytes) -> Event:
+    """An event from a single-object message written under any schema version this
+    reader knows (found by its fingerprint among the released ones). Its raw bytes are
+    the body as written: the digest is computed over them, never over a re-encoding."""
     header = single_object_header()
+    if message[:10] == header:
+        return decode(message[10:])
     if message[:2] != header[:2]:
         raise DecodeError("not Avro single-object encoded (no C3 01 marker)")
-    if message[:10] != header:
-        raise DecodeError(f"unknown schema fingerprint {message[2:10].hex()}")
-    return decode(message[10:])
+    fp = message[2:10]
+    writer = writer_schemas().get(fp)
+    if writer is None:
+        raise DecodeError(f"unknown schema fingerprint {fp.hex()}: not the current schema "
+                          "nor any released one")
+    body = message[10:]
+    try:
+        d: Any = fastavro.schemaless_reader(io.BytesIO(body), writer, plain_schema(),
+                                            return_record_name=True)
+    except Exception as e:  # fastavro raises many kinds on bad bytes
+        raise DecodeError(f"not a TableEvent body under schema {fp.hex()}: {e}") from e
+    ev = from_datum(d, body)
+    ev.writer = fp
+    return ev
 
 
 # --- container files ----------------------------------------------------------------
@@ -223,31 +254,35 @@ def write_container(out: IO[bytes], events: Iterable[Event], codec: str = "defla
 
 
 def read_container_records(src: IO[bytes]) -> Iterator[tuple[dict[str, Any], bytes | None]]:
-    """Each record's datum and, when the file was written under this schema, its raw
-    bytes: the canonical form, so digests need no re-encoding. Block by block with
-    fastavro's own record iteration, which reads the block's bytes lazily: where the
-    read position stands after a record is where that record's bytes end."""
+    """Each record's datum and its raw bytes as written: the canonical form under the
+    file's writer schema, so digests need no re-encoding (and a file of another
+    released version keeps its digests). Block by block: with fastavro's own record
+    iteration when the file is under this schema, which reads the block's bytes
+    lazily, so where the read position stands after a record is where its bytes end."""
     plain = plain_schema()
     same = logical = False
+    writer_plain: Any = None
     for n, block in enumerate(fastavro.block_reader(src, return_record_name=True)):
         if n == 0:  # one writer schema per file
             writer = block.writer_schema
-            same = fingerprint(fastavro.parse_schema(writer)) == fingerprint(plain)
+            writer_plain = fastavro.parse_schema(strip_logical(writer))
+            same = fingerprint(writer_plain) == fingerprint(plain)
             logical = strip_logical(writer) != writer
-        records: Iterable[Any] = block
-        if not same:
-            for d in records:
-                yield d, None
-            continue
         bio: io.BytesIO = block.bytes_  # type: ignore[attr-defined]
         raw = bio.getvalue()
-        if logical:  # the same bytes, read without the logical types (ints and strs)
-            records = (fastavro.schemaless_reader(bio, plain, None, return_record_name=True)
+        records: Iterable[Any]
+        if same and not logical:
+            records = block
+        else:  # the same bytes, read under the writer's schema without logical types
+            bio.seek(0)
+            reader = None if same else plain
+            records = (fastavro.schemaless_reader(bio, writer_plain, reader,
+                                                  return_record_name=True)
                        for _ in range(block.num_records))
         pos = 0
         for d in records:
             end = bio.tell()
-            yield d, raw[pos:end]
+            yield cast(dict[str, Any], d), raw[pos:end]
             pos = end
 
 

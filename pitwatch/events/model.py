@@ -220,6 +220,9 @@ class Event:
     #: The event's canonical Avro bytes when it was decoded from them (an Avro file or a
     #: Kafka message), so its digest needs no re-encoding. Not part of its value.
     raw: bytes | None = field(default=None, compare=False, repr=False)
+    #: The 8-byte fingerprint of the schema `raw` was written under, when not the
+    #: current one (a device on another released version). Not part of its value.
+    writer: bytes | None = field(default=None, compare=False, repr=False)
 
     @property
     def type(self) -> str:

@@ -8,6 +8,7 @@ reader can tell schema versions apart on the wire.
 from __future__ import annotations
 
 import json
+import os
 import struct
 from functools import cache
 from pathlib import Path
@@ -19,6 +20,9 @@ from fastavro.schema import to_parsing_canonical_form
 SCHEMA_FILE: Final = "TableEvent.avsc"
 NAMESPACE: Final = "pitwatch.events"
 SINGLE_OBJECT_MAGIC: Final = b"\xc3\x01"
+#: More directories of released schema versions (os.pathsep-separated), beside
+#: schemas/avro/released: where a deployment (or a test) releases a version.
+RELEASED_ENV: Final = "PITWATCH_RELEASED_SCHEMAS"
 
 
 def schemas_dir() -> Path:
@@ -89,3 +93,22 @@ def single_object_header() -> bytes:
 
 def schema_version() -> int:
     return int(raw_schema().get("version", 1))
+
+
+def released_dirs() -> list[Path]:
+    extra = [Path(p) for p in os.environ.get(RELEASED_ENV, "").split(os.pathsep) if p]
+    return [schemas_dir() / "avro" / "released", *extra]
+
+
+@cache
+def writer_schemas() -> dict[bytes, Any]:
+    """Every TableEvent schema a reader knows, by the 8 fingerprint bytes of its
+    single-object header: the current one and each released version
+    (`released/<version>/TableEvent.avsc`), without logical types."""
+    out = {single_object_header()[2:]: plain_schema()}
+    for d in released_dirs():
+        for f in sorted(d.glob(f"*/{SCHEMA_FILE}")):
+            with open(f, encoding="utf-8") as fh:
+                parsed = fastavro.parse_schema(strip_logical(json.load(fh)))
+            out.setdefault(struct.pack("<Q", fingerprint(parsed)), parsed)
+    return out

@@ -1,30 +1,36 @@
-"""New Jersey Blackjack Switch, N.J.A.C. 13:69F-2A: insurance (2A.8)."""
+"""New Jersey Blackjack Switch, N.J.A.C. 13:69F-2A: insurance (2A.8). 2A.8(a) gives each
+player the right to insure and 2A.8(d) fixes its odds at 2 to 1: a table that posts
+otherwise is a finding on its TableOpened, and insurance is judged by the text."""
 
 from __future__ import annotations
 
+from ..blackjack import TWO_TO_ONE
 from ..engine.rulepack import RulePack
 from .base import (
-    CARD,
+    AFTER,
     CRITICAL,
     END,
     HIGH,
     MEDIUM,
     MONEY,
-    POSTED,
     RECORD_CITATIONS,
     WAGER,
     dealing_rules,
+    even_money_rules,
     payout_rules,
+    posting_rule,
     procedure_rules,
     rule,
+    side_rules,
+    surrender_rules,
 )
-from .checks import insurance
+from .checks import insurance, posting
 from .checks.limits import limit_rules
 
 I = "N.J.A.C. 13:69F-2A.8"  # noqa: E741
 
 PACK = RulePack(
-    name="nj-blackjack-switch", version="2024.09-1", jurisdiction="NJ", game="BLACKJACK_SWITCH",
+    name="nj-blackjack-switch", version="2024.09-2", jurisdiction="NJ", game="BLACKJACK_SWITCH",
     title="New Jersey Blackjack Switch, N.J.A.C. 13:69F-2A (2A.8 insurance)",
     rules=(
         *procedure_rules(),
@@ -41,12 +47,18 @@ PACK = RulePack(
         rule("INSURANCE_SETTLEMENT_WRONG", CRITICAL, f"{I}(d)", insurance.never_paid, END),
         rule("INSURANCE_PAID_BEFORE_COLLECTION", MEDIUM, f"{I}(d)",
              insurance.paid_before_collection, MONEY),
-        rule("INSURANCE_COLLECTION_LATE", MEDIUM, f"{I}(c)", insurance.collection_late,
-             (*CARD, *END)),
-        *dealing_rules(f"Posted soft-17 rule of the table (Blackjack Switch hits soft 17), "
-                       f"{POSTED} (c)"),
-        *payout_rules(f"Posted payout odds (Blackjack Switch: blackjack 1 to 1, dealer 22 "
-                      f"pushes), {POSTED} (b)"),
+        rule("INSURANCE_COLLECTION_LATE", MEDIUM, f"{I}(c)", insurance.collection_late, AFTER),
+        *surrender_rules(),
+        *even_money_rules(),
+        *side_rules(),
+        *dealing_rules(),
+        *payout_rules(),
     ),
     record_citations=RECORD_CITATIONS,
+    posting=(
+        posting_rule(f"{I}(a)", posting.right_granted("insurance", "insurance")),
+        posting_rule(f"{I}(d)", posting.odds_fixed("insurance_pays", "insurance",
+                                                   TWO_TO_ONE)),
+    ),
+    fixed={"insurance": True, "insurance_pays": TWO_TO_ONE},
 )

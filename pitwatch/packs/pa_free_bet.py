@@ -1,14 +1,15 @@
 """Pennsylvania Free Bet Blackjack, 58 Pa. Code Chapter 672a: insurance and even money
-(§ 672a.8)."""
+(§ 672a.8). 672a.8(a) lets each player insure: a table that posts insurance off is a
+finding on its TableOpened, and insurance is judged as offered. Even money is the
+certificate holder's option (672a.8(e)), so the posting decides it."""
 
 from __future__ import annotations
 
 from ..engine.rulepack import RulePack
 from .base import (
-    CARD,
+    AFTER,
     CLEARED,
     CRITICAL,
-    DECISION,
     END,
     HIGH,
     MEDIUM,
@@ -17,17 +18,21 @@ from .base import (
     RECORD_CITATIONS,
     WAGER,
     dealing_rules,
+    even_money_rules,
     payout_rules,
+    posting_rule,
     procedure_rules,
     rule,
+    side_rules,
+    surrender_rules,
 )
-from .checks import even_money, insurance
+from .checks import even_money, insurance, posting
 from .checks.limits import limit_rules
 
 P = "58 Pa. Code § 672a.8"
 
 PACK = RulePack(
-    name="pa-free-bet-blackjack", version="2024.09-1", jurisdiction="PA",
+    name="pa-free-bet-blackjack", version="2024.09-2", jurisdiction="PA",
     game="FREE_BET_BLACKJACK",
     title="Pennsylvania Free Bet Blackjack, 58 Pa. Code 672a (672a.8 insurance, even money)",
     rules=(
@@ -42,16 +47,16 @@ PACK = RulePack(
         rule("INSURANCE_SETTLEMENT_WRONG", CRITICAL, f"{P}(c); odds as posted, {POSTED} (b)",
              insurance.settlement_wrong, MONEY),
         rule("INSURANCE_SETTLEMENT_WRONG", CRITICAL, f"{P}(c)", insurance.never_paid, END),
-        rule("INSURANCE_COLLECTION_LATE", MEDIUM, f"{P}(d)", insurance.collection_late,
-             (*CARD, *END)),
-        rule("EVEN_MONEY_NOT_AVAILABLE", HIGH, f"{P}(e)", even_money.not_available, DECISION),
-        rule("EVEN_MONEY_SETTLEMENT_WRONG", CRITICAL, f"{P}(e)", even_money.settlement_wrong,
-             MONEY),
+        rule("INSURANCE_COLLECTION_LATE", MEDIUM, f"{P}(d)",
+             insurance.collection_late_after_reader, AFTER),
+        *even_money_rules(f"{P}(e)", f"{P}(e)"),
         rule("EVEN_MONEY_CARDS_REMOVED", MEDIUM, f"{P}(e)", even_money.cards_removed, CLEARED),
-        *dealing_rules(f"Posted soft-17 rule of the table (Free Bet Blackjack stands on all "
-                       f"17s), {POSTED} (c)"),
-        *payout_rules(f"Posted payout odds (Free Bet Blackjack: blackjack 3 to 2, dealer 22 "
-                      f"pushes), {POSTED} (b)"),
+        *surrender_rules(),
+        *side_rules(),
+        *dealing_rules(),
+        *payout_rules(),
     ),
     record_citations=RECORD_CITATIONS,
+    posting=(posting_rule(f"{P}(a)", posting.right_granted("insurance", "insurance")),),
+    fixed={"insurance": True},
 )

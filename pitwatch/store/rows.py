@@ -8,6 +8,7 @@ from typing import Any
 
 from ..engine.auditor import RoundSummary
 from ..engine.violation import Violation
+from ..events.avro import writer_fingerprint
 from ..events.jsonl import dumps
 from ..events.model import Event
 
@@ -22,7 +23,7 @@ def event_row(ev: Event, pos: int) -> dict[str, Any]:
         "round_id": ev.round_id or "", "type": type(p).__name__,
         "seat": seat or 0, "hand": -1 if hand is None else hand,
         "kind": getattr(p, "kind", ""), "amount": getattr(p, "amount", 0),
-        "pos": pos, "body": dumps(ev).decode(),
+        "pos": pos, "body": dumps(ev).decode(), "writer": writer_fingerprint(ev),
     }
 
 

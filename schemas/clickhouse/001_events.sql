@@ -3,6 +3,7 @@
 -- and digest, from it. `pos` is its place in the table's order of record, the same from
 -- every writer (pitwatch/store/order.py: the table's record clock, the sum of its devices'
 -- last seqs, times 1024, plus the count of events since that moved no device forward).
+-- `writer` is the hex fingerprint of the Avro schema version its device wrote.
 CREATE TABLE IF NOT EXISTS events (
     event_id     String,
     table_id     String,
@@ -17,7 +18,8 @@ CREATE TABLE IF NOT EXISTS events (
     kind         String,
     amount       Int64,
     pos          UInt64,
-    body         String
+    body         String,
+    writer       String
 ) ENGINE = ReplacingMergeTree()
 PARTITION BY toYYYYMM(ts)
 ORDER BY (table_id, event_id)

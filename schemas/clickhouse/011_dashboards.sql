@@ -9,6 +9,10 @@
 -- on these aggregates (e.g. TTL hour + INTERVAL 400 DAY): none changes a query.
 -- The views see rows inserted after they exist; a store filled before them is
 -- backfilled with the INSERT ... SELECT in deploy/grafana/README.md.
+-- Change an aggregate by adding a new one, never by changing its columns: chDB checks a
+-- view's SELECT even on CREATE ... IF NOT EXISTS, so a changed view stops every store
+-- made before it from opening (`pitwatch serve` rebuilds such an aggregate; the other
+-- commands would fail).
 
 -- Violations per table, hour, severity and code.
 CREATE TABLE IF NOT EXISTS violations_hourly (
@@ -68,5 +72,25 @@ SELECT table_id, toStartOfMonth(ts) AS month,
        maxState(toUInt64(ts) * 1000 + ts_ms) AS last_ms,
        argMaxState(round_id, toUInt64(ts) * 1000 + ts_ms) AS last_round,
        uniqExactState(event_id) AS events
+FROM events
+GROUP BY table_id, month;
+
+-- What each table's last TableOpened posted: the floor board's game and jurisdiction,
+-- without reading the events.
+CREATE TABLE IF NOT EXISTS table_posted (
+    table_id      String,
+    month         Date,
+    jurisdiction  AggregateFunction(argMaxIf, String, UInt64, UInt8),
+    game          AggregateFunction(argMaxIf, String, UInt64, UInt8)
+) ENGINE = AggregatingMergeTree()
+PARTITION BY toYYYYMM(month)
+ORDER BY (table_id, month);
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS table_posted_mv TO table_posted AS
+SELECT table_id, toStartOfMonth(ts) AS month,
+       argMaxIfState(visitParamExtractString(body, 'jurisdiction'),
+                     toUInt64(ts) * 1000 + ts_ms, type = 'TableOpened') AS jurisdiction,
+       argMaxIfState(visitParamExtractString(body, 'game'),
+                     toUInt64(ts) * 1000 + ts_ms, type = 'TableOpened') AS game
 FROM events
 GROUP BY table_id, month

@@ -13,17 +13,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from pitwatch.blackjack import dealer_must_draw, hand_total
 from pitwatch.events.jsonl import dumps
 from pitwatch.events.model import CardDealt, Event, PayoutMade, WagerPlaced
+from tests.data import review_rounds
+from tests.data.review_rounds import Expected, Play, start
 from tests.rounds import TableScript
 
 HERE = Path(__file__).resolve().parent
-#: (code, evidence event, seat, hand) of one expected violation
-Expected = tuple[str, Event, int | None, int | None]
-Play = Callable[[TableScript], list[Expected]]
 HIGH_CARDS = ("A", "10", "J", "Q", "K")
 
 
@@ -51,11 +51,6 @@ class Deal:
                                   "hand": hand})
 
 
-def start(sc: TableScript, seats: list[int]) -> Event:
-    assert sc.round_id is not None
-    return sc.start(sc.round_id[len(sc.table_id) + 1:], seats)
-
-
 def dealer_out(sc: TableScript, cards: list[str], draws: str = "K") -> int:
     """The dealer draws from `draws` while the posted rule says so; the final total."""
     it = iter(draws.split())
@@ -70,6 +65,31 @@ def first_pay(sc: TableScript) -> Event:
     """The first payment of the round being dealt."""
     return next(e for e in sc.events if e.round_id == sc.round_id
                 and isinstance(e.payload, PayoutMade))
+
+
+def review(d: Deal, kind: str, rounds: dict[str, Play], *,
+           posted_options: dict[str, Play] | None = None,
+           options: dict[str, object] | None = None) -> None:
+    """The rounds of issue 7 (review_rounds.py) at this table; then, at the same table
+    re-opened with `options` posted, the `posted_options` rounds; then each posting that
+    contradicts a text (a finding on its TableOpened, round id empty) with a round judged
+    by the text; the table's own rules posted again after each."""
+    sc = d.sc
+    for label, play in rounds.items():
+        d.round(label, play)
+    original = sc.rules
+    if posted_options:
+        sc.open(replace(original, **(options or {})))  # type: ignore[arg-type]
+        for label, play in posted_options.items():
+            d.round(label, play)
+        sc.open(original)
+    for changes, label, play in review_rounds.POSTINGS[kind]:
+        opened = sc.open(review_rounds.posted(original, changes))
+        d.expected.append({"table_id": sc.table_id, "round_id": "",
+                           "code": "POSTED_RULES_CONTRADICT_REGULATION",
+                           "event_id": opened.event_id, "seat": None, "hand": None})
+        d.round(label, play)
+        sc.open(original)
 
 
 # --- a plain round of any table, with hooks for one fault --------------------------------------
@@ -348,13 +368,15 @@ def nj_blackjack(d: Deal) -> None:
         s.wager(1, "BONUS", 500)
         s.wager(3, "MAIN", 2000)
         if fault == "amount":
-            out.append(("BONUS_WAGER_AMOUNT", s.wager(3, "BONUS", 99), 3, 0))
+            s.wager(3, "BONUS", 99)
         elif fault != "too late":
             s.wager(3, "BONUS", 200)
         s.card(1, "10", "S")
         if fault == "too late":
             out.append(("BONUS_WAGER_TOO_LATE", s.wager(3, "BONUS", 200), 3, 0))
-        s.card(3, "K", "H")
+        first = s.card(3, "K", "H")
+        if fault == "amount":  # under $1.00 once the stacks are all in: at the first card
+            out.append(("BONUS_WAGER_AMOUNT", first, 3, 0))
         s.dealer("10", "D")
         s.card(1, "Q", "C")
         s.card(3, "J", "S")
@@ -437,6 +459,7 @@ def nj_blackjack(d: Deal) -> None:
     d.round("BONUS_SETTLEMENT_ORDER", lambda s: bonus_round(s, fault="order"))
     d.round("BONUS_SETTLEMENT_WRONG", lambda s: bonus_round(s, fault="odds"))
     d.round("DEALER_DREW_WRONG", dealer_drew)
+    review(d, "nj_blackjack", review_rounds.NJ_BLACKJACK)
     record_and_common_faults(d)
 
 
@@ -477,6 +500,7 @@ def nj_blackjack_plain_table(d: Deal) -> None:
     d.round("OK-plain", ok)
     d.round("SURRENDER_NOT_AVAILABLE", surrender)
     d.round("BONUS_WAGER_NOT_AVAILABLE", bonus)
+    review(d, "nj_blackjack", {}, posted_options=EVEN_MONEY, options={"even_money": True})
 
 
 # --- New Jersey Blackjack Switch -----------------------------------------------------------------
@@ -629,6 +653,9 @@ def nj_switch(d: Deal) -> None:
                                                              fault="collection late"))
     d.round("PAYOUT_WRONG~dealer-22-paid", lambda s: switch_and_22(s, fault="22 paid"))
     d.round("DEALER_DREW_WRONG", lambda s: switch_and_22(s, fault="stood"))
+    review(d, "nj_switch", review_rounds.NJ_SWITCH,
+           posted_options={**review_rounds.POSTED_SURRENDER, **EVEN_MONEY},
+           options={"surrender": True, "even_money": True})
     record_and_common_faults(d)
 
 
@@ -718,12 +745,13 @@ def pa_free_bet(d: Deal) -> None:
             return out
         if not void and fault != "collection late":
             s.collect(2, "INSURANCE", 1000)
-        s.decide(2, "STAND")
+        stand = s.decide(2, "STAND")
+        if fault == "collection late":  # 672a.8(d) "immediately": late once seat 2 acts
+            out.append(("INSURANCE_COLLECTION_LATE", stand, 2, 0))
         s.reveal()
         if hole == "5":  # A 5 soft 16: an 8 (14), a king (24)
-            ev = s.dealer("8", "C")
+            s.dealer("8", "C")
             if fault == "collection late":
-                out.append(("INSURANCE_COLLECTION_LATE", ev, 2, 0))
                 s.collect(2, "INSURANCE", 1000)
             s.dealer("K", "C")
             s.collect(2, "PUSH22", 500)
@@ -809,6 +837,8 @@ def pa_free_bet(d: Deal) -> None:
     d.round("EVEN_MONEY_CARDS_REMOVED", lambda s: even_money(s, fault="removed"))
     d.round("PAYOUT_WRONG~dealer-22-paid", lambda s: dealer_22(s, fault="paid"))
     d.round("DEALER_DREW_WRONG", lambda s: dealer_22(s, fault="drew"))
+    review(d, "pa_free_bet", review_rounds.PA_FREE_BET,
+           posted_options=review_rounds.POSTED_SURRENDER, options={"surrender": True})
     record_and_common_faults(d)
 
 
@@ -948,6 +978,8 @@ def nz_blackjack(d: Deal) -> None:
         return [("DEALER_DREW_WRONG", bad, None, None)]
 
     d.round("DEALER_DREW_WRONG", dealer_drew)
+    review(d, "nz_blackjack", review_rounds.NZ_BLACKJACK,
+           posted_options=review_rounds.POSTED_SURRENDER, options={"surrender": True})
     record_and_common_faults(d)
 
     # the last round of the file: the input ends before its RoundEnded
@@ -956,6 +988,13 @@ def nz_blackjack(d: Deal) -> None:
         return [("ROUND_INCOMPLETE", s.events[-1], None, None)]
 
     d.round("ROUND_INCOMPLETE~input-ends", cut_off)
+
+
+#: Even money where a table posts it, paid right and paid 3 to 2.
+EVEN_MONEY: dict[str, Play] = {
+    "OK-even-money-posted": lambda s: review_rounds.even_money_paid(s, paid=2000),
+    "EVEN_MONEY_SETTLEMENT_WRONG~posted": lambda s: review_rounds.even_money_paid(s, paid=3000),
+}
 
 
 TABLES: list[tuple[str, str, Callable[[Deal], None], dict[str, object]]] = [

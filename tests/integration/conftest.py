@@ -17,8 +17,11 @@ from typing import Any
 
 import pytest
 
-from pitwatch.audit.run import audit_events
+from pitwatch.audit.run import DEFAULT_ROUND_TIMEOUT_MS, audit_events
+from pitwatch.engine.auditor import Auditor, RoundSummary
+from pitwatch.engine.violation import Violation
 from pitwatch.events.model import Event
+from pitwatch.packs.registry import select
 from pitwatch.store.server import ServerStore
 from producers.kafka_out import ensure_topics, make_producer, send_events
 from producers.simulate import Floor
@@ -27,6 +30,63 @@ ROOT = Path(__file__).resolve().parents[2]
 KAFKA = os.environ.get("PITWATCH_KAFKA", "127.0.0.1:19092")
 CH_HOST, CH_PORT = "127.0.0.1", int(os.environ.get("CLICKHOUSE_TCP_PORT", "19000"))
 PARTITIONS = 4
+#: rounds compared field by field: money, counts, completeness
+ROUND_FIELDS = ("wagered", "paid", "collected", "returned", "events", "violations", "complete")
+
+
+def wait_until(what: str, ok: Callable[[], bool], timeout: float = 120.0,
+               every: float = 0.25) -> None:
+    """Poll `ok` until it holds; fail naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not ok():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(every)
+
+
+def end_offsets(topics: list[str]) -> dict[tuple[str, int], int]:
+    from kafka import KafkaConsumer, TopicPartition
+
+    c = KafkaConsumer(bootstrap_servers=KAFKA)
+    try:
+        tps = [TopicPartition(t, p) for t in topics for p in (c.partitions_for_topic(t) or ())]
+        return {(tp.topic, tp.partition): o for tp, o in c.end_offsets(tps).items()}
+    finally:
+        c.close()
+
+
+def committed(group: str) -> dict[tuple[str, int], int]:
+    from kafka.admin import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=KAFKA)
+    try:
+        got = admin.list_group_offsets({group: None}).get(group, {})
+        return {(tp.topic, tp.partition): m.offset for tp, m in got.items()}
+    finally:
+        admin.close()
+
+
+def read_topic(topic: str) -> list[Any]:
+    """Every message on the topic now, up to its end offsets."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    ends = {TopicPartition(t, p): o for (t, p), o in end_offsets([topic]).items() if o > 0}
+    out: list[Any] = []
+    if not ends:
+        return out
+    c = KafkaConsumer(bootstrap_servers=KAFKA, enable_auto_commit=False)
+    try:
+        c.assign(list(ends))
+        c.seek_to_beginning()
+        deadline = time.monotonic() + 60
+        while any(c.position(tp) < end for tp, end in ends.items()):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"could not read {topic} to its end")
+            for msgs in c.poll(timeout_ms=500).values():
+                out.extend(m for m in msgs if m.offset < ends[TopicPartition(m.topic, m.partition)])
+    finally:
+        c.close()
+    return out
 
 
 def _reachable(host: str, port: int) -> bool:
@@ -72,18 +132,23 @@ class Pipeline:
     def events_topic(self) -> str:
         return self.prefix + "table-events"
 
-    def start_worker(self, name: str = "w") -> subprocess.Popen[bytes]:
-        port = 16000 + len(self.workers) + int(uuid.uuid4().int % 2000)
+    def start_worker(self, name: str = "w", *extra: str,
+                     env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        self.web_port = _free_port()
         log = open(self.tmp / f"worker-{name}-{len(self.workers)}.log", "wb")  # noqa: SIM115
         proc = subprocess.Popen(
             [sys.executable, "-m", "pitwatch.cli", "worker", "--kafka", KAFKA,
              "--clickhouse", f"{CH_HOST}:{CH_PORT}", "--clickhouse-db", self.id,
              "--app-id", self.id, "--topic-prefix", self.prefix,
-             "--partitions", str(PARTITIONS), "--web-port", str(port),
-             "--data-dir", str(self.tmp / f"worker-{name}"), "--loglevel", "info"],
-            stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+             "--partitions", str(PARTITIONS), "--web-port", str(self.web_port),
+             "--data-dir", str(self.tmp / f"worker-{name}"), "--loglevel", "info", *extra],
+            stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
+            env=None if env is None else {**os.environ, **env})
         self.workers.append(proc)
         return proc
+
+    def logs(self) -> str:
+        return "".join(p.read_text(errors="replace") for p in sorted(self.tmp.glob("worker-*.log")))
 
     def kill(self, proc: subprocess.Popen[bytes], sig: int = signal.SIGKILL) -> None:
         proc.send_signal(sig)
@@ -96,10 +161,19 @@ class Pipeline:
         finally:
             producer.close()  # type: ignore[attr-defined]
 
-    def produce_raw(self, key: bytes, value: bytes) -> None:
+    def produce_messages(self, messages: list[tuple[bytes, bytes]]) -> None:
         producer = make_producer(KAFKA)
         try:
-            producer.send(self.events_topic, key=key, value=value)  # type: ignore[attr-defined]
+            for key, value in messages:
+                producer.send(self.events_topic, key=key, value=value)  # type: ignore[attr-defined]
+            producer.flush()  # type: ignore[attr-defined]
+        finally:
+            producer.close()  # type: ignore[attr-defined]
+
+    def produce_raw(self, key: bytes, value: bytes | None, topic: str | None = None) -> None:
+        producer = make_producer(KAFKA)
+        try:
+            producer.send(topic or self.events_topic, key=key, value=value)  # type: ignore[attr-defined]
             producer.flush()  # type: ignore[attr-defined]
         finally:
             producer.close()  # type: ignore[attr-defined]
@@ -110,30 +184,44 @@ class Pipeline:
     def counts(self) -> tuple[int, int, int]:
         return self.count("events"), self.count("rounds"), self.count("violations")
 
+    def caught_up(self) -> bool:
+        """Both consumer groups committed everything on their topics: the audit has
+        read every event, the sink has landed every event, alert and round sent."""
+        topics = [self.events_topic, self.prefix + "alerts", self.prefix + "rounds"]
+        ends = end_offsets(topics)
+        audit, sink = committed(self.id), committed(self.id + "-sink")
+        return all(audit.get(tp, 0) >= o for tp, o in ends.items() if tp[0] == topics[0]) \
+            and all(sink.get(tp, 0) >= o for tp, o in ends.items())
+
     def wait_for(self, expected: Expected, timeout: float = 120.0) -> tuple[int, int, int]:
-        """Wait until ClickHouse holds at least what is expected, then a moment more so
-        that a surplus (a double count) would show; returns the counts then."""
+        """Wait until ClickHouse holds at least what is expected and both consumer
+        groups have committed everything (so a surplus, a double count, would show);
+        returns the counts then."""
         want = (expected.events, expected.rounds, len(expected.violation_ids))
         deadline = time.monotonic() + timeout
         got = self.counts()
         while time.monotonic() < deadline:
-            if all(g >= w for g, w in zip(got, want, strict=True)):
-                time.sleep(3)
+            if all(g >= w for g, w in zip(got, want, strict=True)) and self.caught_up():
                 return self.counts()
-            time.sleep(1)
+            time.sleep(0.5)
             got = self.counts()
         logs = "\n".join(p.read_text()[-3000:] for p in self.tmp.glob("worker-*.log"))
         raise AssertionError(f"ClickHouse has {got}, expected {want} after {timeout:.0f}s"
                              f"\n{logs}")
+
+    def alerted_ids(self) -> list[str]:
+        from pitwatch.engine.alerts import decode_violation
+
+        return [decode_violation(m.value).violation_id
+                for m in read_topic(self.prefix + "alerts")]
 
     def violation_ids(self) -> set[str]:
         return {r["violation_id"] for r in
                 self.store.query("SELECT violation_id FROM violations FINAL")}
 
     def rounds(self) -> dict[str, tuple[Any, ...]]:
-        rows = self.store.query("SELECT round_id, wagered, paid, collected, returned, "
-                                "violations, complete FROM rounds FINAL")
-        return {r["round_id"]: tuple(r.values())[1:] for r in rows}
+        rows = self.store.query(f"SELECT round_id, {', '.join(ROUND_FIELDS)} FROM rounds FINAL")
+        return {r["round_id"]: tuple(int(r[f]) for f in ROUND_FIELDS) for r in rows}
 
     def close(self) -> None:
         for p in self.workers:
@@ -157,15 +245,55 @@ def pipeline(tmp_path: Path) -> Iterator[Pipeline]:
     p.close()
 
 
-class Expected:
-    """What the embedded audit finds in the same events (without closing open rounds
-    at the end: a stream has no end)."""
+DAY_MS = 24 * 3600 * 1000
 
-    def __init__(self, events: list[Event]) -> None:
-        self.report = audit_events(events, keep_violations=True, finish=False)
-        self.violation_ids = {v.violation_id for v in self.report.violations}
+
+def shifted(events: list[Event], delta_ms: float) -> list[Event]:
+    """The same events with every device clock moved by `delta_ms`, each digest chain
+    re-linked (a prev_digest that named an event names its shifted copy; a broken one
+    stays broken)."""
+    from dataclasses import replace
+
+    from pitwatch.events.avro import digest
+
+    renamed: dict[bytes, bytes] = {}
+    out = []
+    for ev in events:
+        new = replace(ev, ts=int(ev.ts + delta_ms), raw=None,
+                      prev_digest=None if ev.prev_digest is None
+                      else renamed.get(ev.prev_digest, ev.prev_digest))
+        renamed[digest(ev)] = digest(new)
+        out.append(new)
+    return out
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Expected:
+    """What the embedded audit's engine finds in the same events (without closing open
+    rounds at the end: a stream has no end), round by round."""
+
+    def __init__(self, events: list[Event], round_timeout_ms: int = DEFAULT_ROUND_TIMEOUT_MS,
+                 finish: bool = False) -> None:
+        report = audit_events(events, keep_violations=True, finish=finish,
+                              round_timeout_ms=round_timeout_ms)  # the embedded audit
+        self.violations: list[Violation] = report.violations
+        self.violation_ids = {v.violation_id for v in self.violations}
+        summaries: list[RoundSummary] = []  # its engine again, for the rounds' contents
+        auditor = Auditor(select, lambda v: None, summaries.append,
+                          round_timeout_ms=round_timeout_ms)
+        for ev in events:
+            auditor.feed(ev)
+        if finish:
+            auditor.finish()
         self.events = len({e.event_id for e in events})
-        self.rounds = self.report.rounds
+        self.round_rows = {s.round_id: tuple(int(getattr(s, f)) for f in ROUND_FIELDS)
+                           for s in summaries}
+        self.rounds = len(self.round_rows)
 
 
 @pytest.fixture

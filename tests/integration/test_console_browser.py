@@ -178,11 +178,9 @@ def test_feed_shows_a_new_alert_within_2s_and_a_bad_message_does_not_stop_it(
     shot(browser, "feed")
     v = new_violation()
     send(console.alerts_topic, b"\x00garbage that is no violation")
-    t0 = time.monotonic()
     send(console.alerts_topic, encode_violation(v))
     row = wait(browser, 2.0).until(
         lambda d: d.find_elements("css selector", f'tr[data-id="{v.violation_id}"]'))
-    assert time.monotonic() - t0 < 2.0
     assert "MAIN $20.00 collected whole" in row[0].text
     assert "AC-BJ-01" in row[0].text and "N.J.A.C. 13:69F-2.8(a)1–2" in row[0].text
     assert "2026-11-30 18:49:32.723" in row[0].text  # device time, UTC, to the ms
@@ -224,10 +222,14 @@ def test_filters_narrow_the_feed(console: Console, browser: Any) -> None:
 def test_acknowledging_persists_across_a_reload_and_never_edits_the_violation(
         console: Console, browser: Any) -> None:
     open_feed(browser, console.url + "/?severity=CRITICAL")
-    row = css(browser, "#feed tbody tr")[-1]
+    stored = {r["violation_id"] for r in console.store.query(
+        "SELECT violation_id FROM violations FINAL WHERE severity = 'CRITICAL'")}
+    row = next(r for r in css(browser, "#feed tbody tr")
+               if r.get_attribute("data-id") in stored)
     vid = row.get_attribute("data-id")
     before = console.store.query(
         f"SELECT * FROM violations FINAL WHERE violation_id = '{vid}'")
+    assert before
     row.find_element("css selector", "button.ack").click()
     wait(browser).until(lambda d: d.find_element("id", "ack-dialog").is_displayed())
     browser.find_element("id", "ack-who").send_keys("Ana Surveillance")
@@ -240,9 +242,9 @@ def test_acknowledging_persists_across_a_reload_and_never_edits_the_violation(
     wait(browser).until(lambda d: d.find_elements("css selector", acked))
     text = css(browser, acked)[0].text
     assert "acknowledged by Ana Surveillance" in text and "camera 12" in text
-    stored = console.store.query(
+    acks = console.store.query(
         f"SELECT who, note, action FROM triage WHERE violation_id = '{vid}'")
-    assert stored == [{"who": "Ana Surveillance", "note": "payout checked on camera 12",
+    assert acks == [{"who": "Ana Surveillance", "note": "payout checked on camera 12",
                        "action": "ACK"}]
     assert console.store.query(
         f"SELECT * FROM violations FINAL WHERE violation_id = '{vid}'") == before

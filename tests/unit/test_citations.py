@@ -126,7 +126,7 @@ def _citations() -> list[tuple[str, str, str]]:
     """(pack, code, citation) of every rule and record check of every pack."""
     out = set()
     for pack in all_packs():
-        out |= {(pack.name, r.code, r.citation) for r in pack.rules}
+        out |= {(pack.name, r.code, r.citation) for r in (*pack.rules, *pack.posting)}
         out |= {(pack.name, code, cite) for code, (_, cite) in pack.record_citations.items()}
     return sorted(out)
 
@@ -183,7 +183,7 @@ def catalogue() -> dict[str, str]:
 def test_every_code_a_pack_can_raise_is_in_the_catalogue_with_its_severity() -> None:
     listed = catalogue()
     for pack in all_packs():
-        for r in pack.rules:
+        for r in (*pack.rules, *pack.posting):
             assert listed.get(r.code) == r.severity, (pack.name, r.code, r.severity)
         for code, (severity, _) in pack.record_citations.items():
             assert listed.get(code) == severity, (pack.name, code, severity)

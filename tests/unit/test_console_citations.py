@@ -86,3 +86,39 @@ def test_every_regulation_citation_of_every_pack_quotes_text() -> None:
             seen += 1
             assert all(text for _, text in q.paragraphs), rule.citation
     assert seen > 20
+
+
+def test_a_citation_that_names_its_file(tmp_path: Path) -> None:
+    (tmp_path / "posted-rules.txt").write_text(
+        "Posted rules: pitwatch's own reading.\n\n"
+        "(a) Posted limits. A main wager is at least the posted\nminimum.\n\n"
+        "(d) Posted insurance:\n1. offered only where posted;\n"
+        "2. at most half the main wager, or the next chip unit\n   when half is no chip.\n")
+    q = quote("Posted limits of the table, docs/regulations/posted-rules.txt (a)", tmp_path)
+    assert q is not None and q.source == "docs/regulations/posted-rules.txt"
+    assert q.paragraphs == (("(a)", "(a) Posted limits. A main wager is at least the posted "
+                             "minimum."),)
+    q = quote("docs/regulations/posted-rules.txt (d)2 (the words of 13:69F-2A.8(b))",
+              tmp_path)
+    assert q is not None
+    assert q.paragraphs == (("(d)2", "(d) Posted insurance:\n2. at most half the main "
+                             "wager, or the next chip unit when half is no chip."),)
+    assert quote("docs/regulations/missing.txt (a)", tmp_path) is None
+
+
+def test_a_record_rule_quotes_its_section_of_the_docs(tmp_path: Path) -> None:
+    regs = tmp_path / "docs" / "regulations"
+    regs.mkdir(parents=True)
+    (tmp_path / "docs" / "events.md").write_text(
+        "# Events\n\n## The record\n\nWhat makes a stream a record\nthe audit can vouch for:\n\n"
+        "- `seq` rises by 1\n  per device.\n- One seq, one event.\n\n### A detail\n\nmore\n\n"
+        "## Rounds\n\nEvery round ends.\n")
+    q = quote("pitwatch record rule, docs/events.md § The record (one seq, one event)", regs)
+    assert q is not None and q.source == "docs/events.md"
+    assert q.paragraphs == (("The record", "What makes a stream a record the audit can vouch "
+                             "for:\n- `seq` rises by 1 per device.\n- One seq, one event.\n"
+                             "### A detail\nmore"),)
+    q = quote("pitwatch record rule, docs/procedure.md § A round, in order", regs)
+    assert q is None  # no such file here
+    real = quote("pitwatch record rule, docs/events.md § The record (one seq, one event)")
+    assert real is not None and "SEQUENCE_CONFLICT" in real.paragraphs[0][1]

@@ -15,7 +15,7 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from console.app import Settings, make_app
-from console.data import backfill
+from console.data import refresh_aggregates
 from pitwatch.audit.run import audit_events
 from pitwatch.store.embedded import EmbeddedStore
 from producers.simulate import Floor
@@ -140,6 +140,14 @@ def test_triage_is_appended_apart_and_never_edits_the_violation(store_dir: Path)
             assert reason in (await resp.json())["error"]
         resp = await client.post("/api/triage", data=b"not json")
         assert resp.status == 400
+        # a page of another site cannot acknowledge through a person's browser
+        resp = await client.post("/api/triage", headers={"Origin": "http://evil.example"},
+                                 data=orjson.dumps({"violation_id": vid, "who": "x"}))
+        assert resp.status == 403 and "another site" in (await resp.json())["error"]
+        assert len([t for t in (await snapshot(client))["triage"]
+                    if t["violation_id"] == vid]) == 2
+        page = await client.get("/")
+        assert "default-src 'self'" in page.headers["Content-Security-Policy"]
 
     serve(store_dir, check)
 
@@ -154,6 +162,9 @@ def test_floor_board_shows_every_table_its_open_round_and_todays_counts(
         assert "/rounds/AK-BJ-04-000025" in html
         assert "BLACKJACK_SWITCH" in html and "FREE_BET_BLACKJACK" in html
         assert 'class="silent"' not in html
+        html = await (await client.get("/tables/AC-SW-02")).text()
+        assert "NJ BLACKJACK_SWITCH" in html and 'href="/?table=AC-SW-02"' in html
+        assert html.count('href="/rounds/AC-SW-02-') == 25
 
     serve(store_dir, check, clock="store", silent_after_s=60)
 
@@ -185,32 +196,80 @@ def test_round_view_draws_cards_and_quotes_the_cited_paragraph(store_dir: Path) 
 
 def test_round_view_links_a_case_file_when_there_is_one(store_dir: Path,
                                                         tmp_path: Path) -> None:
-    (tmp_path / "AC-BJ-01-000002").mkdir()
-    (tmp_path / "AC-BJ-01-000002" / "report.html").write_text("<h1>case</h1>")
+    for folder, rounds in (("d137", ["AC-BJ-01-000001", "AC-BJ-01-000002"]),
+                           ("one", ["AC-BJ-01-000002"]), ("half-written", [])):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "report.html").write_text(f"<h1>case {folder}</h1>")
+        (tmp_path / folder / "manifest.json").write_bytes(orjson.dumps({"rounds": rounds}))
+    (tmp_path / "half-written" / "manifest.json").write_text("{")
 
     async def check(client: TestClient[Any, Any]) -> None:
         html = await (await client.get("/rounds/AC-BJ-01-000002")).text()
-        assert 'href="/cases/AC-BJ-01-000002/report.html"' in html
-        assert (await (await client.get("/cases/AC-BJ-01-000002/report.html")).text()) == \
-            "<h1>case</h1>"
+        assert 'href="/cases/d137/report.html"' in html
+        assert 'href="/cases/one/report.html"' in html
+        assert (await (await client.get("/cases/one/report.html")).text()) == "<h1>case one</h1>"
+        html = await (await client.get("/rounds/AC-BJ-01-000001")).text()
+        assert 'href="/cases/d137/report.html"' in html and "/cases/one/" not in html
         html = await (await client.get("/rounds/AC-BJ-01-000003")).text()
         assert "No case file yet" in html and "pitwatch investigate AC-BJ-01-000003" in html
 
     serve(store_dir, check, cases=tmp_path)
 
 
-def test_backfill_fills_the_aggregates_of_a_store_made_before_them(store_dir: Path) -> None:
+def test_aggregates_are_filled_and_brought_up_to_the_schema(store_dir: Path) -> None:
     store = EmbeddedStore(store_dir)
     try:
         before = store.query("SELECT count() AS n FROM table_activity")[0]["n"]
-        for t in ("violations_hourly", "rounds_hourly", "table_activity"):
+        for t in ("violations_hourly", "rounds_hourly", "table_activity", "table_posted"):
             store.query(f"TRUNCATE TABLE {t}")
-        assert sorted(backfill(store)) == ["rounds_hourly", "table_activity",
-                                           "violations_hourly"]
+        assert sorted(refresh_aggregates(store)) == [
+            f"{t}: filled from the rows stored before it existed"
+            for t in ("rounds_hourly", "table_activity", "table_posted", "violations_hourly")]
         assert store.query("SELECT count() AS n FROM table_activity")[0]["n"] == before
-        assert backfill(store) == []  # not empty any more: nothing to do
+        assert refresh_aggregates(store) == []  # up to date and filled: nothing to do
         n_violations = store.query("SELECT count() AS n FROM violations FINAL")[0]["n"]
         hourly = store.query("SELECT uniqExactMerge(violations) AS n FROM violations_hourly")
         assert int(hourly[0]["n"]) == int(n_violations)
+        # an aggregate of an earlier schema (one column fewer) is made again and filled
+        store.query("DROP TABLE table_activity_mv")
+        store.query("DROP TABLE table_activity")
+        store.query("CREATE TABLE table_activity (table_id String, month Date, "
+                    "last_ms AggregateFunction(max, UInt64)) ENGINE = AggregatingMergeTree() "
+                    "PARTITION BY toYYYYMM(month) ORDER BY (table_id, month)")
+        assert refresh_aggregates(store) == [
+            "table_activity: made again to the current schema",
+            "table_activity: filled from the rows stored before it existed"]
+        assert store.query("SELECT count() AS n FROM table_activity")[0]["n"] == before
+        # and its view fills it again from new rows
+        views = {r["name"] for r in store.query(
+            "SELECT name FROM system.tables WHERE database = currentDatabase()")}
+        assert "table_activity_mv" in views
     finally:
         store.close()
+
+
+def test_silent_tables_are_an_alert_on_the_feed(store_dir: Path) -> None:
+    async def check(client: TestClient[Any, Any]) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 20
+        while not (await (await client.get("/api/health")).json())["silent"]:
+            assert loop.time() < deadline, "no silent table reported"
+            await asyncio.sleep(0.05)
+        snap = await snapshot(client)
+        assert sorted(t["table_id"] for t in snap["silent"]) == [
+            "AC-BJ-01", "AC-SW-02", "AK-BJ-04", "PH-FB-03"]
+        assert all(t["age_ms"] > 60_000 for t in snap["silent"])
+
+    # by the wall clock the simulated shift is long over: every table is silent
+    serve(store_dir, check, clock="wall", silent_after_s=60, silent_every=0.1)
+
+    async def quiet(client: TestClient[Any, Any]) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 20
+        while not (await (await client.get("/api/health")).json()).get("checked"):
+            assert loop.time() < deadline
+            await asyncio.sleep(0.05)
+        assert (await snapshot(client))["silent"] == []
+
+    # by the store's clock, with a long enough threshold, none is
+    serve(store_dir, quiet, clock="store", silent_after_s=3600, silent_every=0.1)

@@ -159,10 +159,11 @@ def test_a_bug_in_the_fold_is_an_engine_error(engine_errors: list[logging.LogRec
 
     original = Round.apply
 
-    def apply(self: Round, ev: Event, void: bool = False) -> None:
+    def apply(self: Round, ev: Event, void: bool = False,
+              cause: tuple[str, str] | None = None) -> None:
         if ev is broken:
             raise KeyError("planted")
-        original(self, ev, void)
+        original(self, ev, void, cause)
 
     Round.apply = apply  # type: ignore[method-assign]
     try:

@@ -15,8 +15,9 @@ import pytest
 
 from pitwatch.blackjack import Ratio, hand_total
 from pitwatch.events.model import Event, PayEntry, PayTable
+from pitwatch.money import dollars
 from pitwatch.packs import nj_blackjack
-from pitwatch.packs.base import POSTED
+from pitwatch.packs.base import DEALER_POSTED, PAYOUT_POSTED
 from tests.rounds import TableScript, audit, check_quotes_and_coverage, expect, only
 
 PACK = "nj-blackjack"
@@ -24,8 +25,9 @@ S = "N.J.A.C. 13:69F-2.8"
 B = "N.J.A.C. 13:69F-2.25"
 BONUS_ODDS_CITATION = (f"{B}(d)–(f) (three eights: the table's posted pay table, (f)'s is "
                        "not in the text)")
-SOFT17_CITATION = f"Posted soft-17 rule of the table, {POSTED} (c)"
-PAYOUT_CITATION = f"Posted payout odds (blackjack as posted, wins 1 to 1), {POSTED} (b)"
+SOFT17_CITATION = DEALER_POSTED
+PAYOUT_CITATION = PAYOUT_POSTED
+POSTING = "POSTED_RULES_CONTRADICT_REGULATION"
 
 
 def table(**rules: object) -> TableScript:
@@ -227,9 +229,11 @@ def test_2_8_c_surrender_not_available(rules: dict[str, object], why: str) -> No
     > table which offers the 6 to 5 blackjack variation or the progressive blackjack wager
     > pursuant to 13:69F-2.19, the surrender option shall not be available.
 
-    The void surrender changes nothing: the player stands and wins.
+    The void surrender changes nothing: the player stands and wins. A table that posts
+    surrender beside what (c) bars is itself a finding, on its TableOpened.
     """
     sc = table(**rules)
+    opened = sc.events[0]
     sc.start(1, [1])
     sc.wager(1, "MAIN", 2000)
     sc.deal({1: ("10", "6")}, up="9", hole="7")
@@ -240,7 +244,14 @@ def test_2_8_c_surrender_not_available(rules: dict[str, object], why: str) -> No
     sc.pay(1, "MAIN", 2000)
     sc.clear(1)
     sc.finish_round()
-    v = only(audit(sc.events), "SURRENDER_NOT_AVAILABLE")
+    found = audit(sc.events)
+    posting = [v for v in found if v.code == POSTING]
+    if why != "does not offer surrender":
+        assert len(posting) == 1 and posting[0].event_id == opened.event_id, found
+        assert posting[0].citation == f"{S}(c)" and posting[0].round_id == ""
+    else:
+        assert posting == []
+    v = only([v for v in found if v.code != POSTING], "SURRENDER_NOT_AVAILABLE")
     expect(v, code="SURRENDER_NOT_AVAILABLE", severity="HIGH", citation=f"{S}(c)", event=bad,
            seat=1, hand=0, pack=PACK)
     assert why in v.message
@@ -379,8 +390,8 @@ def test_2_8_a1_surrender_against_2_to_9_settles_half_and_half_at_once(main: int
 
 
 @pytest.mark.parametrize("settle, message", [
-    ("whole collected", "expected collected 1,000 and returned 1,000"),
-    ("whole returned", "expected collected 1,000 and returned 1,000"),
+    ("whole collected", "expected collected $10.00 and returned $10.00"),
+    ("whole returned", "expected collected $10.00 and returned $10.00"),
     ("late", "not settled at once"),
 ])
 def test_2_8_a1_surrender_against_2_to_9_settled_otherwise(settle: str, message: str) -> None:
@@ -433,14 +444,12 @@ def _surrender_against_ten(*, hole: str, hole_card: str, settle: str
     elif settle == "whole":
         bad = sc.collect(1, "MAIN", 2000)
         sc.clear(1)
-    if dealer_bj:
-        sc.collect(2, "MAIN", 2000)
-    else:  # 10 + 7: the dealer stands on 17
-        sc.pay(2, "MAIN", 2000)
+    # seat 2 loses to a dealer blackjack; against 10 + 7 the dealer stands on 17
+    first_after = sc.collect(2, "MAIN", 2000) if dealer_bj else sc.pay(2, "MAIN", 2000)
     sc.clear(2)
     sc.finish_round()
-    if settle == "never":
-        bad = sc.events[-1]
+    if settle == "never":  # "immediately": seen on the next other settlement
+        bad = first_after
     return sc, bad
 
 
@@ -466,8 +475,8 @@ def test_2_8_a2_surrender_against_ace_or_ten_settles_after_the_second_card(
 @pytest.mark.parametrize("hole, hole_card, settle, message", [
     ("7", "READER", "before the reveal", "before the dealer's second card was revealed"),
     ("7", "NONE", "before the reveal", "before the dealer's second card was revealed"),
-    ("7", "READER", "whole", "expected collected 1,000 and returned 1,000"),
-    ("A", "NONE", "half and half", "expected collected 2,000"),
+    ("7", "READER", "whole", "expected collected $10.00 and returned $10.00"),
+    ("A", "NONE", "half and half", "expected collected $20.00"),
     ("7", "READER", "never", "not settled at once"),
 ])
 def test_2_8_a2_surrender_against_ace_or_ten_settled_otherwise(
@@ -479,8 +488,8 @@ def test_2_8_a2_surrender_against_ace_or_ten_settled_otherwise(
     > of the wager and returning one-half of the wager to the player should the dealer not
     > have blackjack.
 
-    Settled before the reveal, the wrong way for the dealer's hand, or never (seen at
-    RoundEnded).
+    Settled before the reveal, the wrong way for the dealer's hand, or not at once (seen
+    on the next event after the reveal that is not the surrendered hand's own).
     """
     sc, bad = _surrender_against_ten(hole=hole, hole_card=hole_card, settle=settle)
     v = only(audit(sc.events), "SURRENDER_SETTLEMENT_WRONG")
@@ -554,10 +563,15 @@ def test_2_25_a_h_bonus_wager_not_available(rules: dict[str, object], why: str) 
     > blackjack table that offers multiple action blackjack wagers pursuant to N.J.A.C.
     > 13:69E-2.18, a progressive blackjack wager pursuant to 13:69F-2.19,
 
-    The void wager is handed back at settlement.
+    The void wager is handed back at settlement. A table that posts the bonus wager
+    beside what (h) bars is itself a finding, on its TableOpened.
     """
     sc, bad = _bonus_placement(rules, 2000, 500, void=True)
-    v = only(audit(sc.events), "BONUS_WAGER_NOT_AVAILABLE")
+    found = audit(sc.events)
+    posting = [v for v in found if v.code == POSTING]
+    assert len(posting) == (0 if why == "does not offer it" else 1), found
+    assert all(p.citation == f"{B}(h)" and p.event_id == sc.events[0].event_id for p in posting)
+    v = only([v for v in found if v.code != POSTING], "BONUS_WAGER_NOT_AVAILABLE")
     expect(v, code="BONUS_WAGER_NOT_AVAILABLE", severity="HIGH", citation=f"{B}(a), (h)",
            event=bad, seat=1, hand=0, pack=PACK)
     assert why in v.message
@@ -629,8 +643,48 @@ def test_2_25_c_bonus_wager_amount(main: int, posted: int | None, bonus: int,
         assert vs == []
         return
     v = only(vs, code)
+    if bonus < 100:  # the minimum judges the standing wager, once bets close: seat 1's
+        bad = next(e for e in sc.events if getattr(e.payload, "seat", None) == 1  # 1st card
+                   and type(e.payload).__name__ == "CardDealt")
     expect(v, code=code, severity="HIGH", citation=f"{B}(c)", event=bad, seat=1, hand=0,
            pack=PACK)
+
+
+@pytest.mark.parametrize("stacks, code", [((60, 60), None), ((40, 50), "BONUS_WAGER_AMOUNT")])
+def test_2_25_c_bonus_wager_minimum_judges_the_standing_wager(
+        stacks: tuple[int, int], code: str | None) -> None:
+    """N.J.A.C. 13:69F-2.25(c)
+
+    > The amount of an optional bonus wager shall be at least $ 1.00
+
+    Two stacks are one wager: 60 + 60 is $1.20 and stands (the first stack alone is no
+    finding); 40 + 50 is $0.90, void when the seat's first card closes the bets, and
+    handed back.
+    """
+    sc = table()
+    sc.start(1, [1])
+    sc.wager(1, "MAIN", 2000)
+    for amount in stacks:
+        sc.wager(1, "BONUS", amount)
+    first = sc.card(1, "10", "S")
+    sc.dealer("9", "D")
+    sc.card(1, "9", "H")
+    sc.dealer("8", "C", face_up=False)
+    sc.decide(1, "STAND")
+    sc.reveal()  # 17: the bonus loses
+    if code is None:
+        sc.collect(1, "BONUS", sum(stacks))
+    else:
+        sc.give_back(1, "BONUS", sum(stacks))
+    sc.pay(1, "MAIN", 2000)
+    sc.clear(1)
+    sc.finish_round()
+    vs = audit(sc.events)
+    if code is None:
+        assert vs == []
+        return
+    expect(only(vs, code), code=code, severity="HIGH", citation=f"{B}(c)", event=first,
+           seat=1, hand=0, pack=PACK)
 
 
 def test_2_25_c_bonus_wager_amount_counts_chips_added_to_it() -> None:
@@ -639,9 +693,8 @@ def test_2_25_c_bonus_wager_amount_counts_chips_added_to_it() -> None:
     > shall not exceed the lesser of the player's wager pursuant to 13:69F-2.3(a)
 
     Two placements of 1,500 on a blackjack wager of 2,000 make a bonus wager of 3,000
-    (the state adds them up); the second placement takes it over the cap. (The void
-    1,500 is not handed back here, so that this test does not also depend on how a
-    void top-up's return is judged: see the Switch pack's insurance top-up test.)
+    (the state adds them up); the second placement takes it over the cap. The void
+    1,500 is handed back; the 1,500 that stands loses to the dealer's 17.
     """
     sc = table()
     sc.start(1, [1])
@@ -652,6 +705,7 @@ def test_2_25_c_bonus_wager_amount_counts_chips_added_to_it() -> None:
     sc.insert_hole(False)
     sc.decide(1, "STAND")
     sc.reveal()
+    sc.give_back(1, "BONUS", 1500)
     sc.collect(1, "BONUS", 1500)
     sc.pay(1, "MAIN", 2000)
     sc.clear(1)
@@ -808,7 +862,7 @@ def test_2_25_e_bonus_pay_table(third: str, odds: int) -> None:
     v = only(audit(sc.events), "BONUS_SETTLEMENT_WRONG")
     expect(v, code="BONUS_SETTLEMENT_WRONG", severity="CRITICAL", citation=BONUS_ODDS_CITATION,
            event=evs[1], seat=1, hand=0, pack=PACK)
-    assert f"expected paid {500 * odds:,}" in v.message
+    assert f"expected paid {dollars(500 * odds)}" in v.message
 
 
 @pytest.mark.parametrize("hole, third, right, wrong", [

@@ -14,18 +14,18 @@ import sys
 
 import pytest
 
-from pitwatch.blackjack import dealer_must_draw, hand_total
+from pitwatch.blackjack import Ratio, dealer_must_draw, hand_total
 from pitwatch.events.model import Event
+from pitwatch.money import dollars
 from pitwatch.packs import nj_switch
-from pitwatch.packs.base import POSTED
+from pitwatch.packs.base import DEALER_POSTED, PAYOUT_POSTED
 from tests.rounds import TableScript, audit, check_quotes_and_coverage, codes, expect, only
 
 PACK = "nj-blackjack-switch"
 I = "N.J.A.C. 13:69F-2A.8"  # noqa: E741
 PROCEDURE = "pitwatch record rule, docs/procedure.md § A round, in order"
-PAYOUT_CITATION = (f"Posted payout odds (Blackjack Switch: blackjack 1 to 1, dealer 22 "
-                   f"pushes), {POSTED} (b)")
-SOFT17_CITATION = f"Posted soft-17 rule of the table (Blackjack Switch hits soft 17), {POSTED} (c)"
+PAYOUT_CITATION = PAYOUT_POSTED
+SOFT17_CITATION = DEALER_POSTED
 
 
 def table(**rules: object) -> TableScript:
@@ -193,7 +193,6 @@ def test_compliant_round_with_a_switch_and_a_dealer_22() -> None:
 
 @pytest.mark.parametrize("kwargs, why", [
     ({"up": "10", "hole": "7"}, "against a 10 up card"),
-    ({"rules": {"insurance": False}}, "does not offer insurance"),
 ])
 def test_2a_8_a_insurance_not_available(kwargs: dict[str, object], why: str) -> None:
     """N.J.A.C. 13:69F-2A.8(a)
@@ -201,14 +200,60 @@ def test_2a_8_a_insurance_not_available(kwargs: dict[str, object], why: str) -> 
     > Whenever the first card dealt to the dealer is an ace, each player shall have the
     > right to make an insurance bet,
 
-    Against a 10 up card, or at a table that posts no insurance, the bet is void (handed
-    back at settlement); against an ace it stands (the compliant rounds).
+    Against a 10 up card the bet is void (handed back at settlement); against an ace it
+    stands (the compliant rounds).
     """
     sc, bad = _insurance_round(**kwargs)  # type: ignore[arg-type]
     v = only(audit(sc.events), "INSURANCE_NOT_AVAILABLE")
     expect(v, code="INSURANCE_NOT_AVAILABLE", severity="HIGH", citation=f"{I}(a)", event=bad,
            seat=1, hand=0, pack=PACK)
     assert why in v.message
+
+
+@pytest.mark.parametrize("posted_insurance", [True, False])
+def test_2a_8_a_insurance_is_a_right_a_posting_cannot_take(posted_insurance: bool) -> None:
+    """N.J.A.C. 13:69F-2A.8(a)
+
+    > Whenever the first card dealt to the dealer is an ace, each player shall have the
+    > right to make an insurance bet,
+
+    A table that posts insurance off contradicts the text: POSTED_RULES_CONTRADICT_REGULATION
+    on its TableOpened. The player's insurance still stands and is judged (collected
+    here, the dealer holding A + 7): no INSURANCE_NOT_AVAILABLE, no void.
+    """
+    sc, _ = _insurance_round(rules={"insurance": posted_insurance}, void=set())
+    found = audit(sc.events)
+    if posted_insurance:
+        assert found == []
+        return
+    v = only(found, "POSTED_RULES_CONTRADICT_REGULATION")
+    assert (v.severity, v.citation, v.event_id, v.round_id) == (
+        "HIGH", f"{I}(a)", sc.events[0].event_id, "")
+    assert "insurance off" in v.message
+
+
+@pytest.mark.parametrize("posted, paid, codes_found", [
+    ((2, 1), 2000, []),
+    ((3, 1), 2000, ["POSTED_RULES_CONTRADICT_REGULATION"]),
+    ((3, 1), 3000, ["INSURANCE_SETTLEMENT_WRONG", "POSTED_RULES_CONTRADICT_REGULATION"]),
+])
+def test_2a_8_d_the_text_fixes_insurance_at_2_to_1(posted: tuple[int, int], paid: int,
+                                                   codes_found: list[str]) -> None:
+    """N.J.A.C. 13:69F-2A.8(d)
+
+    > After all losing insurance bets are collected, all winning insurance bets shall be
+    > paid at odds of 2 to 1.
+
+    A table posting insurance at 3 to 1 is a finding on its TableOpened; insurance is
+    judged at 2 to 1 whatever the posting: 1,000 paid 2,000 is right, 3,000 is wrong.
+    """
+    sc, _ = _insurance_round(rules={"insurance_pays": Ratio(*posted)}, hole="K",
+                             insure={0: 1000}, win_odds=(paid // 1000, 1))
+    found = audit(sc.events)
+    assert codes(found) == codes_found, found
+    for v in found:
+        if v.code == "POSTED_RULES_CONTRADICT_REGULATION":
+            assert v.citation == f"{I}(d)" and "3 to 1" in v.message
 
 
 @pytest.mark.parametrize("hole, move, ok", [
@@ -344,7 +389,8 @@ def test_2a_8_b_insurance_amount(main: int, chip: int, amount: int, ok: bool) ->
     v = only(vs, "INSURANCE_OVER_LIMIT")
     expect(v, code="INSURANCE_OVER_LIMIT", severity="HIGH", citation=f"{I}(b)", event=bad,
            seat=1, hand=0, pack=PACK)
-    assert f"insurance {amount:,} exceeds half of the {main:,} initial wager" in v.message
+    assert (f"insurance {dollars(amount)} exceeds half of the {dollars(main)} initial wager"
+            in v.message)
 
 
 def test_2a_8_b_insurance_on_both_hands_each_against_its_own_wager() -> None:
@@ -393,7 +439,7 @@ def test_2a_8_b_insurance_added_to_over_the_limit_is_void_alone() -> None:
     v = only(audit(sc.events), "INSURANCE_OVER_LIMIT")
     expect(v, code="INSURANCE_OVER_LIMIT", severity="HIGH", citation=f"{I}(b)", event=bad,
            seat=1, hand=0, pack=PACK)
-    assert "insurance 1,500 exceeds" in v.message
+    assert "insurance $15.00 exceeds" in v.message
 
 
 # --- 2A.8(c), (d) settlement ----------------------------------------------------------------
@@ -410,13 +456,17 @@ def test_2a_8_c_losing_insurance_collected_late(collect: str, hole: str, at: str
     > dealer discloses his or her hole card and before the dealer draws any additional
     > cards.
 
-    Collected right after the insertion or after the reveal but before a draw: compliant
-    (`test_compliant_insurance_rounds_raise_nothing`); after the dealer's draw, or never:
-    INSURANCE_COLLECTION_LATE on the draw (or RoundEnded).
+    Collected right after the insertion or right after the reveal: compliant
+    (`test_compliant_insurance_rounds_raise_nothing`). "Immediately after" the hole card
+    is disclosed: still up on the next event after the reveal (the dealer's draw, or a
+    hand's settlement when the dealer stands): INSURANCE_COLLECTION_LATE there.
     """
     sc, _ = _insurance_round(collect=collect, hole=hole)
     dealer_cards = [e for e in sc.events if getattr(e.payload, "to", "") == "DEALER"]
-    shown = dealer_cards[2] if at == "draw" else sc.events[-1]
+    reveal = next(i for i, e in enumerate(sc.events) if type(e.payload).__name__
+                  == "HoleCardRevealed")
+    shown = dealer_cards[2] if at == "draw" else sc.events[reveal + 1]
+    assert at == "draw" or type(shown.payload).__name__ != "CardDealt"
     v = only(audit(sc.events), "INSURANCE_COLLECTION_LATE")
     expect(v, code="INSURANCE_COLLECTION_LATE", severity="MEDIUM", citation=f"{I}(c)",
            event=shown, seat=1, hand=0, pack=PACK)
@@ -438,7 +488,7 @@ def test_2a_8_d_winning_insurance_paid_2_to_1(odds: tuple[int, int], ok: bool) -
     v = only(vs, "INSURANCE_SETTLEMENT_WRONG")
     expect(v, code="INSURANCE_SETTLEMENT_WRONG", severity="CRITICAL", citation=f"{I}(a), (d)",
            event=pay, seat=1, hand=0, pack=PACK)
-    assert "expected paid 3,000" in v.message
+    assert "expected paid $30.00" in v.message
 
 
 def test_2a_8_d_settlement_message_names_the_odds_as_odds() -> None:
@@ -477,7 +527,7 @@ def test_2a_8_d_winning_insurance_never_paid() -> None:
     v = only(audit(sc.events), "INSURANCE_SETTLEMENT_WRONG")
     expect(v, code="INSURANCE_SETTLEMENT_WRONG", severity="CRITICAL", citation=f"{I}(d)",
            event=end, seat=1, hand=1, pack=PACK)
-    assert "never paid (expected 2,000)" in v.message
+    assert "never paid (expected $20.00)" in v.message
 
 
 def test_2a_8_d_insurance_paid_while_a_losing_one_is_on_the_layout() -> None:
@@ -597,7 +647,7 @@ def test_switch_dealer_22_pushes(dealer: list[str], hand1_move: str, ok: bool) -
     v = only(vs, "PAYOUT_WRONG")
     expect(v, code="PAYOUT_WRONG", severity="CRITICAL", citation=PAYOUT_CITATION, event=ev,
            seat=1, hand=1, pack=PACK)
-    assert "expected returned 2,000" in v.message
+    assert "expected returned $20.00" in v.message
 
 
 @pytest.mark.parametrize("paid, ok", [(2000, True), (3000, False)])

@@ -15,11 +15,11 @@ import sys
 
 import pytest
 
-from pitwatch.blackjack import dealer_must_draw, hand_total
+from pitwatch.blackjack import Ratio, dealer_must_draw, hand_total
 from pitwatch.events.model import Event
 from pitwatch.packs import nz_blackjack
 from pitwatch.packs.base import POSTED
-from tests.rounds import TableScript, audit, check_quotes_and_coverage, expect, only
+from tests.rounds import TableScript, audit, check_quotes_and_coverage, codes, expect, only
 
 PACK = "nz-blackjack"
 G = "NZ Gazette 1996 No 7, Blackjack"
@@ -135,7 +135,7 @@ def test_8_1_blackjack_paid_other_than_3_to_2(paid: int) -> None:
     v = only(audit(sc.events), "PAYOUT_WRONG")
     expect(v, code="PAYOUT_WRONG", severity="CRITICAL", citation=PAYOUT_CITATION, event=pay,
            seat=1, hand=0, pack=PACK)
-    assert "expected paid 3,000" in v.message
+    assert "expected paid $30.00" in v.message
 
 
 # --- 8.2 a blackjack against an ace or a 10 ----------------------------------------------------
@@ -199,7 +199,7 @@ def test_8_2_blackjack_against_ace_or_ten_waits_for_the_dealer_second_card(
 
 
 @pytest.mark.parametrize("up, early, what", [
-    ("A", "pay", "paid 3,000"), ("10", "pay", "paid 3,000"),
+    ("A", "pay", "paid $30.00"), ("10", "pay", "paid $30.00"),
     ("Q", "clear", "its cards removed"),
 ])
 def test_8_2_blackjack_against_ace_or_ten_paid_early(up: str, early: str, what: str) -> None:
@@ -243,7 +243,7 @@ def test_8_2_blackjack_paid_against_a_dealer_blackjack() -> None:
     v = only(audit(sc.events), "PAYOUT_WRONG")
     expect(v, code="PAYOUT_WRONG", severity="CRITICAL", citation=PAYOUT_CITATION,
            event=ev["settle"], seat=1, hand=0, pack=PACK)
-    assert "expected returned 2,000" in v.message
+    assert "expected returned $20.00" in v.message
 
 
 @pytest.mark.parametrize("double_move, ok", [("collect", True), ("return", False)])
@@ -343,7 +343,6 @@ def test_8_3_even_money_paid_other_than_1_to_1(paid: int) -> None:
 @pytest.mark.parametrize("kwargs, why", [
     ({"up": "K"}, "not an ace"),
     ({"ranks": ("10", "Q")}, "not a blackjack"),
-    ({"rules": {"even_money": False}}, "does not offer even money"),
 ])
 def test_8_3_even_money_not_available(kwargs: dict[str, object], why: str) -> None:
     """NZ Gazette 1996 No 7, Blackjack 8.3
@@ -351,8 +350,8 @@ def test_8_3_even_money_not_available(kwargs: dict[str, object], why: str) -> No
     > When a player has blackjack and the dealer's first card is an ace, the dealer shall
     > pay the player immediately at odds of one to one
 
-    Against a king, on a hand that is not a blackjack, or at a table that does not post
-    even money: void, and the hand plays on.
+    Against a king, or on a hand that is not a blackjack: void, and the hand plays on.
+    (A table posting even money off: `test_8_1_8_3_9_1_the_text_fixes_what_a_table_posts`.)
     """
     sc, decision, _ = _even_money(**kwargs)  # type: ignore[arg-type]
     v = only(audit(sc.events), "EVEN_MONEY_NOT_AVAILABLE")
@@ -444,7 +443,6 @@ def test_9_compliant_insurance_rounds_raise_nothing(kwargs: dict[str, object]) -
 @pytest.mark.parametrize("kwargs, why", [
     ({"up": "10"}, "against a 10 up card"),
     ({"up": "9"}, "against a 9 up card"),
-    ({"rules": {"insurance": False}}, "does not offer insurance"),
 ])
 def test_9_1_insurance_only_against_an_ace(kwargs: dict[str, object], why: str) -> None:
     """NZ Gazette 1996 No 7, Blackjack 9.1
@@ -611,3 +609,52 @@ def test_9_3_9_4_insurance_minimum_and_payable_in_chips(main: int, amount: int, 
 
 def test_quotes_are_verbatim_and_every_cited_paragraph_is_tested() -> None:
     check_quotes_and_coverage(sys.modules[__name__], nz_blackjack.PACK)
+
+
+# --- what the text fixes, whatever the table posts ------------------------------------------
+
+
+@pytest.mark.parametrize("posted, paid, found", [
+    ({}, 3000, []),
+    ({"blackjack_pays": Ratio(6, 5)}, 3000, ["POSTED_RULES_CONTRADICT_REGULATION"]),
+    ({"blackjack_pays": Ratio(6, 5)}, 2400,
+     ["PAYOUT_WRONG", "POSTED_RULES_CONTRADICT_REGULATION"]),
+    ({"even_money": False}, 3000, ["POSTED_RULES_CONTRADICT_REGULATION"]),
+    ({"insurance": False}, 3000, ["POSTED_RULES_CONTRADICT_REGULATION"]),
+])
+def test_8_1_8_3_9_1_the_text_fixes_what_a_table_posts(posted: dict[str, object], paid: int,
+                                                       found: list[str]) -> None:
+    """NZ Gazette 1996 No 7, Blackjack 8.1–8.2
+
+    > the dealer shall announce and pay the blackjack at odds of three to two
+
+    > When a player has blackjack and the dealer's first card is an ace, the dealer shall
+    > pay the player immediately at odds of one to one in full settlement of the player's
+    > wager if requested by the player,
+
+    > Whenever the first card dealt to the dealer is an ace, each player may make an
+    > insurance wager
+
+    The odds (8.1) and the player's rights (8.3 even money, 9.1 insurance) are the
+    text's: a table posting otherwise is a finding on its TableOpened, and the round is
+    judged by the text (a blackjack paid 3 to 2 is right at a table posting 6 to 5).
+    """
+    sc = table(**posted)
+    sc.start(1, [1])
+    sc.wager(1, "MAIN", 2000)
+    sc.deal({1: ("A", "K")}, up="6")
+    pay = sc.pay(1, "MAIN", paid)
+    sc.clear(1)
+    sc.dealer("10", "C")
+    sc.dealer("5", "C")
+    sc.clear()
+    sc.end()
+    vs = audit(sc.events)
+    assert codes(vs) == found, vs
+    for v in vs:
+        if v.code == "POSTED_RULES_CONTRADICT_REGULATION":
+            assert v.event_id == sc.events[0].event_id and v.round_id == ""
+            assert v.citation == {"blackjack_pays": f"{G} 8.1–8.2", "even_money": f"{G} 8.3",
+                                  "insurance": f"{G} 9.1"}[next(iter(posted))]
+        else:
+            assert v.event_id == pay.event_id and "expected paid $30.00" in v.message

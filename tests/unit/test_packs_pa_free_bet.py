@@ -17,17 +17,16 @@ from collections.abc import Callable
 import pytest
 
 from pitwatch.blackjack import Ratio, dealer_must_draw, hand_total
-from pitwatch.events.model import Event
+from pitwatch.events.model import Event, WagerReturned
+from pitwatch.money import dollars
 from pitwatch.packs import pa_free_bet
-from pitwatch.packs.base import POSTED
-from tests.rounds import TableScript, audit, check_quotes_and_coverage, expect, only
+from pitwatch.packs.base import DEALER_POSTED, PAYOUT_POSTED, POSTED
+from tests.rounds import Audit, TableScript, audit, check_quotes_and_coverage, expect, only
 
 PACK = "pa-free-bet-blackjack"
 P = "58 Pa. Code § 672a.8"
-PAYOUT_CITATION = (f"Posted payout odds (Free Bet Blackjack: blackjack 3 to 2, dealer 22 "
-                   f"pushes), {POSTED} (b)")
-SOFT17_CITATION = (f"Posted soft-17 rule of the table (Free Bet Blackjack stands on all "
-                   f"17s), {POSTED} (c)")
+PAYOUT_CITATION = PAYOUT_POSTED
+SOFT17_CITATION = DEALER_POSTED
 
 
 def table(**rules: object) -> TableScript:
@@ -207,7 +206,6 @@ def test_compliant_insurance_rounds_raise_nothing(kwargs: dict[str, object]) -> 
 @pytest.mark.parametrize("kwargs, why", [
     ({"up": "9", "hole": "8"}, "against a 9 up card"),
     ({"up": "K", "hole": "8"}, "against a K up card"),
-    ({"rules": {"insurance": False}}, "does not offer insurance"),
 ])
 def test_672a_8_a_insurance_only_against_an_ace(kwargs: dict[str, object], why: str) -> None:
     """58 Pa. Code § 672a.8(a)
@@ -215,14 +213,35 @@ def test_672a_8_a_insurance_only_against_an_ace(kwargs: dict[str, object], why: 
     > If the first card dealt to the dealer is an ace, each player may make an Insurance
     > Wager which shall win if the dealer’s hole card is a king, queen, jack or 10.
 
-    Against a 9 or a king, or at a table that does not offer insurance: void, handed
-    back at settlement. Against an ace: compliant rounds.
+    Against a 9 or a king: void, handed back at settlement. Against an ace: compliant
+    rounds.
     """
     sc, bad = _insurance_round(**kwargs)  # type: ignore[arg-type]
     v = only(audit(sc.events), "INSURANCE_NOT_AVAILABLE")
     expect(v, code="INSURANCE_NOT_AVAILABLE", severity="HIGH", citation=f"{P}(a)", event=bad,
            seat=2, hand=0, pack=PACK)
     assert why in v.message
+
+
+@pytest.mark.parametrize("posted_insurance", [True, False])
+def test_672a_8_a_insurance_is_the_players_a_posting_cannot_take(posted_insurance: bool
+                                                                 ) -> None:
+    """58 Pa. Code § 672a.8(a)
+
+    > If the first card dealt to the dealer is an ace, each player may make an Insurance
+    > Wager which shall win if the dealer’s hole card is a king, queen, jack or 10.
+
+    A table posting insurance off contradicts the text: a finding on its TableOpened;
+    the player's insurance still stands (collected: the dealer holds A + 7).
+    """
+    sc, _ = _insurance_round(rules={"insurance": posted_insurance}, void=False)
+    found = audit(sc.events)
+    if posted_insurance:
+        assert found == []
+        return
+    v = only(found, "POSTED_RULES_CONTRADICT_REGULATION")
+    assert (v.severity, v.citation, v.event_id, v.round_id) == (
+        "HIGH", f"{P}(a)", sc.events[0].event_id, "")
 
 
 def test_672a_8_a_insurance_placed_before_the_deal_against_a_7() -> None:
@@ -269,7 +288,8 @@ def test_672a_8_b_insurance_amount(main: int, chip: int, amount: int, ok: bool) 
     v = only(vs, "INSURANCE_OVER_LIMIT")
     expect(v, code="INSURANCE_OVER_LIMIT", severity="HIGH", citation=f"{P}(b)", event=bad,
            seat=2, hand=0, pack=PACK)
-    assert f"insurance {amount:,} exceeds half of the {main:,} initial wager" in v.message
+    assert (f"insurance {dollars(amount)} exceeds half of the {dollars(main)} initial wager"
+            in v.message)
 
 
 def test_672a_8_b_insurance_after_the_hole_card_went_into_the_reader() -> None:
@@ -343,22 +363,23 @@ def test_672a_8_c_winning_insurance_never_paid() -> None:
            event=end, seat=2, hand=0, pack=PACK)
 
 
-@pytest.mark.parametrize("collect, hole, at", [
-    ("after draw", "5", "draw"), ("never", "8", "end"),
-])
-def test_672a_8_d_losing_insurance_collected_late(collect: str, hole: str, at: str) -> None:
+@pytest.mark.parametrize("collect, hole", [("after draw", "5"), ("never", "8")])
+def test_672a_8_d_losing_insurance_collected_late(collect: str, hole: str) -> None:
     """58 Pa. Code § 672a.8(d)
 
     > Losing Insurance Wagers shall be collected by the dealer immediately after the
     > dealer inserts his hole card into the card reader device and determines that he
     > does not have a Blackjack and before he draws any additional cards.
 
-    Collected right after the insertion: compliant rounds. Still up when the dealer draws
-    (A + 5), or never collected (A + 8 stands): INSURANCE_COLLECTION_LATE.
+    Collected right after the insertion: compliant rounds. Left up while the player acts
+    (collected only once the dealer draws, or never): INSURANCE_COLLECTION_LATE on the
+    first event after the reader's answer, the player's decision.
     """
     sc, _ = _insurance_round(collect=collect, hole=hole)
-    dealer_cards = [e for e in sc.events if getattr(e.payload, "to", "") == "DEALER"]
-    shown = dealer_cards[2] if at == "draw" else sc.events[-1]
+    inserted = next(i for i, e in enumerate(sc.events) if type(e.payload).__name__
+                    == "HoleCardInserted")
+    shown = sc.events[inserted + 1]
+    assert type(shown.payload).__name__ == "PlayerDecision"
     v = only(audit(sc.events), "INSURANCE_COLLECTION_LATE")
     expect(v, code="INSURANCE_COLLECTION_LATE", severity="MEDIUM", citation=f"{P}(d)",
            event=shown, seat=2, hand=0, pack=PACK)
@@ -470,7 +491,7 @@ def test_672a_8_e_even_money_paid_other_than_1_to_1(paid: int) -> None:
     v = only(audit(sc.events), "EVEN_MONEY_SETTLEMENT_WRONG")
     expect(v, code="EVEN_MONEY_SETTLEMENT_WRONG", severity="CRITICAL", citation=f"{P}(e)",
            event=pay, seat=1, hand=0, pack=PACK)  # type: ignore[arg-type]
-    assert "expected paid 2,000 (1 to 1)" in v.message
+    assert "expected paid $20.00 (1 to 1)" in v.message
 
 
 def test_672a_8_e_push_22_cards_removed_after_even_money() -> None:
@@ -486,7 +507,7 @@ def test_672a_8_e_push_22_cards_removed_after_even_money() -> None:
     v = only(audit(sc.events), "EVEN_MONEY_CARDS_REMOVED")
     expect(v, code="EVEN_MONEY_CARDS_REMOVED", severity="MEDIUM", citation=f"{P}(e)",
            event=cleared, seat=1, hand=0, pack=PACK)  # type: ignore[arg-type]
-    assert "Push 22 wager of 500" in v.message
+    assert "Push 22 wager of $5.00" in v.message
 
 
 # --- posted rules (public summary) --------------------------------------------------------------
@@ -524,13 +545,14 @@ def test_free_bet_dealer_22_pushes(ranks: tuple[str, str], move: str, amount: in
 @pytest.mark.parametrize("draws, move, ok", [
     (["9"], "pay", True),  # 20 beats 19: the free double is paid 1 to 1
     (["2", "K"], "none", True),  # dealer 22: a push, the marker moves no money
-    (["2", "K"], "return", True),  # ... or is taken back as the marker it is
+    (["2", "K"], "return", False),  # a marker "returned": money that is not money moved
     (["9"], "none", False),  # a winning free double never paid
 ])
 def test_free_double_settles_as_the_house_marker(draws: list[str], move: str,
                                                  ok: bool) -> None:
     """Free Bet Blackjack (public summary): a free double is the house's marker, paid
-    1 to 1 when the hand wins and otherwise just taken back with no money event."""
+    1 to 1 when the hand wins and otherwise just taken back with no money event (the one
+    marker contract, `settle_free_wager`, which the simulator deals by too)."""
     sc = table()
     sc.start(1, [1])
     sc.wager(1, "MAIN", 2000)
@@ -556,9 +578,44 @@ def test_free_double_settles_as_the_house_marker(draws: list[str], move: str,
         assert vs == []
         return
     v = only(vs, "PAYOUT_WRONG")
+    if move == "return":
+        returned = next(e for e in sc.events if isinstance(e.payload, WagerReturned)
+                        and e.payload.kind == "FREE_DOUBLE")
+        expect(v, code="PAYOUT_WRONG", severity="CRITICAL", citation=PAYOUT_CITATION,
+               event=returned, seat=1, hand=0, pack=PACK)
+        assert "expected no money moved" in v.message
+        return
     expect(v, code="PAYOUT_WRONG", severity="CRITICAL", citation=PAYOUT_CITATION,
            event=sc.events[-1], seat=1, hand=0, pack=PACK)
-    assert "FREE_DOUBLE 2,000 never settled" in v.message
+    assert "FREE_DOUBLE $20.00 never settled" in v.message
+
+
+@pytest.mark.parametrize("dealer, won", [(["9"], True), (["2", "K"], False)])
+def test_free_bet_markers_are_never_in_money_totals(dealer: list[str], won: bool) -> None:
+    """A free double's marker is not the player's money: the round's total wagered is
+    the 2,000 main wager alone; a winning marker's 1 to 1 is real money paid."""
+    sc = table()
+    sc.start(1, [1])
+    sc.wager(1, "MAIN", 2000)
+    sc.deal({1: ("6", "4")}, up="6", hole="4")
+    sc.decide(1, "DOUBLE")
+    sc.wager(1, "FREE_DOUBLE", 2000)
+    sc.card(1, "K", "H")  # 20
+    sc.reveal()
+    for card in dealer:
+        sc.dealer(card, "C")
+    if won:
+        sc.pay(1, "MAIN", 2000)
+        sc.pay(1, "FREE_DOUBLE", 2000)
+    else:
+        sc.give_back(1, "MAIN", 2000)
+    sc.clear(1)
+    sc.finish_round()
+    a = Audit().feed(sc.events)
+    assert a.violations == []
+    (summary,) = a.rounds
+    assert summary.wagered == 2000
+    assert (summary.paid, summary.returned) == ((4000, 0) if won else (0, 2000))
 
 
 @pytest.mark.parametrize("draws, code", [(False, None), (True, "DEALER_DREW_WRONG")])

@@ -15,7 +15,7 @@ import pytest
 
 from pitwatch.events.avro import digest
 from pitwatch.events.model import CardDealt, Event, RoundStarted, TableOpened
-from pitwatch.packs.base import POSTED, RECORD_CITATIONS
+from pitwatch.packs.base import RECORD_CITATIONS, SHOE_POSTED
 from tests.rounds import GAMES, Audit, TableScript, audit, codes, expect, only
 
 KINDS = sorted(GAMES)
@@ -26,7 +26,7 @@ CONFLICT = RECORD_CITATIONS["SEQUENCE_CONFLICT"][1]
 DIGEST = RECORD_CITATIONS["DIGEST_MISMATCH"][1]
 INCOMPLETE = RECORD_CITATIONS["ROUND_INCOMPLETE"][1]
 PROCEDURE = RECORD_CITATIONS["PROCEDURE_OUT_OF_ORDER"][1]
-CARD_COUNT = f"Posted shoe (ShoeLoaded.decks copies of each card), {POSTED} (e)"
+CARD_COUNT = SHOE_POSTED
 
 
 def plain_round(sc: TableScript, round_no: int | str = 1, *, end: bool = True,
@@ -303,8 +303,8 @@ def test_a_round_that_ended_is_not_incomplete_when_the_next_one_starts(kind: str
 def test_event_before_round_started_is_out_of_order(kind: str) -> None:
     sc = TableScript.opened(kind, "T-01")
     sc.round_id = sc.round_name(1)
-    early = sc.wager(1, "MAIN", 500, 3)  # before RoundStarted: void
-    plain_round(sc)
+    early = sc.wager(1, "MAIN", 500, 3)  # before RoundStarted: void, and handed back
+    plain_round(sc, before_pay=lambda: sc.give_back(1, "MAIN", 500, 3))
     v = only(audit(sc.events), "PROCEDURE_OUT_OF_ORDER")
     expect(v, code="PROCEDURE_OUT_OF_ORDER", severity="MEDIUM", citation=PROCEDURE,
            event=early, seat=None, hand=None, pack=PACKS[kind])
@@ -315,15 +315,18 @@ def _procedure_fault(sc: TableScript, fault: str) -> list[Event]:
     """A plain round with one event it cannot admit, placed where it shows."""
     shown: list[Event] = []
     if fault == "main after the first card":
-        plain_round(sc, hole_card_dealt=lambda: shown.append(sc.wager(2, "MAIN", 1000)))
+        plain_round(sc, hole_card_dealt=lambda: (shown.append(sc.wager(2, "MAIN", 1000)),
+                                                 sc.give_back(2, "MAIN", 1000)))
     elif fault == "card to a seat with no wager":
         plain_round(sc, hole_card_dealt=lambda: shown.append(sc.card(4, "5", "D")))
     elif fault == "decision for a seat not playing":
         plain_round(sc, hole_card_dealt=lambda: shown.append(sc.decide(3, "HIT")))
     elif fault == "split wager with no split":
-        plain_round(sc, hole_card_dealt=lambda: shown.append(sc.wager(1, "SPLIT", 2000, 2)))
+        plain_round(sc, hole_card_dealt=lambda: (shown.append(sc.wager(1, "SPLIT", 2000, 2)),
+                                                 sc.give_back(1, "SPLIT", 2000, 2)))
     elif fault == "double for a hand not in play":
-        plain_round(sc, hole_card_dealt=lambda: shown.append(sc.wager(1, "DOUBLE", 2000, 3)))
+        plain_round(sc, hole_card_dealt=lambda: (shown.append(sc.wager(1, "DOUBLE", 2000, 3)),
+                                                 sc.give_back(1, "DOUBLE", 2000, 3)))
     elif fault == "side wager never placed settled":
         plain_round(sc, before_pay=lambda: shown.append(sc.pay(1, "MATCH", 500)))
     elif fault == "event after the round ended":
@@ -391,7 +394,7 @@ def test_unknown_table_gets_the_record_only_pack() -> None:
     sc.shoe()
     plain_round(sc, before_pay=lambda: sc.skip("rfid"), paid=1)
     v = only(audit(sc.events), "SEQUENCE_GAP")
-    assert (v.pack, v.pack_version) == ("record-only", "1")
+    assert (v.pack, v.pack_version) == ("record-only", "2")
     nj = TableScript("NJ-01", "NJ", "BLACKJACK", rules)
     nj.open()
     nj.shoe()

@@ -16,6 +16,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from pitwatch.blackjack import FREE_MARKERS
 from pitwatch.events.avro import digest, read_container
 from pitwatch.events.jsonl import loads
 from pitwatch.events.model import (
@@ -201,7 +202,8 @@ def _settlements(events: list[Event]) -> tuple[dict[Key, int], dict[Key, list[ob
 
 def test_money_is_conserved(floor7: list[Event]) -> None:
     """Each wager ends exactly one way: collected whole, returned whole, paid (the
-    stake stays), or surrendered (half collected, half returned)."""
+    stake stays), or surrendered (half collected, half returned); a Free Bet marker that
+    does not win moves no money at all (settle_free_wager, the one marker contract)."""
     placed, settled = _settlements(floor7)
     surrendered = {(ev.round_id, p.seat, p.hand) for ev in floor7
                    if isinstance(p := ev.payload, PlayerDecision) and p.decision == "SURRENDER"}
@@ -216,6 +218,8 @@ def test_money_is_conserved(floor7: list[Event]) -> None:
             ways["push"] += 1
         elif kinds == ["PayoutMade"] and moves[0].amount > 0:  # type: ignore[attr-defined]
             ways["won"] += 1
+        elif kinds == [] and key[3] in FREE_MARKERS:  # the house's marker, not money
+            ways["marker taken back"] += 1
         elif kinds == ["WagerCollected", "WagerReturned"] and key[3] == "MAIN" \
                 and key[:3] in surrendered:
             collected, returned = (m.amount for m in moves)  # type: ignore[attr-defined]
@@ -223,7 +227,7 @@ def test_money_is_conserved(floor7: list[Event]) -> None:
             ways["surrendered"] += 1
         else:
             raise AssertionError(f"{key} placed {amount}, settled {moves}")
-    assert min(ways.values()) > 0 and len(ways) == 4
+    assert min(ways.values()) > 0 and len(ways) == 5
     kinds_seen = {k[3] for k in placed}
     assert {"MAIN", "INSURANCE", "BONUS", "MATCH", "PUSH22", "DOUBLE", "SPLIT",
             "FREE_DOUBLE", "FREE_SPLIT"} <= kinds_seen

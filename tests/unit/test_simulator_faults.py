@@ -21,6 +21,8 @@ from pitwatch.events.model import (
     CardDealt,
     CardsCleared,
     Event,
+    HoleCardInserted,
+    HoleCardRevealed,
     PayoutMade,
     PlayerDecision,
     RoundEnded,
@@ -36,7 +38,7 @@ from producers.simulate import simulate_floor
 #: (tables, rounds, jurisdiction, game) of the floors dealt with a fault in every round.
 #: Free Bet gets more rounds: EVEN_MONEY_CARDS_REMOVED needs a Push 22 wager at a seat
 #: that takes even money on a blackjack against an ace.
-FLOORS = ((2, 100, "NJ", "BLACKJACK"), (2, 100, "NJ", "BLACKJACK_SWITCH"),
+FLOORS = ((2, 100, "NJ", "BLACKJACK"), (2, 150, "NJ", "BLACKJACK_SWITCH"),
           (4, 300, "PA", None), (2, 100, "NZ", None))
 SEED = 3
 
@@ -58,7 +60,7 @@ def _audit(events: list[Event]) -> list[Violation]:
 
 
 def test_catalogue() -> None:
-    assert len(CODES) == len(set(CODES)) == 32
+    assert len(CODES) == len(set(CODES)) == 34
     assert "INSURANCE_PAID_BEFORE_COLLECTION" in NOT_INJECTED
     assert not set(NOT_INJECTED) & set(CODES)
     packs = {(p.jurisdiction, p.game): p for p in
@@ -98,7 +100,6 @@ SEEN_ON: dict[str, tuple[type, str | None]] = {
     "INSURANCE_TOO_LATE": (WagerPlaced, "INSURANCE"),
     "INSURANCE_ON_MATCH_WAGER": (WagerPlaced, "INSURANCE"),
     "INSURANCE_SETTLEMENT_WRONG": (PayoutMade, "INSURANCE"),
-    "INSURANCE_COLLECTION_LATE": (CardDealt, "DEALER"),
     "EVEN_MONEY_NOT_AVAILABLE": (PlayerDecision, "EVEN_MONEY"),
     "EVEN_MONEY_SETTLEMENT_WRONG": (PayoutMade, "MAIN"),
     "EVEN_MONEY_CARDS_REMOVED": (CardsCleared, None),
@@ -147,10 +148,19 @@ def test_truth_names_events_of_the_stream(floors: list[Floor]) -> None:
                 assert detail is None or _detail(p) == detail, (t, p)
             elif code == "PAYOUT_WRONG":
                 assert isinstance(p, MONEY) and p.kind in ("MAIN", "DOUBLE", "SPLIT")
+            elif code == "SIDE_WAGER_SETTLEMENT_WRONG":
+                assert isinstance(p, MONEY) and p.kind in ("MATCH", "PUSH22")
+            elif code == "WAGER_OUTSIDE_LIMITS":
+                assert isinstance(p, WagerPlaced) and (p.kind, p.amount) == ("MAIN", 0)
             elif code == "BONUS_SETTLEMENT_WRONG":
                 assert isinstance(p, MONEY) and p.kind == "BONUS"
             elif code == "BONUS_THIRD_CARD_NOT_DRAWN":  # the first event after the reveal
                 assert isinstance(p, (*MONEY, CardsCleared))
+            elif code == "INSURANCE_COLLECTION_LATE":  # "immediately": the next event
+                assert not (isinstance(p, MONEY) and p.kind == "INSURANCE"), (t, p)
+                before = events[events.index(ev) - 1].payload
+                assert isinstance(before, HoleCardInserted | HoleCardRevealed) or (
+                    isinstance(before, MONEY) and before.kind == "INSURANCE"), (t, before)
             elif code == "BONUS_SETTLEMENT_ORDER":
                 assert isinstance(p, MONEY) and p.kind != "BONUS"
 

@@ -1,17 +1,22 @@
-"""Helpers the checks share: money formatting, settlement comparison."""
+"""Helpers the checks share: money for people, settlement comparison."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from ...blackjack import Ratio, Settlement
+from ...engine.rulepack import Undecidable
 from ...engine.state import Wager
 from ...events.model import Event, PayoutMade, WagerCollected, WagerReturned
+from ...money import dollars
 
 Money = PayoutMade | WagerCollected | WagerReturned
 
 
 def c(cents: int) -> str:
-    """Cents as the violation messages show them: 1,500."""
-    return f"{cents:,}"
+    """Cents as the violation messages show them: $1,500.00 (pitwatch.money.dollars)."""
+    return dollars(cents)
 
 
 def odds(r: Ratio) -> str:
@@ -41,6 +46,15 @@ def mismatch(p: Money, w: Wager, exp: Settlement) -> bool:
     if t is WagerCollected:
         return exp.collected == 0 or p.amount != exp.collected - w.collected
     return exp.returned == 0 or p.amount != exp.returned - w.returned
+
+
+def decided(settle: Callable[..., Settlement], *args: Any, **kwargs: Any) -> Settlement:
+    """`settle(...)` of pitwatch.blackjack, where a ValueError means the cards of the
+    record do not decide the wager (a card event lost): Undecidable, not a bug."""
+    try:
+        return settle(*args, **kwargs)
+    except ValueError as e:
+        raise Undecidable(f"the record's cards do not decide it: {e}") from e
 
 
 def money(ev: Event) -> Money:

@@ -10,8 +10,9 @@ from __future__ import annotations
 from ...blackjack import Ratio, hand_total, settle_bonus
 from ...engine.rulepack import Finding
 from ...engine.state import Round
-from ...events.model import Event, WagerPlaced
-from ._common import c, expected_text, mismatch, money, verb
+from ...events.model import CardDealt, Event, PayoutMade, WagerCollected, WagerPlaced, WagerReturned
+from ._common import c, decided, expected_text, mismatch, money, verb
+from .dealing import shows_dealer_stopped
 
 MIN_BONUS = 100  # $1.00, 2.25(c)
 
@@ -55,17 +56,31 @@ def amount(r: Round, ev: Event) -> Finding | None:
     main = None if p is None else r.main_of(p.seat, 0)
     if p is None or main is None:
         return None
-    if p.amount < MIN_BONUS:
-        return Finding(f"bonus wager of {c(p.amount)} is under the {c(MIN_BONUS)} minimum",
-                       p.seat, p.hand)
+    total = r.standing_with(p)  # two stacks on one spot are one wager
     posted = r.rules.bonus_wager_max
     cap = main.amount if posted is None else min(main.amount, posted)
-    total = r.standing_with(p)
     if total > cap:
         limit = (f"the blackjack wager {c(main.amount)}" if cap == main.amount
                  else f"the posted maximum {c(cap)}")
         return Finding(f"bonus wager of {c(total)} exceeds {limit}", p.seat, p.hand)
     return None
+
+
+def under_minimum(r: Round, ev: Event) -> Finding | None:
+    """2.25(c) "at least $1.00": judged on the standing wager (every stack on the spot)
+    once bets are closed, at the seat's first card; a stack under $1.00 that another
+    brings over it is no finding. The wager is then void."""
+    p = ev.payload
+    if not isinstance(p, CardDealt) or p.to != "PLAYER" or p.seat is None:
+        return None
+    h = r.hands.get((p.seat, p.hand or 0))
+    if h is None or h.ranks:
+        return None  # not the seat's first card
+    w = r.side.get((p.seat, 0, "BONUS"))
+    if w is None or w.settled or w.amount >= MIN_BONUS:
+        return None
+    return Finding(f"bonus wager of {c(w.amount)} is under the {c(MIN_BONUS)} minimum",
+                   p.seat, 0, void_wager="BONUS")
 
 
 def _two_under_17(r: Round) -> bool:
@@ -75,14 +90,16 @@ def _two_under_17(r: Round) -> bool:
 
 def third_card_not_drawn(r: Round, ev: Event) -> Finding | None:
     """2.25(d): with a bonus wager standing and two dealer cards under 17, the dealer
-    draws a third card; any event after the reveal but another dealer card shows the
-    dealer stopped. (A surrender's settlement right after the reveal does not.)"""
+    draws a third card. Only an event that shows the dealer stopped drawing says it was
+    not drawn: the round's end, the dealer's cards cleared, a hand still in play (or a
+    Push 22 wager) settled or cleared, or a bonus wager settled on two cards. A
+    surrender, an insurance or a blackjack settled right after the reveal does not."""
     if not _two_under_17(r) or not r.open_side("BONUS"):
         return None
     p = ev.payload
-    seat = getattr(p, "seat", None)
-    h = r.hands.get((seat, getattr(p, "hand", 0) or 0)) if seat is not None else None
-    if h is not None and h.surrendered:
+    bonus_money = isinstance(p, PayoutMade | WagerCollected | WagerReturned) \
+        and p.kind == "BONUS"
+    if not bonus_money and not shows_dealer_stopped(r, ev):
         return None
     return Finding(f"bonus wagers stand and the dealer's first two cards total "
                    f"{r.dealer_total}, but no third card was drawn")
@@ -98,12 +115,13 @@ def settlement_wrong(r: Round, ev: Event) -> Finding | None:
     if p.kind != "BONUS":
         return None
     w = r.side.get((p.seat, p.hand, "BONUS"))
-    if w is None or _two_under_17(r):
+    if w is None or _two_under_17(r) or r.is_void_settlement(p):
         return None  # void, or the third card is missing (its own code)
     if not r.bonus_due:
         return Finding(f"bonus wager {c(w.amount)} {verb(p)} {c(p.amount)} before the dealer's "
                        "cards decided it", p.seat, p.hand)
-    exp = settle_bonus(w.amount, r.dealer_ranks[:3], r.dealer_suits[:3], pay_table=_pay_table(r))
+    exp = decided(settle_bonus, w.amount, r.dealer_ranks[:3], r.dealer_suits[:3],
+                  pay_table=_pay_table(r))
     if not mismatch(p, w, exp):
         return None
     cards = " ".join(r.dealer_ranks[:3])
@@ -128,6 +146,22 @@ def settlement_order(r: Round, ev: Event) -> Finding | None:
         return None
     return Finding(f"bonus wager at seat {p.seat} settled before seat {max(higher)}'s "
                    "(bonus wagers settle from the highest seat down)", p.seat, p.hand)
+
+
+def left_up(r: Round, ev: Event) -> Finding | None:
+    """2.25(e): "Immediately after" the two cards are seen to total 17 or more, or the
+    third card is dealt, the bonus wagers settle. A bonus wager still open when the
+    dealer draws a further card was left up."""
+    p = ev.payload
+    if not isinstance(p, CardDealt) or p.to != "DEALER" or not r.bonus_due:
+        return None
+    open_bonus = r.open_side("BONUS")
+    if not open_bonus:
+        return None
+    (seat, hand, _), w = open_bonus[0]
+    return Finding(f"bonus wager {c(w.amount)} at seat {seat} still open when the dealer drew "
+                   f"card {len(r.dealer_ranks) + 1}: bonus wagers settle immediately after the "
+                   "third card (or two cards of 17 or more)", seat, hand)
 
 
 def never_settled(r: Round, ev: Event) -> Finding | None:

@@ -17,6 +17,7 @@ from ...events.model import (
     WagerPlaced,
     WagerReturned,
 )
+from ...money import dollars
 
 
 def card_count_exceeded(r: Round, ev: Event) -> Finding | None:
@@ -50,7 +51,9 @@ def dealer_drew(r: Round, ev: Event) -> Finding | None:
     return Finding(f"dealer drew on {_describe(r.dealer_ranks)}; the table {_soft17(r)}")
 
 
-def _shows_dealer_stopped(r: Round, ev: Event) -> bool:
+def shows_dealer_stopped(r: Round, ev: Event) -> bool:
+    """The event shows the dealer has stopped drawing: the round's end, the dealer's
+    cards cleared, or a hand still in play (or a Push 22 wager) settled or cleared."""
     p = ev.payload
     if isinstance(p, RoundEnded):
         return True
@@ -78,7 +81,7 @@ def dealer_stood(r: Round, ev: Event) -> Finding | None:
     if len(r.dealer_ranks) == 2 and (r.open_side("BONUS") or
                                      ("BONUS_THIRD_CARD_NOT_DRAWN", None, None) in r.raised):
         return None  # BONUS_THIRD_CARD_NOT_DRAWN speaks for this stop
-    if not _shows_dealer_stopped(r, ev) or not r.needs_dealer_cards():
+    if not shows_dealer_stopped(r, ev) or not r.needs_dealer_cards():
         return None
     return Finding(f"dealer stood on {_describe(r.dealer_ranks)}; the table {_soft17(r)}")
 
@@ -114,7 +117,7 @@ def wager_out_of_order(r: Round, ev: Event) -> Finding | None:
     p = ev.payload
     assert isinstance(p, WagerPlaced)
     if p.kind == "MAIN" and r.first_card:
-        return _out(f"blackjack wager of {p.amount:,} placed after the first card",
+        return _out(f"blackjack wager of {dollars(p.amount)} placed after the first card",
                     p.seat, p.hand)
     if p.kind in ("DOUBLE", "FREE_DOUBLE") and (p.seat, p.hand) not in r.hands:
         return _out(f"{p.kind} for seat {p.seat} hand {p.hand}, which is not in play",
@@ -128,7 +131,8 @@ def wager_out_of_order(r: Round, ev: Event) -> Finding | None:
 def settlement_of_unknown_wager(r: Round, ev: Event) -> Finding | None:
     p = ev.payload
     assert isinstance(p, PayoutMade | WagerCollected | WagerReturned)
-    if p.kind in HAND_KINDS or r.wager_for(p.seat, p.hand, p.kind) is not None:
-        return None
+    if p.kind in HAND_KINDS or r.wager_for(p.seat, p.hand, p.kind) is not None \
+            or r.is_void_settlement(p):
+        return None  # hand wagers: PAYOUT_WRONG; void wagers: VOID_WAGER_SETTLED
     return _out(f"{p.kind} at seat {p.seat} hand {p.hand} settled, but no such wager was placed",
                 p.seat, p.hand)

@@ -17,10 +17,16 @@ def not_available(r: Round, ev: Event) -> Finding | None:
     if not isinstance(p, PlayerDecision) or p.decision != "EVEN_MONEY":
         return None
     h = r.hands.get((p.seat, p.hand))
+    insured = r.wager_for(p.seat, p.hand, "INSURANCE")
     why = ("the table does not offer even money" if not r.rules.even_money
            else f"the dealer's first card is {r.up_card or 'not dealt'}, not an ace"
            if not r.up_ace
            else "the hand is not a blackjack" if h is None or not h.blackjack
+           else "the hand is already insured (even money is instead of insurance)"
+           if insured is not None
+           else "the hole card already went into the reader" if r.hole_inserted
+           else "the dealer's second card is already known" if r.revealed
+           else "further cards were already dealt" if r.further_card
            else None)
     return None if why is None else Finding(f"even money taken but {why}", p.seat, p.hand)
 
@@ -28,9 +34,9 @@ def not_available(r: Round, ev: Event) -> Finding | None:
 def settlement_wrong(r: Round, ev: Event) -> Finding | None:
     p = money(ev)
     h = r.hands.get((p.seat, p.hand))
-    if h is None or not h.even_money or p.kind != "MAIN":
+    w = None if h is None else h.wagers.get("MAIN")
+    if h is None or w is None or not h.even_money or p.kind != "MAIN":
         return None
-    w = h.wagers["MAIN"]
     exp = settle_even_money(w.amount)
     if not mismatch(p, w, exp):
         return None

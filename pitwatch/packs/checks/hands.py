@@ -7,46 +7,62 @@ blackjack ratio and, in Blackjack Switch and Free Bet Blackjack, the dealer-22 p
 from __future__ import annotations
 
 from ...blackjack import Outcome, Settlement, settle_free_wager, settle_hand
-from ...engine.rulepack import Finding
+from ...engine.rulepack import Finding, Undecidable
 from ...engine.state import FREE_KINDS, HAND_KINDS, Hand, Round, Wager
 from ...events.model import Event, PayoutMade
-from ._common import c, expected_text, mismatch, money, verb
+from ._common import c, decided, expected_text, mismatch, money, verb
 
 DEALER_22_GAMES = frozenset({"BLACKJACK_SWITCH", "FREE_BET_BLACKJACK"})
 
 
-def dealer_hand_for(r: Round, h: Hand) -> list[str] | None:
-    """The dealer's cards that decide `h` now, or None if nothing decides it yet."""
+def hole_known(r: Round) -> bool:
+    """Whether the table knows, before the reveal, if the dealer has a blackjack: the
+    hole card went into the reader (or the dealer peeked, at a PEEK table)."""
+    return len(r.dealer_ranks) >= 2 and (r.hole_inserted or r.rules.hole_card == "PEEK")
+
+
+def dealer_hand_for(r: Round, h: Hand) -> tuple[list[str], bool] | None:
+    """The dealer's cards that decide `h` now and whether they can still be a dealer
+    blackjack, or None if nothing decides it yet.
+
+    A player blackjack is decided as soon as a dealer blackjack is ruled out: against a
+    2-9 up card at once, against an A or 10-value card once the reader (or the peek)
+    shows no blackjack. The dealer pays it in turn, before the reveal, and that is legal
+    (pitwatch's reading: docs/procedure.md, "Readings where the texts are silent")."""
     if r.revealed or r.dealer_done or h.bust:
-        return r.dealer_ranks
+        return r.dealer_ranks, True
     d = r.dealer_ranks
-    if r.hole_inserted and len(d) >= 2:  # the reader told the dealer
-        return d if r.dealer_blackjack else (d[:1] if h.blackjack else None)
+    if hole_known(r):
+        if r.dealer_blackjack:
+            return d, True  # every hand is decided: only a blackjack stands off
+        return (d[:1], False) if h.blackjack else None
     if h.blackjack and d and not r.up_ace_or_ten:  # the dealer cannot have blackjack
-        return d[:1]
+        return d[:1], False
     return None
 
 
 def expected(r: Round, h: Hand, w: Wager) -> Settlement | None:
     if h.bust:  # lost, whatever the dealer holds; a free wager's marker moves no money
         return Settlement(Outcome.LOSE, 0, 0 if w.kind in FREE_KINDS else w.amount, 0)
-    dealer = dealer_hand_for(r, h)
-    if dealer is None:
+    deciding = dealer_hand_for(r, h)
+    if deciding is None:
         return None
+    dealer, possible = deciding
+    if len(h.ranks) < 2:
+        raise Undecidable(f"seat {h.seat} hand {h.hand} holds {len(h.ranks)} card(s) in the "
+                          "record: a card event is missing")
     pushes = r.table.game in DEALER_22_GAMES
-    try:
-        if w.kind in FREE_KINDS:
-            return settle_free_wager(h.ranks, dealer, w.amount, dealer_22_pushes=pushes)
-        return settle_hand(h.ranks, dealer, w.amount, blackjack_pays=r.rules.blackjack_pays,
-                           dealer_22_pushes=pushes,
-                           player_blackjack_allowed=not (h.split or h.switched))
-    except ValueError:  # the cards do not decide it (a card of the record missing)
-        return None
+    if w.kind in FREE_KINDS:  # the one marker contract (settle_free_wager)
+        return decided(settle_free_wager, h.ranks, dealer, w.amount, dealer_22_pushes=pushes)
+    return decided(settle_hand, h.ranks, dealer, w.amount,
+                   blackjack_pays=r.rules.blackjack_pays, dealer_22_pushes=pushes,
+                   dealer_blackjack_possible=possible,
+                   player_blackjack_allowed=not (h.split or h.switched))
 
 
 def payout_wrong(r: Round, ev: Event) -> Finding | None:
     p = money(ev)
-    if p.kind not in HAND_KINDS:
+    if p.kind not in HAND_KINDS or r.is_void_settlement(p):
         return None
     h = r.hands.get((p.seat, p.hand))
     w = None if h is None else h.wagers.get(p.kind)
@@ -54,7 +70,7 @@ def payout_wrong(r: Round, ev: Event) -> Finding | None:
         return Finding(f"{p.kind} {verb(p)} {c(p.amount)} for a wager never placed",
                        p.seat, p.hand)
     if h.surrendered or h.even_money:
-        return None  # their own codes judge them
+        return None  # their own codes judge them (every pack has them)
     if r.table.rules.hole_card == "NONE" and h.blackjack and r.up_ace_or_ten \
             and not r.revealed and type(p) is PayoutMade:
         return None  # BLACKJACK_PAID_EARLY (NZ 8.2) judges an early payment
@@ -62,9 +78,6 @@ def payout_wrong(r: Round, ev: Event) -> Finding | None:
     if exp is None:
         return Finding(f"{p.kind} {c(w.amount)} {verb(p)} {c(p.amount)} before its outcome was "
                        "known", p.seat, p.hand)
-    if w.kind in FREE_KINDS and exp.payout == 0 and type(p) is not PayoutMade \
-            and p.amount == w.amount:
-        return None  # the house's marker taken back
     if not mismatch(p, w, exp):
         return None
     dealer = " ".join(r.dealer_ranks) or "none"

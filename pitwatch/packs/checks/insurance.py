@@ -9,7 +9,18 @@ from __future__ import annotations
 from ...blackjack import pay, settle_insurance
 from ...engine.rulepack import Finding
 from ...engine.state import Round
-from ...events.model import CardDealt, Event, PayoutMade, WagerPlaced
+from ...events.model import (
+    CardDealt,
+    Event,
+    HoleCardRevealed,
+    PayoutMade,
+    PlayerDecision,
+    RoundEnded,
+    SwitchOffered,
+    WagerCollected,
+    WagerPlaced,
+    WagerReturned,
+)
 from ._common import c, expected_text, mismatch, money, odds, verb
 
 
@@ -28,6 +39,10 @@ def not_available(r: Round, ev: Event) -> Finding | None:
     if r.up_card is not None and r.up_card != "A":
         return Finding(f"insurance of {c(p.amount)} against a {r.up_card} up card: insurance is "
                        "only offered when the dealer's first card is an ace", p.seat, p.hand)
+    h = r.hands.get((p.seat, p.hand))
+    if h is not None and h.even_money:
+        return Finding(f"insurance of {c(p.amount)} on a hand already paid even money (even "
+                       "money is taken instead of insurance)", p.seat, p.hand)
     return None
 
 
@@ -39,6 +54,16 @@ def before_up_card(r: Round, ev: Event) -> Finding | None:
         return None
     return Finding(f"insurance of {c(p.amount)} before the dealer's first card: insurance is "
                    "only offered when that card is an ace", p.seat, p.hand)
+
+
+def before_announcement(r: Round, ev: Event) -> Finding | None:
+    """NZ 9.2-9.3: the dealer completes the initial deal, "and then" announces insurance;
+    players "may then" insure. An insurance wager before InsuranceOffered is early."""
+    p = _insurance(ev)
+    if p is None or r.insurance_offered or not r.initial_complete:
+        return None  # before the initial deal: too_early says so
+    return Finding(f"insurance of {c(p.amount)} before the dealer announced insurance",
+                   p.seat, p.hand)
 
 
 def on_match_wager(r: Round, ev: Event) -> Finding | None:
@@ -87,9 +112,9 @@ def over_limit(r: Round, ev: Event) -> Finding | None:
     limit = allowed_insurance(main.amount, r.rules.chip_unit)
     if total <= limit:
         return None
-    half = f"{main.amount / 2:,.2f}".rstrip("0").rstrip(".")
+    half = c(main.amount // 2) + (" and half a cent" if main.amount % 2 else "")
     return Finding(f"insurance {c(total)} exceeds half of the {c(main.amount)} initial wager "
-                   f"({half}; up to {c(limit)} in chips of {c(r.rules.chip_unit)})",
+                   f"(half is {half}; up to {c(limit)} in chips of {c(r.rules.chip_unit)})",
                    p.seat, p.hand)
 
 
@@ -136,11 +161,14 @@ def settlement_wrong(r: Round, ev: Event) -> Finding | None:
     if p.kind != "INSURANCE":
         return None
     w = r.side.get((p.seat, p.hand, "INSURANCE"))
-    if w is None:
-        return None  # void, or never placed: the procedure check speaks
+    if w is None or r.is_void_settlement(p):
+        return None  # void, or never placed: those checks speak
     if len(r.dealer_ranks) < 2:
         return Finding(f"insurance {verb(p)} {c(p.amount)} before the dealer's second card",
                        p.seat, p.hand)
+    if r.rules.hole_card == "READER" and not (r.hole_inserted or r.revealed):
+        return Finding(f"insurance {verb(p)} {c(p.amount)} before the hole card went into "
+                       "the reader", p.seat, p.hand)
     exp = settle_insurance(w.amount, r.dealer_blackjack, pays=r.rules.insurance_pays)
     if not mismatch(p, w, exp):
         return None
@@ -156,18 +184,54 @@ def _losing_open(r: Round) -> list[tuple[int, int]]:
     return [(k[0], k[1]) for k, _ in r.open_side("INSURANCE")]
 
 
-def collection_late(r: Round, ev: Event) -> Finding | None:
-    """On a further dealer card, or at the end: losing insurance still on the layout."""
+def _what(ev: Event) -> str:
     p = ev.payload
-    if isinstance(p, CardDealt) and (p.to != "DEALER" or len(r.dealer_ranks) < 2):
+    if isinstance(p, CardDealt):
+        return ("when the dealer drew a further card" if p.to == "DEALER"
+                else "when a player got a further card")
+    if isinstance(p, RoundEnded):
+        return "at the end of the round"
+    if isinstance(p, PlayerDecision):
+        return f"when seat {p.seat} acted ({p.decision})"
+    if isinstance(p, SwitchOffered):
+        return "when the switch was offered"
+    if isinstance(p, HoleCardRevealed):
+        return "when the hole card was turned over"
+    if isinstance(p, PayoutMade | WagerCollected | WagerReturned):
+        return f"when a {p.kind} wager was settled"
+    return "when cards were cleared"
+
+
+def _collection_late(r: Round, ev: Event, due: bool) -> Finding | None:
+    p = ev.payload
+    if not due:
         return None
+    if isinstance(p, PayoutMade | WagerCollected | WagerReturned) and p.kind == "INSURANCE":
+        return None  # insurance being settled: its own checks
     late = _losing_open(r)
     if not late:
         return None
     seat, hand = late[0]
-    when = ("when the dealer drew a further card" if isinstance(p, CardDealt)
-            else "at the end of the round")
-    return Finding(f"losing insurance at seat {seat} still uncollected {when}", seat, hand)
+    return Finding(f"losing insurance at seat {seat} still uncollected {_what(ev)}",
+                   seat, hand)
+
+
+def collection_late(r: Round, ev: Event) -> Finding | None:
+    """N.J.A.C. 13:69F-2A.8(c): losing insurance is collected "immediately after the
+    dealer discloses his or her hole card and before the dealer draws": once the hole
+    card is turned over (or, with no hole card, the second card dealt), any other event
+    while a losing insurance is on the layout shows it late. Collecting it earlier, once
+    the reader has shown no blackjack, is not a finding."""
+    return _collection_late(r, ev, r.revealed)
+
+
+def collection_late_after_reader(r: Round, ev: Event) -> Finding | None:
+    """58 Pa. Code § 672a.8(d) (and the posted New Jersey reading): losing insurance is
+    collected "immediately after the dealer inserts his hole card into the card reader
+    device and determines that he does not have a Blackjack and before he draws": once
+    the reader has answered, any other event (a player acting, a further card, the
+    reveal, another wager settled, the round's end) while it is on the layout is late."""
+    return _collection_late(r, ev, r.hole_inserted or r.revealed)
 
 
 def paid_before_collection(r: Round, ev: Event) -> Finding | None:

@@ -5,7 +5,16 @@ from __future__ import annotations
 from ...blackjack import Ratio, settle_surrender
 from ...engine.rulepack import Finding
 from ...engine.state import Round
-from ...events.model import Event, PlayerDecision, RoundEnded
+from ...events.model import (
+    CardDealt,
+    CardsCleared,
+    Event,
+    PayoutMade,
+    PlayerDecision,
+    RoundEnded,
+    WagerCollected,
+    WagerReturned,
+)
 from ._common import c, expected_text, mismatch, money, verb
 
 
@@ -37,20 +46,30 @@ def too_early(r: Round, ev: Event) -> Finding | None:
 
 
 def too_late(r: Round, ev: Event) -> Finding | None:
+    """2.8(a): "after the first two cards are dealt to the player" and before any other
+    decision: not on a hand a split made (the split was a decision, and its cards are
+    not the player's first two), not once the dealer's second card is revealed."""
     p = _surrender(ev)
     h = None if p is None else r.hands.get((p.seat, p.hand))
-    if p is None or h is None or (not h.decisions and len(h.ranks) <= 2):
+    if p is None or h is None:
         return None
-    after = h.decisions[-1] if h.decisions else f"card {len(h.ranks)}"
-    return Finding(f"surrender after {after} on the hand", p.seat, p.hand)
+    if h.decisions or len(h.ranks) > 2:
+        after = h.decisions[-1] if h.decisions else f"card {len(h.ranks)}"
+        return Finding(f"surrender after {after} on the hand", p.seat, p.hand)
+    if h.split:
+        return Finding("surrender of a hand made by a split: its two cards are not the "
+                       "player's first two, and the split was a decision", p.seat, p.hand)
+    if r.revealed:
+        return Finding("surrender after the dealer's second card was revealed", p.seat, p.hand)
+    return None
 
 
 def settlement_wrong(r: Round, ev: Event) -> Finding | None:
     p = money(ev)
     h = r.hands.get((p.seat, p.hand))
-    if h is None or not h.surrendered or p.kind != "MAIN":
+    w = None if h is None else h.wagers.get("MAIN")
+    if h is None or w is None or not h.surrendered or p.kind != "MAIN":
         return None
-    w = h.wagers["MAIN"]
     if r.up_ace_or_ten and not r.revealed:
         return Finding(f"surrendered wager {c(w.amount)} {verb(p)} {c(p.amount)} before the "
                        f"dealer's second card was revealed (up card {r.up_card})",
@@ -62,12 +81,37 @@ def settlement_wrong(r: Round, ev: Event) -> Finding | None:
                    f"{expected_text(exp)}", p.seat, p.hand)
 
 
+def _on_surrendered(r: Round, ev: Event) -> bool:
+    """An event of a surrendered hand itself (its settlement, its cards cleared), a
+    bonus wager's settlement (2.25(e) puts those first once due), or an insurance
+    settled at the same moment (2.8(b): each settled separately)."""
+    p = ev.payload
+    if isinstance(p, PayoutMade | WagerCollected | WagerReturned):
+        if p.kind in ("BONUS", "INSURANCE"):
+            return True
+        key = (p.seat, p.hand)
+    elif isinstance(p, CardsCleared) and p.seat is not None:
+        key = (p.seat, p.hand or 0)
+    else:
+        return False
+    return any((h.seat, h.hand) == key for h in r.surrendered)
+
+
 def not_settled_at_once(r: Round, ev: Event) -> Finding | None:
-    """2.8(a)1: against a 2–9 first card, half collected and half returned at once: by
-    the next card or decision. Against an A or 10-value card (2.8(a)2), by the end of
-    the round at the latest."""
-    at_end = isinstance(ev.payload, RoundEnded)
-    if not r.surrendered or (r.up_ace_or_ten and not at_end):
+    """2.8(a)1: against a 2–9 first card, half collected and half returned
+    "immediately": before the next card, decision or other settlement. 2.8(a)2: against
+    an A or 10-value card, "when the dealer's second card is revealed ... immediately":
+    before the dealer draws, any other wager settles or the round ends (the bonus
+    wagers, due at the same moment, go first under 2.25(e))."""
+    if not r.surrendered:
+        return None
+    p = ev.payload
+    at_end = isinstance(p, RoundEnded)
+    if r.up_ace_or_ten and not r.revealed and not at_end:
+        return None
+    if isinstance(p, CardDealt) and p.to == "PLAYER" and r.up_ace_or_ten:
+        return None  # the reveal comes after the players: a late card is another code's
+    if _on_surrendered(r, ev):
         return None
     for h in r.surrendered:
         w = h.wagers.get("MAIN")
@@ -75,7 +119,9 @@ def not_settled_at_once(r: Round, ev: Event) -> Finding | None:
             continue
         exp = settle_surrender(w.amount, r.up_ace_or_ten and r.dealer_blackjack)
         if w.collected != exp.collected or w.returned != exp.returned:
-            when = "at the end of the round" if at_end else f"when the next {ev.type} came"
+            when = ("at the end of the round" if at_end
+                    else f"when the next {ev.type} came"
+                    + (" after the reveal" if r.up_ace_or_ten else ""))
             return Finding(f"surrendered wager {c(w.amount)} not settled at once (collected "
                            f"{c(w.collected)}, returned {c(w.returned)}) {when}",
                            h.seat, h.hand)

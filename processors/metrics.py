@@ -1,0 +1,110 @@
+"""Health and Prometheus metrics on the worker's web port (`--web-port`):
+
+    GET /health    200 "ok" while the worker runs (and says whether its sink is alive)
+    GET /metrics   Prometheus text: lag per partition, events and alerts (totals and
+                   per second), dead letters, snapshots, open rounds, sink batch age
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .settings import Settings
+    from .state import TableStates
+
+
+def sink_heartbeat_file(settings: Settings) -> Path:
+    """Where the sink writes the time of its last batch landed in ClickHouse."""
+    return Path(settings.data_dir) / "sink-last-batch"
+
+
+class Metrics:
+    def __init__(self, app: Any, states: TableStates, settings: Settings) -> None:
+        self.app = app
+        self.states = states
+        self.settings = settings
+        self.started = time.monotonic()
+        self.events = 0
+        self.alerts = 0
+        self.dead_letters = 0
+        self._last: tuple[float, int, int] = (self.started, 0, 0)
+
+    def _rates(self) -> tuple[float, float]:
+        now = time.monotonic()
+        t0, e0, a0 = self._last
+        dt = max(now - t0, 1e-9)
+        self._last = (now, self.events, self.alerts)
+        return (self.events - e0) / dt, (self.alerts - a0) / dt
+
+    def sink_batch_age(self) -> float | None:
+        try:
+            return max(time.time() - float(sink_heartbeat_file(self.settings).read_text()), 0.0)
+        except (OSError, ValueError):
+            return None
+
+    def render(self, position: dict[tuple[str, int], int]) -> str:
+        from faust.types import TP
+
+        ev_rate, al_rate = self._rates()
+        lines = [
+            "# HELP pitwatch_events_total Messages read from the events topic.",
+            "# TYPE pitwatch_events_total counter",
+            f"pitwatch_events_total {self.events}",
+            "# HELP pitwatch_events_per_second Events read per second since the last scrape.",
+            "# TYPE pitwatch_events_per_second gauge",
+            f"pitwatch_events_per_second {ev_rate:.3f}",
+            "# HELP pitwatch_alerts_total Violations sent to the alerts topic.",
+            "# TYPE pitwatch_alerts_total counter",
+            f"pitwatch_alerts_total {self.alerts}",
+            "# HELP pitwatch_alerts_per_second Alerts sent per second since the last scrape.",
+            "# TYPE pitwatch_alerts_per_second gauge",
+            f"pitwatch_alerts_per_second {al_rate:.3f}",
+            "# HELP pitwatch_dead_letters_total Messages sent to the dead-letter topic.",
+            "# TYPE pitwatch_dead_letters_total counter",
+            f"pitwatch_dead_letters_total {self.dead_letters}",
+            "# HELP pitwatch_snapshots_total Table snapshots written.",
+            "# TYPE pitwatch_snapshots_total counter",
+            f"pitwatch_snapshots_total {self.states.snapshots}",
+            "# HELP pitwatch_open_rounds Rounds open in this worker's tables.",
+            "# TYPE pitwatch_open_rounds gauge",
+            f"pitwatch_open_rounds {self.states.open_rounds()}",
+            "# HELP pitwatch_lag Messages not yet read, per partition of the events topic.",
+            "# TYPE pitwatch_lag gauge",
+        ]
+        try:
+            assigned = sorted((tp.topic, tp.partition) for tp in self.app.consumer.assignment()
+                              if tp.topic == self.settings.events_topic)
+        except Exception:  # not started yet
+            assigned = []
+        for topic, partition in assigned:
+            try:
+                hw = self.app.consumer.highwater(TP(topic, partition))
+            except Exception:  # revoked, or not fetched yet
+                continue
+            read = position.get((topic, partition), -1)
+            if hw is not None:
+                lines.append(f'pitwatch_lag{{topic="{topic}",partition="{partition}"}} '
+                             f"{max(hw - read - 1, 0)}")
+        age = self.sink_batch_age()
+        lines += ["# HELP pitwatch_sink_batch_age_seconds Seconds since the sink last "
+                  "landed a batch in ClickHouse.",
+                  "# TYPE pitwatch_sink_batch_age_seconds gauge"]
+        if age is not None:
+            lines.append(f"pitwatch_sink_batch_age_seconds {age:.3f}")
+        return "\n".join(lines) + "\n"
+
+    def install(self, position: dict[tuple[str, int], int]) -> None:
+        if self.settings.web_port <= 0:
+            return
+
+        @self.app.page("/metrics")
+        async def metrics(web: Any, request: Any) -> Any:
+            return web.text(self.render(position),
+                            content_type="text/plain; version=0.0.4")
+
+        @self.app.page("/health")
+        async def health(web: Any, request: Any) -> Any:
+            return web.text("ok\n")

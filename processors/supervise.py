@@ -1,0 +1,76 @@
+"""Keeping the worker's processes alive: the sink process (started, and restarted when
+it dies, by a thread of the worker) and the worker itself after it was frozen."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+from .settings import Settings
+
+log = logging.getLogger("pitwatch.worker")
+_sink: Any = None  # the running sink process
+_stop = threading.Event()  # set when the sink is to stay down
+
+
+class Frozen:
+    """Notices that the process did not run for longer than `limit_s` (monotonic time
+    goes on while a process is stopped)."""
+
+    def __init__(self, limit_s: float) -> None:
+        self.limit_s = limit_s
+        self.last: float | None = None  # from the first tick: start-up is not a freeze
+
+    def tick(self) -> float | None:
+        now = time.monotonic()
+        gap = None if self.last is None else now - self.last
+        self.last = now
+        return gap if gap is not None and gap > self.limit_s else None
+
+
+def supervise_sink(settings: Settings, loglevel: str, stop: threading.Event) -> None:
+    """Run the sink process; whenever it dies (a crash, SIGKILL, OOM), log it and start
+    another after a short back-off. The sink stops by itself when the worker is gone."""
+    import multiprocessing
+
+    from .sink import sink_process
+
+    global _sink
+    ctx = multiprocessing.get_context("spawn")
+    delay = 0.5
+    while not stop.is_set() and not _stop.is_set():
+        _sink = ctx.Process(target=sink_process, args=(settings, loglevel), daemon=True,
+                            name="pitwatch-sink")
+        _sink.start()
+        started = time.monotonic()
+        log.warning("sink started (pid %s)", _sink.pid)
+        _sink.join()
+        if stop.is_set() or _stop.is_set():
+            return
+        if time.monotonic() - started > 60:
+            delay = 0.5  # it ran a good while: not a crash loop
+        log.error("sink (pid %s) exited with code %s; restarting in %.1f s", _sink.pid,
+                  _sink.exitcode, delay)
+        if stop.wait(delay):
+            return
+        delay = min(delay * 2, 10.0)
+
+
+def restart_self() -> None:
+    """Stop the sink, then replace this process with a fresh worker (same pid, same
+    arguments): it restores its tables from their snapshots like any new worker."""
+    _stop.set()
+    sink = _sink
+    if sink is not None and sink.pid is not None:
+        try:
+            os.kill(sink.pid, signal.SIGTERM)
+            sink.join(10)
+        except (OSError, AssertionError):
+            pass
+    logging.shutdown()
+    os.execv(sys.executable, [sys.executable, "-m", "pitwatch.cli", *sys.argv[1:]])

@@ -1,0 +1,51 @@
+"""The pipeline's topics and their configs, applied by whichever part starts first (a
+producer, a worker): missing topics are created with them, existing ones get their
+configs set again (a topic a client auto-created with the broker's defaults is fixed),
+and a partition count that differs from the one asked is reported (it is never changed:
+that would move tables between partitions and break their order)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+
+log = logging.getLogger("pitwatch.topics")
+
+DAY_MS = 24 * 3600 * 1000
+#: topic -> configs. table-events: one table = one partition = one order.
+TOPIC_CONFIGS: dict[str, dict[str, str]] = {
+    "table-events": {"retention.ms": str(90 * DAY_MS), "min.insync.replicas": "1"},
+    "alerts": {"retention.ms": str(30 * DAY_MS)},
+    "rounds": {"retention.ms": str(30 * DAY_MS)},
+    "dead-letters": {"retention.ms": str(365 * DAY_MS)},
+}
+
+
+def ensure_topics(bootstrap: str, partitions: int = 4, prefix: str = "",
+                  replication_factor: int = 1) -> list[str]:
+    """Create the pipeline's topics that do not exist yet and set every one's configs;
+    returns the names created."""
+    from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic
+    from kafka.errors import TopicAlreadyExistsError
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="pitwatch-admin")
+    try:
+        existing = set(admin.list_topics())
+        new = [NewTopic(prefix + name, partitions, replication_factor, topic_configs=cfg)
+               for name, cfg in TOPIC_CONFIGS.items() if prefix + name not in existing]
+        if new:
+            with contextlib.suppress(TopicAlreadyExistsError):  # another creator won
+                admin.create_topics(new)
+        old = [prefix + name for name in TOPIC_CONFIGS if prefix + name in existing]
+        if old:
+            admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, name,
+                                                configs=TOPIC_CONFIGS[name[len(prefix):]])
+                                 for name in old])
+            for meta in admin.describe_topics(old):
+                n = len(meta.get("partitions", []))
+                if n and n != partitions:
+                    log.warning("topic %s has %d partitions, not %d: left as it is",
+                                meta["topic"], n, partitions)
+        return [t.name for t in new]
+    finally:
+        admin.close()

@@ -1,0 +1,105 @@
+"""`pitwatch investigate`: a case folder a regulator can file."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from pitwatch.engine.violation import Severity
+
+from .case import Selection, build_case, parse_time
+from .stores import add_store_options, open_store, store_identity
+
+MAX_ROUNDS = 500
+
+
+def add_selection_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("selection (any together; at least one)")
+    g.add_argument("round_id", nargs="?", metavar="ROUND_ID", help="one round")
+    g.add_argument("--table", metavar="T", help="rounds of this table")
+    g.add_argument("--from", dest="start", metavar="TIME",
+                   help="rounds started at or after TIME (UTC, e.g. 2026-11-30T18:00)")
+    g.add_argument("--to", dest="end", metavar="TIME", help="rounds started before TIME (UTC)")
+    g.add_argument("--dealer", metavar="D", help="rounds this dealer dealt")
+    g.add_argument("--code", metavar="C", help="rounds with a violation of this code")
+    g.add_argument("--severity", choices=[s.value for s in Severity], metavar="S",
+                   help="rounds with a violation of this severity or worse "
+                   "(CRITICAL, HIGH, MEDIUM, LOW)")
+
+
+def selection(args: argparse.Namespace) -> Selection:
+    sel = Selection(args.round_id, args.table,
+                    None if args.start is None else parse_time(args.start),
+                    None if args.end is None else parse_time(args.end),
+                    args.dealer, args.code, args.severity)
+    if sel.empty():
+        raise ValueError("select something: a ROUND_ID, or --table, --from/--to, --dealer, "
+                         "--code or --severity")
+    return sel
+
+
+class _Investigate:
+    name = "investigate"
+    help = "write a case folder (HTML, PDF, evidence, violations, manifest) for a selection"
+    description = f"""\
+Select rounds from the store (embedded chDB by default, or a ClickHouse server), rebuild
+each from its events with the table context it had, and write a case folder:
+
+  report.html     self-contained: per round the timeline with device time (UTC, to the
+                  ms) and event ids, the cards as cards, money in dollars, the decisions,
+                  the posted rules in force, each finding at the event that proves it
+                  with the regulation paragraph it cites quoted beside it, and each
+                  device's digest chain with its verdict
+  report.pdf      the same, for filing (ReportLab)
+  evidence.jsonl  the events as the devices sent them, in the order of record
+  violations.csv  the findings, each marked as rebuilt and stored, rebuilt only, or
+                  stored only
+  manifest.json   the SHA-256 of every file, the selection, the rule packs and versions,
+                  the software version, the store, and when it was made
+
+The same selection twice gives the same bytes except the marked generation time.
+At most {MAX_ROUNDS} rounds a case (narrow the selection).
+
+exit status: 0 written, and every round rebuilt to what was stored; 3 written, but a
+round rebuilt differently (the report says which); 1 nothing matches the selection.
+
+examples:
+  pitwatch investigate AC-BJ-01-000042 --out cases/0042
+  pitwatch investigate --table AC-BJ-01 --from 2026-11-30T18:00 --to 2026-11-30T19:00 \\
+      --out cases/ac1
+  pitwatch investigate --dealer D137 --severity CRITICAL --out cases/d137
+  pitwatch investigate --code INSURANCE_OVER_LIMIT --clickhouse 127.0.0.1:19000 --out cases/ins"""
+
+    def configure(self, p: argparse.ArgumentParser) -> None:
+        add_selection_options(p)
+        p.add_argument("--out", required=True, type=Path, metavar="DIR",
+                       help="the case folder (created; files in it are replaced)")
+        add_store_options(p)
+
+    def run(self, args: argparse.Namespace) -> int:
+        from .case_files import write_case  # ReportLab only when a case is written
+
+        sel = selection(args)
+        store = open_store(args)
+        try:
+            case = build_case(store, sel, store_identity(args), int(time.time() * 1000),
+                              MAX_ROUNDS)
+        except LookupError as e:
+            print(f"pitwatch investigate: {e}", file=sys.stderr)
+            return 1
+        finally:
+            store.close()
+        files = write_case(case, args.out)
+        findings = case.all_findings
+        print(f"case of {len(case.rounds)} round(s), {len(findings)} finding(s) -> "
+              f"{args.out}/")
+        for name, data in files.items():
+            print(f"  {name:15} {len(data):>9,} bytes")
+        print(f"replay: {case.replay_verdict}")
+        print(case.chain_verdict)
+        return 0 if all(rb.matches_store for rb in case.rounds) else 3
+
+
+command = _Investigate()
