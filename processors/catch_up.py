@@ -14,26 +14,40 @@ class PartitionReader:
         self.bootstrap = bootstrap
         self._consumer: Any = None
 
-    async def read(self, topic: str, partition: int, start: int, stop: int
-                   ) -> list[tuple[int, bytes, bytes]]:
-        """The messages with offsets in [start, stop), as (offset, key, value)."""
-        from aiokafka import AIOKafkaConsumer, TopicPartition
+    async def _started(self) -> Any:
+        from aiokafka import AIOKafkaConsumer
 
         if self._consumer is None:
             self._consumer = AIOKafkaConsumer(bootstrap_servers=self.bootstrap,
                                               enable_auto_commit=False, group_id=None)
             await self._consumer.start()
+        return self._consumer
+
+    async def end_offset(self, topic: str, partition: int) -> int:
+        """The partition's end offset (the offset the next message will get)."""
+        from aiokafka import TopicPartition
+
         tp = TopicPartition(topic, partition)
-        self._consumer.assign([tp])
-        self._consumer.seek(tp, start)
+        consumer = await self._started()
+        return int((await consumer.end_offsets([tp]))[tp])
+
+    async def read(self, topic: str, partition: int, start: int, stop: int
+                   ) -> list[tuple[int, bytes, bytes]]:
+        """The messages with offsets in [start, stop), as (offset, key, value)."""
+        from aiokafka import TopicPartition
+
+        consumer = await self._started()
+        tp = TopicPartition(topic, partition)
+        consumer.assign([tp])
+        consumer.seek(tp, start)
         out: list[tuple[int, bytes, bytes]] = []
         for _ in range(60):  # the messages before `stop` exist: wait for them, a minute at most
-            batch = await self._consumer.getmany(tp, timeout_ms=1000)
+            batch = await consumer.getmany(tp, timeout_ms=1000)
             for m in batch.get(tp, []):
                 if m.offset >= stop:
                     return out
                 out.append((m.offset, m.key or b"", m.value or b""))
-            if await self._consumer.position(tp) >= stop:
+            if await consumer.position(tp) >= stop:
                 return out
         raise TimeoutError(f"could not read {topic}[{partition}] offsets {start}..{stop - 1}")
 
