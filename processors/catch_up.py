@@ -41,14 +41,25 @@ class PartitionReader:
         consumer.assign([tp])
         consumer.seek(tp, start)
         out: list[tuple[int, bytes, bytes]] = []
+        expected = start  # offsets come in order and without holes: check it
+        reseeked = -1
         for _ in range(60):  # the messages before `stop` exist: wait for them, a minute at most
             batch = await consumer.getmany(tp, timeout_ms=1000)
             for m in batch.get(tp, []):
+                if m.offset < expected:
+                    continue  # fetched before the seek
+                if m.offset > expected and reseeked != expected:
+                    # a hole: records fetched for an earlier read; read from here again
+                    # (a second hole at the same place is real, e.g. a transaction marker)
+                    reseeked = expected
+                    consumer.seek(tp, expected)
+                    break
                 if m.offset >= stop:
                     return out
                 out.append((m.offset, m.key or b"", m.value or b""))
-            if await consumer.position(tp) >= stop:
-                return out
+                expected = m.offset + 1
+            if expected >= stop or await consumer.position(tp) >= stop:
+                return out  # (the position: the offsets left were no messages)
         raise TimeoutError(f"could not read {topic}[{partition}] offsets {start}..{stop - 1}")
 
     async def stop(self) -> None:
