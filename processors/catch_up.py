@@ -7,8 +7,8 @@ from typing import Any
 
 
 class PartitionReader:
-    """One consumer outside any group, assigned and seeked per read; started on first
-    use and kept."""
+    """Reads outside any consumer group: a stretch of a partition (a consumer per
+    read), or its end offset (one consumer, kept)."""
 
     def __init__(self, bootstrap: str) -> None:
         self.bootstrap = bootstrap
@@ -33,34 +33,39 @@ class PartitionReader:
 
     async def read(self, topic: str, partition: int, start: int, stop: int
                    ) -> list[tuple[int, bytes, bytes]]:
-        """The messages with offsets in [start, stop), as (offset, key, value)."""
-        from aiokafka import TopicPartition
+        """The messages with offsets in [start, stop), as (offset, key, value), in
+        order and without holes. A consumer of its own for each read: a reused one can
+        hand back records it fetched for an earlier read of the same partition, and a
+        restore that took those for this range would fold the wrong events."""
+        from aiokafka import AIOKafkaConsumer, TopicPartition
 
-        consumer = await self._started()
-        tp = TopicPartition(topic, partition)
-        consumer.assign([tp])
-        consumer.seek(tp, start)
-        out: list[tuple[int, bytes, bytes]] = []
-        expected = start  # offsets come in order and without holes: check it
-        reseeked = -1
-        for _ in range(60):  # the messages before `stop` exist: wait for them, a minute at most
-            batch = await consumer.getmany(tp, timeout_ms=1000)
-            for m in batch.get(tp, []):
-                if m.offset < expected:
-                    continue  # fetched before the seek
-                if m.offset > expected and reseeked != expected:
-                    # a hole: records fetched for an earlier read; read from here again
-                    # (a second hole at the same place is real, e.g. a transaction marker)
-                    reseeked = expected
-                    consumer.seek(tp, expected)
-                    break
-                if m.offset >= stop:
+        consumer = AIOKafkaConsumer(bootstrap_servers=self.bootstrap,
+                                    enable_auto_commit=False, group_id=None)
+        await consumer.start()
+        try:
+            tp = TopicPartition(topic, partition)
+            consumer.assign([tp])
+            consumer.seek(tp, start)
+            out: list[tuple[int, bytes, bytes]] = []
+            expected = start
+            for _ in range(60):  # the messages before `stop` exist: a minute at most
+                batch = await consumer.getmany(tp, timeout_ms=1000)
+                for m in batch.get(tp, []):
+                    if m.offset < expected:
+                        continue
+                    if m.offset >= stop:
+                        return out
+                    if m.offset > expected:  # a hole: read from the expected offset again
+                        consumer.seek(tp, expected)
+                        break
+                    out.append((m.offset, m.key or b"", m.value or b""))
+                    expected = m.offset + 1
+                if expected >= stop:
                     return out
-                out.append((m.offset, m.key or b"", m.value or b""))
-                expected = m.offset + 1
-            if expected >= stop or await consumer.position(tp) >= stop:
-                return out  # (the position: the offsets left were no messages)
-        raise TimeoutError(f"could not read {topic}[{partition}] offsets {start}..{stop - 1}")
+            raise TimeoutError(f"could not read {topic}[{partition}] offsets "
+                               f"{start}..{stop - 1}")
+        finally:
+            await consumer.stop()
 
     async def stop(self) -> None:
         if self._consumer is not None:
