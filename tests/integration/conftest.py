@@ -219,6 +219,30 @@ class Pipeline:
         return {r["violation_id"] for r in
                 self.store.query("SELECT violation_id FROM violations FINAL")}
 
+    def explain(self, exp: Expected, got: set[str], where: str) -> str:
+        """The violations `where` has and the embedded audit has not, and the other way
+        round, with code, round, event and message (from ClickHouse and the alerts
+        topic), and the counts: what a failing comparison prints."""
+        from pitwatch.engine.alerts import decode_violation
+
+        seen: dict[str, str] = {}
+        for m in read_topic(self.prefix + "alerts"):
+            v = decode_violation(m.value)
+            seen.setdefault(v.violation_id, f"alerts p{m.partition}@{m.offset} {v.code} "
+                            f"{v.round_id} {v.event_id} {v.message}")
+        for r in self.store.query("SELECT violation_id, code, round_id, event_id, message "
+                                  "FROM violations FINAL"):
+            seen.setdefault(r["violation_id"], f"ClickHouse {r['code']} {r['round_id']} "
+                            f"{r['event_id']} {r['message']}")
+        mine = {v.violation_id: f"{v.code} {v.round_id} {v.event_id} {v.message}"
+                for v in exp.violations}
+        lines = [f"{where} differs from the embedded audit (topics {self.prefix}*, "
+                 f"database {self.id}); counts (events, rounds, violations) "
+                 f"{self.counts()} vs {(exp.events, exp.rounds, len(exp.violation_ids))}"]
+        lines += [f"  extra   {i}: {seen.get(i, '?')}" for i in sorted(got - exp.violation_ids)]
+        lines += [f"  missing {i}: {mine.get(i, '?')}" for i in sorted(exp.violation_ids - got)]
+        return "\n".join(lines)
+
     def rounds(self) -> dict[str, tuple[Any, ...]]:
         rows = self.store.query(f"SELECT round_id, {', '.join(ROUND_FIELDS)} FROM rounds FINAL")
         return {r["round_id"]: tuple(int(r[f]) for f in ROUND_FIELDS) for r in rows}
@@ -232,8 +256,9 @@ class Pipeline:
                 except subprocess.TimeoutExpired:
                     p.kill()
                     p.wait()
-        try:
-            self.store._execute(f"DROP DATABASE IF EXISTS {self.id}")
+        try:  # PITWATCH_KEEP=1 keeps the database for a look after the test
+            if not os.environ.get("PITWATCH_KEEP"):
+                self.store._execute(f"DROP DATABASE IF EXISTS {self.id}")
         finally:
             self.store.close()
 

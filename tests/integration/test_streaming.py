@@ -24,15 +24,22 @@ Floor = Callable[..., tuple[list[Event], Expected]]
 
 
 def _assert_same(p: Pipeline, exp: Expected, counts: tuple[int, int, int]) -> None:
-    assert counts == (exp.events, exp.rounds, len(exp.violation_ids))
-    assert p.violation_ids() == exp.violation_ids
-    assert p.rounds() == exp.round_rows  # money, counts, completeness, round by round
+    """ClickHouse holds the embedded audit's answer; a failure names every violation
+    and round that differs (the test's topics and database are named too)."""
+    got = p.violation_ids()
+    assert counts == (exp.events, exp.rounds, len(exp.violation_ids)) and \
+        got == exp.violation_ids, p.explain(exp, got, "ClickHouse")
+    rounds, want = p.rounds(), exp.round_rows
+    assert rounds == want, "rounds that differ (ClickHouse, embedded):\n" + "\n".join(
+        f"  {r}: {rounds.get(r)} vs {want.get(r)}"
+        for r in sorted(set(rounds) | set(want)) if rounds.get(r) != want.get(r))
 
 
 def _assert_alerts(p: Pipeline, exp: Expected) -> None:
     """The alerts topic carries exactly the expected violations; a copy only ever
     repeats an id (at-least-once, never a different verdict)."""
-    assert set(p.alerted_ids()) == exp.violation_ids
+    got = set(p.alerted_ids())
+    assert got == exp.violation_ids, p.explain(exp, got, "the alerts topic")
 
 
 def test_readme_streaming_flow_lands_the_embedded_audits_answer(pipeline: Pipeline) -> None:
