@@ -127,6 +127,10 @@ def create_app(settings: Settings) -> faust.App:
     async def audit(stream: Any) -> None:
         async for event in stream.events():
             msg = event.message
+            last = position.get((msg.topic, msg.partition))
+            if last is not None and msg.offset > last + 1:
+                async with lock:
+                    states.skipped(msg.topic, msg.partition, last + 1, msg.offset)
             position[(msg.topic, msg.partition)] = msg.offset
             metrics.events += 1
             if msg.value is None:

@@ -75,10 +75,28 @@ class TableStates:
         self._rounds: list[RoundSummary] = []
         self.snapshots = 0
         self.restored = 0
+        #: (topic, partition) -> the first offset the stream skipped since the assignment
+        self.holes: dict[tuple[str, int], int] = {}
 
     def forget(self) -> None:
         """After a rebalance: what is in memory may be stale; restore on next use."""
         self.tables.clear()
+        self.holes.clear()
+
+    def skipped(self, topic: str, partition: int, start: int, stop: int) -> None:
+        """The stream handed over offset `stop` of the partition after `start - 1`: the
+        messages in [start, stop) never reached the audit (the consumer can move on
+        past records it fetched before a rebalance). Its tables in memory are dropped,
+        to be restored from their snapshots and the partition on their next event, and
+        a table without a snapshot folds the partition from `start`."""
+        log.warning("%s[%d]: offsets %d..%d never reached the audit; its tables are "
+                    "restored from their snapshots and the partition", topic, partition,
+                    start, stop - 1)
+        for k in [k for k, t in self.tables.items()
+                  if t.topic == topic and t.partition == partition]:
+            del self.tables[k]
+        key = (topic, partition)
+        self.holes[key] = min(start, self.holes.get(key, start))
 
     def _take(self) -> Found:
         """What was found since the last take: each caller takes its own, synchronously
@@ -100,18 +118,23 @@ class TableStates:
         the partition's start when its snapshot cannot be read."""
         a = self._new_auditor(table_id)
         raw = self.table.get(table_id.encode())
-        if raw is None:
+        hole = self.holes.get((topic, partition))
+        if raw is None and hole is None:
             return _Table(a, topic, partition, covered=-1, snapshot_offset=None)
-        try:
-            snap = orjson.loads(raw)
-            a.import_state(snap["state"])
-            done = int(snap["offset"])
-            how = f"snapshot at {topic}[{partition}]@{done}"
-        except (orjson.JSONDecodeError, StateError, KeyError, TypeError, ValueError) as e:
-            log.warning("snapshot of table %s dropped (%s): folding the partition from its "
-                        "start", table_id, e)
-            a, done, how = self._new_auditor(table_id), -1, "unreadable snapshot dropped"
-        t = _Table(a, topic, partition, covered=done, snapshot_offset=None if done < 0 else done)
+        if raw is None:  # its first events may be among those the stream skipped
+            done, how = hole - 1, f"no snapshot, skipped offsets from {hole}"
+        else:
+            try:
+                snap = orjson.loads(raw)
+                a.import_state(snap["state"])
+                done = int(snap["offset"])
+                how = f"snapshot at {topic}[{partition}]@{done}"
+            except (orjson.JSONDecodeError, StateError, KeyError, TypeError, ValueError) as e:
+                log.warning("snapshot of table %s dropped (%s): folding the partition from "
+                            "its start", table_id, e)
+                a, done, how = self._new_auditor(table_id), -1, "unreadable snapshot dropped"
+        t = _Table(a, topic, partition, covered=done,
+                   snapshot_offset=None if raw is None or done < 0 else done)
         folded = 0
         if done + 1 < offset:
             key = table_id.encode()
