@@ -50,7 +50,7 @@ def _get(url: str) -> Any:
         return orjson.loads(r.read())
 
 
-def wait_until(what: str, check: Any, timeout: float = 60.0) -> Any:
+def wait_until(what: str, check: Any, timeout: float = 120.0) -> Any:
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -136,7 +136,7 @@ def shot(driver: Any, name: str) -> None:
     driver.save_screenshot(str(ARTIFACTS / f"console-{name}.png"))
 
 
-def wait(driver: Any, timeout: float = 10.0) -> Any:
+def wait(driver: Any, timeout: float = 30.0) -> Any:
     from selenium.webdriver.support.ui import WebDriverWait
 
     return WebDriverWait(driver, timeout, poll_frequency=0.05)
