@@ -36,7 +36,7 @@ from .dead_letters import dead_letter
 from .metrics import Metrics
 from .settings import Settings
 from .state import Found, TableStates
-from .supervise import Frozen, Stalled, restart_self
+from .supervise import Frozen, Stalled, log_tasks, restart_self
 
 log = logging.getLogger("pitwatch.worker")
 
@@ -235,6 +235,7 @@ def create_app(settings: Settings) -> faust.App:
                 log.error("%s[%d] has messages up to offset %d but nothing was read for "
                           "%.0f s; restarting this worker clean", tp.topic, tp.partition,
                           end - 1, still)
+                log_tasks()
                 restart_self()
 
     metrics.install(position)

@@ -87,6 +87,18 @@ def supervise_sink(settings: Settings, loglevel: str, stop: threading.Event) -> 
         delay = min(delay * 2, 10.0)
 
 
+def log_tasks() -> None:
+    """Where each task of the event loop waits (coroutine, file and line): logged before
+    a restart for a stall, so the log says what the worker was stuck on."""
+    import asyncio
+
+    for task in asyncio.all_tasks():
+        frames = task.get_stack(limit=3)
+        where = " <- ".join(f"{f.f_code.co_name} ({os.path.basename(f.f_code.co_filename)}:"
+                            f"{f.f_lineno})" for f in reversed(frames))
+        log.error("task %s waits in %s", task.get_name(), where or "(not started)")
+
+
 def restart_self() -> None:
     """Stop the sink, then replace this process with a fresh worker (same pid, same
     arguments): it restores its tables from their snapshots like any new worker."""
