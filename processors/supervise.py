@@ -93,9 +93,14 @@ def log_tasks() -> None:
     import asyncio
 
     for task in asyncio.all_tasks():
-        frames = task.get_stack(limit=3)
+        frames, coro = [], task.get_coro()
+        while coro is not None:  # down the chain of awaits to where it waits
+            frame = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None)
+            if frame is not None:
+                frames.append(frame)
+            coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
         where = " <- ".join(f"{f.f_code.co_name} ({os.path.basename(f.f_code.co_filename)}:"
-                            f"{f.f_lineno})" for f in reversed(frames))
+                            f"{f.f_lineno})" for f in reversed(frames[-5:]))
         log.error("task %s waits in %s", task.get_name(), where or "(not started)")
 
 
