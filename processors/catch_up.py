@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pitwatch.connect import KafkaAuth
+
 
 class PartitionReader:
     """One consumer outside any group, assigned and seeked per read; started on first
@@ -21,7 +23,8 @@ class PartitionReader:
 
         if self._consumer is None:
             self._consumer = AIOKafkaConsumer(bootstrap_servers=self.bootstrap,
-                                              enable_auto_commit=False, group_id=None)
+                                              enable_auto_commit=False, group_id=None,
+                                              **KafkaAuth.from_env().aiokafka())
             await self._consumer.start()
         tp = TopicPartition(topic, partition)
         self._consumer.assign([tp])

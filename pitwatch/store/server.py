@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from ..connect import ClickHouseAuth
 from .base import TABLES, Params, StoreError, columns, ddl_statements
 
 _TIME_COLUMNS = frozenset({"ts", "started", "ended", "detected_at"})
@@ -23,14 +24,18 @@ def driver_placeholders(sql: str) -> str:
 
 class ServerStore:
     def __init__(self, host: str = "127.0.0.1", port: int = 19000,
-                 database: str = "pitwatch", connect_timeout: float = 5.0) -> None:
+                 database: str = "pitwatch", connect_timeout: float = 5.0,
+                 auth: ClickHouseAuth | None = None) -> None:
+        """`auth`: user, password and TLS; by default from the environment
+        (PITWATCH_CLICKHOUSE_*, see pitwatch.connect)."""
         from clickhouse_driver import Client
 
         self.database = database
+        login = (auth or ClickHouseAuth.from_env()).driver()
         self.client = Client(host=host, port=port, database=database,
-                             connect_timeout=connect_timeout, send_receive_timeout=30)
+                             connect_timeout=connect_timeout, send_receive_timeout=30, **login)
         self._admin = Client(host=host, port=port, database="default",
-                             connect_timeout=connect_timeout, send_receive_timeout=30)
+                             connect_timeout=connect_timeout, send_receive_timeout=30, **login)
         self._cols = {t: columns(t) for t in TABLES}
 
     def _execute(self, sql: str, params: Any = None) -> Any:
