@@ -22,6 +22,18 @@ def driver_placeholders(sql: str) -> str:
     return _PLACEHOLDER.sub(r"%(\1)s", sql.replace("%", "%%"))
 
 
+def reason(e: BaseException) -> str:
+    """A driver or server error in one line that says why: ClickHouse's own message
+    (`Wrong password for user x`) with its code, not its stack trace."""
+    text = str(getattr(e, "message", "") or e)
+    lines = [ln.strip() for ln in text.splitlines()
+             if ln.strip() and not re.fullmatch(r"Code: \d+\.?", ln.strip())]
+    first = (lines[0] if lines else text).removeprefix("DB::Exception: ")
+    first = first.split(". Stack trace:")[0].removesuffix(" Stack trace:")
+    code = getattr(e, "code", None)
+    return f"{first} (code {code})" if isinstance(code, int) else first
+
+
 class ServerStore:
     def __init__(self, host: str = "127.0.0.1", port: int = 19000,
                  database: str = "pitwatch", connect_timeout: float = 5.0,
@@ -44,14 +56,14 @@ class ServerStore:
                 else self.client.execute(sql)
         except Exception as e:  # network errors and server exceptions alike
             self.client.disconnect()
-            raise StoreError(f"ClickHouse: {e}") from e
+            raise StoreError(f"ClickHouse: {reason(e)}") from e
 
     def setup(self) -> None:
         try:
             self._admin.execute(f"CREATE DATABASE IF NOT EXISTS {self.database}")
         except Exception as e:
             self._admin.disconnect()
-            raise StoreError(f"ClickHouse: {e}") from e
+            raise StoreError(f"ClickHouse: {reason(e)}") from e
         finally:
             self._admin.disconnect()
         for stmt in ddl_statements():
@@ -74,7 +86,7 @@ class ServerStore:
                 rows, meta = self.client.execute(sql, with_column_types=True)
         except Exception as e:
             self.client.disconnect()
-            raise StoreError(f"ClickHouse: {e}") from e
+            raise StoreError(f"ClickHouse: {reason(e)}") from e
         names = [m[0] for m in meta]
         return [dict(zip(names, r, strict=True)) for r in rows]
 
