@@ -202,6 +202,17 @@ _FLAGS = {
 }
 
 
+class _NoPasswordFlag(argparse.Action):
+    """`--kafka-password X` refused with where a password goes (and not taken, by
+    argparse's prefix matching, as --kafka-password-file)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        var = "PITWATCH_" + (option_string or "").lstrip("-").upper().replace("-", "_")
+        parser.error(f"{option_string} is not taken (a flag shows in the process list): "
+                     f"set {var} or pass {option_string}-file FILE")
+
+
 def add_connection_flags(p: argparse.ArgumentParser, kafka: bool = True,
                          clickhouse: bool = True) -> None:
     """The security flags; each overrides its PITWATCH_* variable (never a password:
@@ -215,11 +226,13 @@ def add_connection_flags(p: argparse.ArgumentParser, kafka: bool = True,
         g.add_argument("--kafka-security", choices=KAFKA_PROTOCOLS, type=str.upper,
                        help="Kafka transport (PITWATCH_KAFKA_SECURITY, default PLAINTEXT)")
         g.add_argument("--kafka-user", metavar="USER", help="SASL SCRAM user")
+        g.add_argument("--kafka-password", action=_NoPasswordFlag, help=argparse.SUPPRESS)
         g.add_argument("--kafka-password-file", metavar="FILE",
                        help="file whose first line is the SASL password")
         g.add_argument("--kafka-ca-file", metavar="PEM", help="CA of the broker's certificate")
     if clickhouse:
         g.add_argument("--clickhouse-user", metavar="USER", help="ClickHouse user")
+        g.add_argument("--clickhouse-password", action=_NoPasswordFlag, help=argparse.SUPPRESS)
         g.add_argument("--clickhouse-password-file", metavar="FILE",
                        help="file whose first line is the ClickHouse password")
         g.add_argument("--clickhouse-secure", action="store_true", default=None,
