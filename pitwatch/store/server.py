@@ -90,6 +90,13 @@ class ServerStore:
         names = [m[0] for m in meta]
         return [dict(zip(names, r, strict=True)) for r in rows]
 
+    def read_only(self) -> None:
+        """From now on this session's queries run with readonly=1 (a user whose profile
+        is read-only already is left as it is: it may not change settings)."""
+        level = self.query("SELECT value FROM system.settings WHERE name = 'readonly'")
+        if level and level[0]["value"] == "0":
+            self.client.settings["readonly"] = 1
+
     def dedupe(self) -> None:
         for t in TABLES:
             self._execute(f"OPTIMIZE TABLE {t} FINAL")

@@ -302,3 +302,34 @@ def test_a_failing_connection_does_not_print_the_password(
         for k, v in secure.server_env.items():
             if "PASSWORD" in k:
                 assert v not in out
+
+
+def test_query_reads_clickhouse_read_only_whoever_logs_in(secure: Secure) -> None:
+    """`pitwatch query --clickhouse` answers a SELECT as the reader and refuses DROP
+    (exit 2); its session is read-only even for a user that could write."""
+    db = "q" + secrets.token_hex(5)
+    writer = secure.store("pitwatch_writer", db)
+    writer.setup()
+    try:
+        def query(user: str, sql: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [sys.executable, "-m", "pitwatch.cli", "query", "--clickhouse",
+                 f"{HOST}:{secure.ch_port}", "--clickhouse-db", db, "--format", "csv", sql],
+                cwd=ROOT, env=secure.client_env(user), capture_output=True, text=True,
+                timeout=120)
+
+        read = query("pitwatch_reader", "SELECT count() AS n FROM violations")
+        assert (read.returncode, read.stdout) == (0, "n\n0\n"), read.stderr
+        dropped = query("pitwatch_writer", "DROP TABLE violations")
+        assert dropped.returncode == 2 and "DROP refused" in dropped.stderr
+        session = secure.store("pitwatch_writer", db)
+        session.read_only()
+        with pytest.raises(StoreError, match="readonly"):
+            session._execute("CREATE TABLE t (a UInt8) ENGINE = Memory")
+        session.close()
+        assert {r["name"] for r in writer.query(
+            "SELECT name FROM system.tables WHERE database = {d:String}", {"d": db})} \
+            >= {"violations"}
+    finally:
+        writer._execute(f"DROP DATABASE IF EXISTS {db}")
+        writer.close()
