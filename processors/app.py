@@ -26,6 +26,7 @@ from typing import Any
 import faust
 import orjson
 
+from pitwatch.connect import KafkaAuth
 from pitwatch.engine.alerts import encode_violation
 from pitwatch.events.avro import DecodeError, decode_single
 from pitwatch.packs.registry import select
@@ -69,6 +70,7 @@ def create_app(settings: Settings) -> faust.App:
         topic_allow_declare=True,
         key_serializer="raw",
         value_serializer="raw",
+        **KafkaAuth.from_env().faust(),
     )
     raw = {"key_type": bytes, "value_type": bytes, "key_serializer": "raw",
            "value_serializer": "raw"}

@@ -7,7 +7,10 @@ import logging
 import threading
 from typing import Any
 
+from pitwatch.connect import add_connection_flags
+
 from .settings import Settings, env_default
+from .topics import replication
 
 log = logging.getLogger("pitwatch.worker")
 
@@ -87,6 +90,7 @@ examples:
                        help="the sink consumer's max.poll.interval in seconds "
                             "(default %(default)s)")
         p.add_argument("--loglevel", default=env("loglevel", "warning"))
+        add_connection_flags(p)
 
     def run(self, args: argparse.Namespace) -> int:
         from pathlib import Path
@@ -107,6 +111,7 @@ examples:
                             stall_timeout_s=args.stall_timeout,
                             heartbeat_s=min(Settings.heartbeat_s, args.session_timeout / 3),
                             sink_max_poll_interval_s=args.sink_max_poll_interval,
+                            replication_factor=replication(),
                             ).with_prefix(args.topic_prefix)
         logging.basicConfig(level=args.loglevel.upper(),
                             format="[%(asctime)s] [%(process)d] [%(levelname)s] %(message)s")

@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 
+from ..connect import add_connection_flags
 from ..engine.violation import Severity, Violation
 from ..events.files import Rejected
 from ..store.embedded import EmbeddedStore
@@ -143,7 +144,9 @@ refused. A bad statement is reported in one line (exit 2).
 examples:
   pitwatch query "SELECT code, count() FROM violations FINAL GROUP BY code"
   pitwatch query --format jsonl "SELECT * FROM rounds FINAL WHERE violations > 0 LIMIT 5"
-  pitwatch query --format csv "SELECT * FROM violations FINAL" > violations.csv"""
+  pitwatch query --format csv "SELECT * FROM violations FINAL" > violations.csv
+  PITWATCH_CLICKHOUSE_USER=pitwatch_reader pitwatch query --clickhouse 127.0.0.1:19000 \\
+      "SELECT count() FROM violations FINAL"      a ClickHouse server, as its read-only user"""
 
     def configure(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("sql", help="the query")
@@ -152,9 +155,27 @@ examples:
         p.add_argument("--format", choices=("table", "csv", "json", "jsonl"), default="table",
                        help="table for people (default); csv with a header; json: one "
                        "array; jsonl: one object a line")
+        p.add_argument("--clickhouse", metavar="HOST:PORT",
+                       help="read a ClickHouse server's native port instead, in a read-only "
+                       "session (log in as a read-only user: see the README's Security)")
+        p.add_argument("--clickhouse-db", default="pitwatch", metavar="DB",
+                       help="its database (default %(default)s)")
+        add_connection_flags(p, kafka=False)
 
     def run(self, args: argparse.Namespace) -> int:
         check_read_only(args.sql)
+        if args.clickhouse:
+            from ..store.server import ServerStore
+
+            host, _, port = args.clickhouse.rpartition(":")
+            if not host or not port.isdigit():
+                raise ValueError(f"--clickhouse takes HOST:PORT, not {args.clickhouse!r}")
+            server = ServerStore(host, int(port), args.clickhouse_db)
+            try:
+                server.read_only()
+                return export(server.query(args.sql), args.format)
+            finally:
+                server.close()
         if not (Path(args.data) / "chdb").exists():
             raise FileNotFoundError(f"no store at {args.data}: run `pitwatch audit` or "
                                     "`pitwatch demo` first, or pass --data")
