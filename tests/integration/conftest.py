@@ -4,6 +4,7 @@ consumer groups and ClickHouse database, so tests never see each other's data.""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -142,7 +143,7 @@ class Pipeline:
              "--app-id", self.id, "--topic-prefix", self.prefix,
              "--partitions", str(PARTITIONS), "--web-port", str(self.web_port),
              "--data-dir", str(self.tmp / f"worker-{name}"), "--loglevel", "info", *extra],
-            stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
+            stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True,
             env=None if env is None else {**os.environ, **env})
         self.workers.append(proc)
         return proc
@@ -232,6 +233,10 @@ class Pipeline:
                 except subprocess.TimeoutExpired:
                     p.kill()
                     p.wait()
+            # whatever the worker started (its sink, multiprocessing's helpers) is in its
+            # process group: none of it outlives the test
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(p.pid, signal.SIGKILL)
         try:
             self.store._execute(f"DROP DATABASE IF EXISTS {self.id}")
         finally:
