@@ -41,6 +41,8 @@ class Settings:
     session_timeout_s: float = 10.0
     heartbeat_s: float = 2.0
     sink: bool = True
+    #: the device key registry (pitwatch.events.keys); empty: signatures not required
+    keys: str = ""
 
     def with_prefix(self, prefix: str) -> Settings:
         """The same settings with every topic name prefixed (isolated runs, tests)."""

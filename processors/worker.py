@@ -82,6 +82,10 @@ examples:
                        default=env("sink_max_poll_interval", d.sink_max_poll_interval_s),
                        help="the sink consumer's max.poll.interval in seconds "
                             "(default %(default)s)")
+        p.add_argument("--keys", metavar="FILE", default=env("keys", d.keys),
+                       help="device key registry (JSON): a device in it must sign its chain, "
+                       "or SIGNATURE_INVALID (HIGH). Default: $PITWATCH_KEYS; without one, "
+                       "signatures are not required")
         p.add_argument("--loglevel", default=env("loglevel", "warning"))
 
     def run(self, args: argparse.Namespace) -> int:
@@ -102,6 +106,7 @@ examples:
                             session_timeout_s=args.session_timeout,
                             heartbeat_s=min(Settings.heartbeat_s, args.session_timeout / 3),
                             sink_max_poll_interval_s=args.sink_max_poll_interval,
+                            keys=args.keys or "",
                             ).with_prefix(args.topic_prefix)
         logging.basicConfig(level=args.loglevel.upper(),
                             format="[%(asctime)s] [%(process)d] [%(levelname)s] %(message)s")

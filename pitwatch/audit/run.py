@@ -12,6 +12,7 @@ from ..engine.auditor import Auditor, RoundSummary
 from ..engine.errors import EngineError
 from ..engine.violation import Violation
 from ..events.files import Rejected, expand, read_files
+from ..events.keys import KeyRegistry
 from ..events.model import Event
 from ..packs.registry import select
 from ..store.base import BatchWriter, Store
@@ -44,6 +45,8 @@ class AuditReport:
     violations: list[Violation] = field(default_factory=list)
     #: bugs in the engine met on the way (never violations: pitwatch.engine.errors)
     engine_errors: list[EngineError] = field(default_factory=list)
+    #: how many devices the key registry holds (None: no registry, signatures not required)
+    signing_devices: int | None = None
 
     def add_round(self, s: RoundSummary) -> None:
         self.rounds += 1
@@ -90,11 +93,13 @@ def audit_events(
     round_timeout_ms: int = DEFAULT_ROUND_TIMEOUT_MS,
     report: AuditReport | None = None,
     finish: bool = True,
+    keys: KeyRegistry | None = None,
 ) -> AuditReport:
     """Feed events through one auditor; violations go out as they are found. With
     `finish`, the end of the input closes any round still open as incomplete (a stream
     that goes on would wait for its time-out instead)."""
     rep = report or AuditReport()
+    rep.signing_devices = None if keys is None else len(keys.devices)
     writer = BatchWriter(store) if store is not None else None
     positions = Positions(store)
 
@@ -113,7 +118,7 @@ def audit_events(
             writer.add("rounds", round_row(s))
 
     auditor = Auditor(select, violation, round_done, rep.engine_errors.append,
-                      round_timeout_ms=round_timeout_ms)
+                      round_timeout_ms=round_timeout_ms, keys=keys)
     n = 0
     for ev in events:
         n += 1
@@ -143,6 +148,7 @@ def audit_paths(
     on_reject: Callable[[Rejected], None] | None = None,
     progress: bool = False,
     keep_violations: bool = True,
+    keys: KeyRegistry | None = None,
 ) -> AuditReport:
     files = expand(paths)
     rep = AuditReport(files=len(files))
@@ -155,4 +161,4 @@ def audit_paths(
     total = sum(f.stat().st_size for f in files)
     events = _progress(read_files(files, reject), progress and total > 5_000_000)
     return audit_events(events, store=store, on_violation=on_violation,
-                        keep_violations=keep_violations, report=rep)
+                        keep_violations=keep_violations, report=rep, keys=keys)

@@ -1,0 +1,68 @@
+"""What signed device records cost the audit: the same simulated floor dealt unsigned
+and signed (Ed25519 checkpoints), audited in process without a store, each the best of
+the same number of runs in this run:
+
+  unsigned       the unsigned floor, no key registry (the baseline)
+  signed, no keys the signed floor, checkpoints carried but not judged
+  signed, keys   the signed floor verified against its key registry
+
+It prints the ratios against the baseline and the cost per event of the floor's own
+events (checkpoints not counted), and how many checkpoints were verified.
+
+    .venv/bin/python bench/signatures.py [--tables 20] [--rounds 100] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+
+from pitwatch.audit.run import audit_events
+from pitwatch.events.keys import KeyRegistry
+from pitwatch.events.model import Checkpoint, Event
+from producers.simulate import Floor
+
+
+def best(repeat: int, run: Callable[[], object]) -> float:
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tables", type=int, default=20)
+    ap.add_argument("--rounds", type=int, default=100)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+
+    plain: list[Event] = list(Floor(args.tables, args.rounds, 1, sign=False).events())
+    floor = Floor(args.tables, args.rounds, 1)
+    signed: list[Event] = list(floor.events())
+    keys: KeyRegistry | None = floor.registry()
+    assert keys is not None
+    checkpoints = sum(isinstance(e.payload, Checkpoint) for e in signed)
+    rep = audit_events(signed, keys=keys)
+    assert rep.violations == [], "a clean signed floor raised something"
+
+    base = best(args.repeat, lambda: audit_events(plain, keep_violations=False))
+    carried = best(args.repeat, lambda: audit_events(signed, keep_violations=False))
+    verified = best(args.repeat, lambda: audit_events(signed, keep_violations=False,
+                                                       keys=keys))
+    n = len(plain)
+    print(f"{n:,} events, {checkpoints:,} checkpoints ({checkpoints / n:.1%} more events), "
+          f"best of {args.repeat}")
+    for name, t in (("unsigned", base), ("signed, no keys", carried),
+                    ("signed, keys", verified)):
+        print(f"  {name:16} {t:7.3f} s  {n / t:10,.0f} events/s  x{t / base:.3f}")
+    print(f"verification: {(verified - base) / n * 1e6:.2f} us per event "
+          f"({(verified - carried) / checkpoints * 1e6:.0f} us per checkpoint over carrying it)")
+
+
+if __name__ == "__main__":
+    main()
