@@ -24,13 +24,16 @@ from pitwatch.events.model import Checkpoint, Event
 from producers.simulate import Floor
 
 
-def best(repeat: int, run: Callable[[], object]) -> float:
-    times = []
+def best(repeat: int, runs: list[Callable[[], object]]) -> list[float]:
+    """The best time of each run over `repeat` rounds, the runs interleaved (so a busy
+    machine slows them alike)."""
+    times: list[list[float]] = [[] for _ in runs]
     for _ in range(repeat):
-        t = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - t)
-    return min(times)
+        for i, run in enumerate(runs):
+            t = time.perf_counter()
+            run()
+            times[i].append(time.perf_counter() - t)
+    return [min(ts) for ts in times]
 
 
 def main() -> None:
@@ -50,10 +53,10 @@ def main() -> None:
     rep = audit_events(signed, keys=keys)
     assert rep.violations == [], "a clean signed floor raised something"
 
-    base = best(args.repeat, lambda: audit_events(plain, keep_violations=False))
-    carried = best(args.repeat, lambda: audit_events(signed, keep_violations=False))
-    verified = best(args.repeat, lambda: audit_events(signed, keep_violations=False,
-                                                       keys=keys))
+    base, carried, verified = best(args.repeat, [
+        lambda: audit_events(plain, keep_violations=False),
+        lambda: audit_events(signed, keep_violations=False),
+        lambda: audit_events(signed, keep_violations=False, keys=keys)])
     n = len(plain)
     print(f"{n:,} events, {checkpoints:,} checkpoints ({checkpoints / n:.1%} more events), "
           f"best of {args.repeat}")

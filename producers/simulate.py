@@ -162,13 +162,16 @@ class _Simulate:
 Deal real rounds at a floor of tables: New Jersey blackjack and Blackjack Switch,
 Pennsylvania Free Bet Blackjack, New Zealand blackjack (docs/procedure.md). Each
 table's devices (console, shoe, card reader, wager sensors) emit the events of
-design/events.md with contiguous seq and the prev_digest chain, and signs it with
+design/events.md with contiguous seq and the prev_digest chain, and sign them with
 Ed25519 checkpoints (keys made from the seed; the public ones in DIR/keys.json, for
 `pitwatch audit --keys DIR/keys.json`; --unsigned for none).
 
 With --inject RATE, that share of rounds breaks exactly one rule, chosen among those
 the round can break; DIR/truth.jsonl names each fault's code, round and the event the
-audit should see it on. The same arguments always give the same bytes.
+audit should see it on. Among the faults is a forgery (SIGNATURE_INVALID): at a
+table's last round an amount is changed and the device's chain recomputed after it,
+so every digest is right and only the signatures tell. The same arguments always give
+the same bytes.
 
 examples:
   pitwatch simulate --tables 12 --rounds 150 --seed 7 --out floor/
