@@ -408,8 +408,10 @@ class TableAuditor:
         """A device's checkpoint: part of its record (seq, digest), never of a round.
         Judged only with a key registry: once per checkpoint, off the per-event path."""
         dev = self.devices.get(ev.device_id)
-        head_seq, head = (dev.last_seq, dev.prev_digest()) if dev is not None and dev.seen \
-            else (0, b"")
+        head_seq, head = 0, b""
+        if dev is not None and dev.seen:
+            head_seq, head = dev.last_seq, dev.prev_digest()
+            dev.last_event, dev.last_digest = None, head  # digested once, not again
         if not self._record(ev):
             return
         keys = self.keys
