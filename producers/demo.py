@@ -10,9 +10,10 @@ from pathlib import Path
 
 from pitwatch.audit import report
 from pitwatch.audit.run import audit_events
+from pitwatch.events.keys import KEYS_FILE, KeyRegistry
 from pitwatch.store.embedded import EmbeddedStore
 
-from .simulate import KEYS_FILE, Floor, write_floor
+from .simulate import Floor, write_floor
 
 
 class _Demo:
@@ -55,7 +56,6 @@ store answers SQL afterwards with `pitwatch query --data DATA "..."`."""
         try:
             store.setup()
             from pitwatch.events.files import read_files
-            from pitwatch.events.keys import KeyRegistry
 
             events = read_files([data / "floor" / "events.jsonl"], lambda r: None)
             keys = KeyRegistry.load(data / "floor" / KEYS_FILE)  # the devices sign

@@ -21,15 +21,13 @@ import orjson
 
 from pitwatch.events.avro import write_container
 from pitwatch.events.jsonl import dumps
-from pitwatch.events.keys import DeviceKey, KeyRegistry, public_bytes
+from pitwatch.events.keys import KEYS_FILE, DeviceKey, KeyRegistry, public_bytes
 from pitwatch.events.model import Event
 
 from .devices import device_key, key_id
 from .floor import TableConfig, floor_tables
 from .table import TableRun, secret
 
-#: The floor's key registry, beside its events: `pitwatch audit --keys DIR/keys.json`.
-KEYS_FILE = "keys.json"
 #: Runs of at least this many table-rounds show a progress bar (on a terminal).
 PROGRESS_FROM = 2_000
 

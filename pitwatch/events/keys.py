@@ -43,6 +43,9 @@ REGISTRY_VERSION: Final = 1
 #: How many events a device emits at most between two checkpoints, unless the
 #: registry posts another figure.
 CHECKPOINT_EVERY: Final = 32
+#: The registry's name beside a floor's events (`pitwatch simulate --out DIR`): never
+#: read as events when DIR is audited.
+KEYS_FILE: Final = "keys.json"
 #: The environment variable the worker reads the registry's path from.
 KEYS_ENV: Final = "PITWATCH_KEYS"
 

@@ -8,10 +8,13 @@ with a key of their own."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 from functools import cache
+from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -235,10 +238,7 @@ def test_checkpoints_round_trip_in_avro_and_json() -> None:
     assert loads(dumps(cp)) == cp
 
 
-def test_the_registry_file_round_trips_and_refuses_nonsense(tmp_path: object) -> None:
-    from pathlib import Path
-
-    assert isinstance(tmp_path, Path)
+def test_the_registry_file_round_trips_and_refuses_nonsense(tmp_path: Path) -> None:
     _, keys = floor()
     keys.write(tmp_path / "keys.json")
     again = KeyRegistry.load(tmp_path / "keys.json")
@@ -261,3 +261,27 @@ def test_the_simulator_forgery_fault_is_found_exactly() -> None:
     rep = audit_events(evs, keys=f.registry())
     assert {(t["code"], t["event_id"]) for t in f.truth} \
         == {(v.code, v.event_id) for v in rep.violations}
+
+
+def test_the_commands_sign_verify_and_say_so(tmp_path: Path) -> None:
+    """`pitwatch simulate` writes DIR/keys.json; `pitwatch audit DIR --keys` verifies
+    against it and says so; without it the summary says signatures are not required;
+    a registry that cannot be read is bad input (exit 2)."""
+    def pitwatch(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "pitwatch.cli", *args], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=300)
+
+    out = tmp_path / "floor"
+    r = pitwatch("simulate", "--tables", "2", "--rounds", "5", "--seed", "3", "--quiet",
+                 "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    assert KeyRegistry.load(out / "keys.json").signs("AC-BJ-01-rfid")
+    signed = pitwatch("audit", str(out), "--no-store", "--keys", str(out / "keys.json"))
+    assert signed.returncode == 0, signed.stderr
+    assert "signatures: verified; 8 device(s)" in signed.stdout
+    assert "rejected" not in signed.stdout  # keys.json is not read as events
+    plain = pitwatch("audit", str(out), "--no-store")
+    assert "signatures: not required" in plain.stdout
+    (tmp_path / "bad.json").write_text("{")
+    bad = pitwatch("audit", str(out), "--no-store", "--keys", str(tmp_path / "bad.json"))
+    assert bad.returncode == 2 and "not JSON" in bad.stderr
