@@ -3,7 +3,9 @@
 -- and digest, from it. `pos` is its place in the table's order of record, the same from
 -- every writer (pitwatch/store/order.py: the table's record clock, the sum of its devices'
 -- last seqs, times 1024, plus the count of events since that moved no device forward).
--- `writer` is the hex fingerprint of the Avro schema version its device wrote.
+-- `writer` is the hex fingerprint of the Avro schema version its device wrote. Sorted by
+-- table and device time (what dashboards and investigations select by); event_id last
+-- keeps one row per event (the same event always has the same ts).
 CREATE TABLE IF NOT EXISTS events (
     event_id     String,
     table_id     String,
@@ -22,4 +24,4 @@ CREATE TABLE IF NOT EXISTS events (
     writer       String
 ) ENGINE = ReplacingMergeTree()
 PARTITION BY toYYYYMM(ts)
-ORDER BY (table_id, event_id)
+ORDER BY (table_id, ts, ts_ms, event_id)

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pitwatch.events.model import RoundEnded
 from pitwatch.store.order import Positions
 from replay.rebuild import rebuild, rebuild_span
 
@@ -17,8 +18,12 @@ from .conftest import CH_HOST, CH_PORT, Expected, Pipeline
 
 def test_a_streamed_store_replays_every_round_as_stored(pipeline: Pipeline, floor: object,
                                                         tmp_path: Path) -> None:
-    events, expected = floor(tables=4, rounds=20, seed=26, inject=0.3)  # type: ignore[operator]
-    assert isinstance(expected, Expected)
+    events, _ = floor(tables=4, rounds=20, seed=26, inject=0.3)  # type: ignore[operator]
+    # two rounds left incomplete whatever the seed deals: their RoundEnded never came
+    ended = [e for e in events if isinstance(e.payload, RoundEnded)]
+    lost = {ended[3].event_id, ended[len(ended) // 2].event_id}
+    events = [e for e in events if e.event_id not in lost]
+    expected = Expected(events)
     pipeline.start_worker()
     pipeline.produce(events)
     pipeline.wait_for(expected)
