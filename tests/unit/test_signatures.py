@@ -285,3 +285,33 @@ def test_the_commands_sign_verify_and_say_so(tmp_path: Path) -> None:
     (tmp_path / "bad.json").write_text("{")
     bad = pitwatch("audit", str(out), "--no-store", "--keys", str(tmp_path / "bad.json"))
     assert bad.returncode == 2 and "not JSON" in bad.stderr
+
+
+@pytest.mark.parametrize("cut", [57, 300, 611])
+def test_a_snapshot_keeps_what_is_unsigned(cut: int) -> None:
+    """The worker's snapshot carries each device's unsigned run: an auditor restored
+    mid-stream finds the same missing checkpoint as one that never stopped."""
+    from pitwatch.engine.auditor import TableAuditor
+    from pitwatch.engine.violation import Violation
+    from pitwatch.packs.registry import select
+
+    events, keys = floor()
+    evs = [e for e in events if not (e.device_id == DEVICE
+                                     and isinstance(e.payload, Checkpoint))]
+    evs = rechain(evs, DEVICE, None)
+
+    def run(stop_at: int | None) -> list[str]:
+        found: list[Violation] = []
+        a = TableAuditor("AC-BJ-01", select, found.append, lambda _: None, keys=keys)
+        for i, ev in enumerate(evs):
+            if i == stop_at:
+                state = a.export_state()
+                a = TableAuditor("AC-BJ-01", select, found.append, lambda _: None, keys=keys)
+                a.import_state(state)
+            a.feed(ev)
+        a.finish()
+        return sorted(v.violation_id for v in found if v.code == "SIGNATURE_INVALID")
+
+    whole = run(None)
+    assert len(whole) >= 12  # each round of the rfid device, and its truncated end
+    assert run(cut) == whole
