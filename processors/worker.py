@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 import threading
 from typing import Any
 
@@ -95,6 +96,14 @@ examples:
 
         from .app import create_app
 
+        if args.keys:  # a registry that cannot be read is refused before anything starts
+            from pitwatch.events.keys import KeyRegistry, KeyRegistryError
+
+            try:
+                KeyRegistry.load(args.keys)
+            except KeyRegistryError as e:
+                print(f"pitwatch worker: {e}", file=sys.stderr)
+                return 2
         host, _, port = args.clickhouse.rpartition(":")
         settings = Settings(kafka=args.kafka, clickhouse_host=host or "127.0.0.1",
                             clickhouse_port=int(port), clickhouse_db=args.clickhouse_db,
