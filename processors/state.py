@@ -162,12 +162,15 @@ class TableStates:
 
     def expire_idle(self, caught_up: Callable[[str, int], bool], timeout_s: float) -> Found:
         """The processing-time rule: each open round of a table whose partition is
-        caught up and for which nothing arrived for `timeout_s` is incomplete."""
+        caught up and for which nothing arrived for `timeout_s` is incomplete, and a
+        signing device's events after its last checkpoint there are a truncated chain."""
         now = time.monotonic()
         for t in self.tables.values():
-            if t.auditor.round_open and now - t.arrived > timeout_s \
-                    and caught_up(t.topic, t.partition) \
-                    and t.auditor.expire_idle(int(timeout_s * 1000)):
+            if now - t.arrived <= timeout_s or not caught_up(t.topic, t.partition):
+                continue
+            if t.auditor.round_open and t.auditor.expire_idle(int(timeout_s * 1000)):
+                t.verdict = True
+            if t.auditor.expire_unsigned(int(timeout_s * 1000)):  # a truncated chain
                 t.verdict = True
         return self._take()
 

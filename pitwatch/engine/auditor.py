@@ -321,6 +321,21 @@ class TableAuditor:
                          "(processing time, partition caught up)")
         return True
 
+    def expire_unsigned(self, timeout_ms: int) -> bool:
+        """The processing-time rule for signatures, for a caller that knows the table's
+        partition is caught up and nothing arrived for the table for `timeout_ms`: a
+        signing device's events after its last checkpoint are a truncated chain, as at
+        the end of a file (the same violation ids). Returns whether any was found."""
+        if self.keys is None:
+            return False
+        found = False
+        for device_id, dev in self.devices.items():
+            if dev.unsigned:
+                self._missing(device_id, dev, f"nothing arrived for the table for "
+                              f"{timeout_ms / 1000:g} s after it (a truncated chain)")
+                found = True
+        return found
+
     @property
     def round_open(self) -> bool:
         return self.round is not None and not self.round.ended

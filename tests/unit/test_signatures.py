@@ -315,3 +315,40 @@ def test_a_snapshot_keeps_what_is_unsigned(cut: int) -> None:
     whole = run(None)
     assert len(whole) >= 12  # each round of the rfid device, and its truncated end
     assert run(cut) == whole
+
+
+def test_the_worker_finds_a_truncated_chain_by_processing_time() -> None:
+    """Streaming has no end of input: once the partition is caught up and nothing came
+    for the time-out, the worker reports the truncated chain with the violation id the
+    file audit gives at its end."""
+    import asyncio
+    import time
+    from typing import Any
+
+    from pitwatch.events.avro import encode_single
+    from pitwatch.packs.registry import select
+    from processors.state import TableStates
+
+    events, keys = floor()
+    evs = list(events)
+    last = max(k for k, e in enumerate(evs)
+               if e.device_id == DEVICE and isinstance(e.payload, Checkpoint))
+    del evs[last]
+    log = [(i, e.table_id.encode(), encode_single(e)) for i, e in enumerate(evs)]
+    states = TableStates({}, select, 15 * 60 * 1000, keys)
+
+    async def catch_up(topic: str, partition: int, a: int, b: int) -> list[Any]:
+        return [m for m in log if a <= m[0] < b]
+
+    async def go() -> list[str]:
+        for i, ev in enumerate(evs):
+            out = await states.process(ev, "t", 0, i, catch_up)
+            assert out.violations == []
+        assert states.expire_idle(lambda t, p: True, 3600).violations == []  # not idle yet
+        states.tables["AC-BJ-01"].arrived = time.monotonic() - 3601
+        assert states.expire_idle(lambda t, p: False, 3600).violations == []  # behind
+        return [v.violation_id for v in states.expire_idle(lambda t, p: True, 3600).violations]
+
+    streamed = asyncio.run(go())
+    filed = [v.violation_id for v in audit(evs, keys).violations]
+    assert streamed == filed and len(filed) == 1
