@@ -39,7 +39,7 @@ from ..events.model import (
     WagerReturned,
 )
 from .errors import FOLD, EngineErrorSink, engine_error
-from .rulepack import Finding, Rule, RulePack, Undecidable
+from .rulepack import Finding, PostingRule, Rule, RulePack, Undecidable
 from .state import Round, TableState
 from .violation import Severity, Violation, violation_id
 
@@ -547,7 +547,11 @@ class TableAuditor:
         pack = self.select_pack(p.jurisdiction, p.game)
         found: dict[str, list[tuple[str, str, str]]] = {}
         for rule in pack.posting:
-            why = rule.check(p.rules)
+            try:
+                why = rule.check(p.rules)
+            except Exception as e:  # a bug: reported apart, the other postings judged
+                self._engine_error(ev, _where(rule), e)
+                continue
             if why is not None:
                 found.setdefault(rule.code, []).append((rule.severity, rule.citation, why))
         for code, items in found.items():  # one violation per code and event: one id
@@ -668,7 +672,7 @@ def _opened_from_json(d: dict[str, Any]) -> TableOpened:
     return TableOpened(str(d["jurisdiction"]), str(d["game"]), rules_from_dict(d["rules"]))
 
 
-def _where(rule: Rule) -> str:
+def _where(rule: Rule | PostingRule) -> str:
     c = rule.check
     return f"{rule.code} {c.__module__}.{getattr(c, '__qualname__', repr(c))}"
 

@@ -41,9 +41,8 @@ def _with(check: Check, instead_of: Check) -> RulePack:
     """The New Jersey blackjack pack with one check replaced."""
     p = nj_blackjack.PACK
     assert any(r.check is instead_of for r in p.rules)
-    rules = tuple(replace(r, check=check) if r.check is instead_of else r for r in p.rules)
-    return RulePack(p.name, p.version, p.jurisdiction, p.game, p.title, rules,
-                    p.record_citations)
+    return replace(p, rules=tuple(replace(r, check=check) if r.check is instead_of else r
+                                  for r in p.rules))
 
 
 class Run:
@@ -222,3 +221,24 @@ def test_a_clean_report_says_nothing_of_engine_errors() -> None:
     out = io.StringIO()
     report.summary(rep, out)
     assert rep.engine_errors == [] and "engine error" not in out.getvalue()
+
+
+def test_a_bug_in_a_posting_check_is_an_engine_error(
+        engine_errors: list[logging.LogRecord]) -> None:
+    """A check of the posted rules (run on each TableOpened) that fails: an engine error
+    on the TableOpened, the table still opens under its pack, and its rounds are judged."""
+    p = nj_blackjack.PACK
+    broken = p.posting[0]
+
+    def _bad_posting(rules: object) -> str | None:
+        raise AttributeError("planted")
+
+    planted = replace(p, posting=(replace(broken, check=_bad_posting), *p.posting[1:]))
+    _, events, fault = _two_rounds()
+    run_ = Run(planted).feed(events)
+    opened = next(e for e in events if e.type == "TableOpened")
+    assert [e.event_id for e in run_.errors] == [opened.event_id]
+    assert run_.errors[0].where.startswith("POSTED_RULES_CONTRADICT_REGULATION ")
+    assert [(v.code, v.event_id) for v in run_.violations] == [
+        ("DEALER_DREW_WRONG", fault.event_id)]
+    assert len(engine_errors) == 1
