@@ -49,6 +49,9 @@ from .violation import Severity, Violation, violation_id
 SEQ_WINDOW = 1024
 #: The version of `export_state`'s format; `import_state` refuses any other.
 STATE_VERSION = 1
+#: How many devices a table has at most (docs/events.md, "Ranges"): each keeps a seq
+#: window, so a stream inventing device ids cannot grow a table's state and snapshot.
+MAX_DEVICES = 32
 #: How many ended rounds per table are remembered to refuse late events for them.
 CLOSED_WINDOW = 64
 
@@ -484,6 +487,12 @@ class TableAuditor:
         """Check the device's record; False when the event is not to be applied."""
         dev = self.devices.get(ev.device_id)
         if dev is None:
+            if len(self.devices) >= MAX_DEVICES:  # the table's state stays bounded
+                self._raise_record("DEVICE_LIMIT_EXCEEDED", ev, ev.round_id,
+                                   f"{ev.device_id} would be device {len(self.devices) + 1} "
+                                   f"of table {self.table.table_id}; at most {MAX_DEVICES}: "
+                                   "not applied")
+                return False
             dev = self.devices[ev.device_id] = _Device()
         seq = ev.seq
         if not dev.seen:

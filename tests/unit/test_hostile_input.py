@@ -197,3 +197,21 @@ def test_a_table_idle_for_long_is_evicted() -> None:
 
 def test_round_ended_alone_is_in_range() -> None:
     assert decode_single(encode_single(replace(WAGER, payload=RoundEnded()))).type == "RoundEnded"
+
+
+def test_a_stream_inventing_device_ids_cannot_grow_a_table() -> None:
+    """docs/events.md § Ranges: "devices of one table: at most 32: an event from a 33rd
+    device is not applied (DEVICE_LIMIT_EXCEEDED)"."""
+    from pitwatch.engine.auditor import MAX_DEVICES, TableAuditor
+
+    found: list[Violation] = []
+    a = TableAuditor("T1", select, found.append, lambda _: None)
+    for k in range(MAX_DEVICES + 5):
+        a.feed(replace(WAGER, event_id=f"00000000-0000-4000-8000-{k:012d}",
+                       device_id=f"dev-{k}", seq=1, prev_digest=None, round_id=None,
+                       payload=RoundEnded()))
+    assert len(a.devices) == MAX_DEVICES
+    over = [v for v in found if v.code == "DEVICE_LIMIT_EXCEEDED"]
+    assert len(over) == 5 and over[0].severity == "MEDIUM"
+    assert "dev-32 would be device 33" in over[0].message
+    assert len(orjson.dumps(a.export_state())) < 200_000
