@@ -17,6 +17,7 @@ from ..events.keys import KEYS_ENV, KeyRegistry, KeyRegistryError
 from ..store.embedded import EmbeddedStore
 from ..store.readonly import check_read_only
 from . import report
+from .parallel import audit_parallel, default_jobs
 from .run import audit_paths
 
 DEFAULT_DATA = "pitwatch-data"
@@ -39,6 +40,11 @@ examples:
   pitwatch audit shift.avro --data /var/lib/pitwatch --limit 0
   pitwatch audit night/ --quiet --fail-on HIGH     # for cron or CI: exit 1 on HIGH or worse
   pitwatch audit floor/ --keys floor/keys.json     # devices must sign (Ed25519 checkpoints)
+  pitwatch audit year/ --jobs 8                      # tables shared among 8 processes
+
+--jobs N shares the tables among N processes (default: the machine's cores); a
+table's events stay in one process, in input order, and the results are merged in the
+input's order: the output, the store and the exit status are those of --jobs 1.
 
 exit status: 0 done (and nothing at or above --fail-on), 1 a violation at or above
 --fail-on, 2 bad input: no file, no event in the files, no readable event at all, or
@@ -59,6 +65,9 @@ a key registry that cannot be read."""
                        help="key registry (JSON: device -> Ed25519 public keys): every device "
                        "in it must sign its chain, or SIGNATURE_INVALID (HIGH). Default: "
                        f"${KEYS_ENV}; without one, signatures are not required")
+        p.add_argument("--jobs", type=_jobs, default=default_jobs(), metavar="N",
+                       help="processes to share the tables among (default: the machine's "
+                       f"cores, {default_jobs()} here; 1: all in this process)")
         p.add_argument("--fail-on", choices=[s.value for s in Severity], metavar="SEVERITY",
                        help="exit 1 when a violation of this severity or worse is found "
                        "(CRITICAL, HIGH, MEDIUM, LOW)")
@@ -71,7 +80,7 @@ a key registry that cannot be read."""
             return 2
         data = Path(args.data)
         store = None
-        if not args.no_store:
+        if not args.no_store and args.jobs == 1:
             store = EmbeddedStore(data)
             store.setup()
         data.mkdir(parents=True, exist_ok=True)
@@ -88,10 +97,17 @@ a key registry that cannot be read."""
             rejects.write(r.to_json() + "\n")
             print(f"pitwatch audit: {r.source}:{r.line}: {r.reason}", file=sys.stderr)
 
+        progress = not args.quiet and sys.stderr.isatty()
         try:
-            rep = audit_paths(args.paths, store=store, on_violation=on_violation,
-                              on_reject=on_reject, progress=not args.quiet and sys.stderr.isatty(),
-                              keep_violations=not jsonl, keys=keys)
+            if args.jobs > 1:
+                rep = audit_parallel(args.paths, args.jobs,
+                                     data=None if args.no_store else data,
+                                     on_violation=on_violation, on_reject=on_reject,
+                                     progress=progress, keep_violations=not jsonl, keys=keys)
+            else:
+                rep = audit_paths(args.paths, store=store, on_violation=on_violation,
+                                  on_reject=on_reject, progress=progress,
+                                  keep_violations=not jsonl, keys=keys)
         finally:
             rejects.close()
             if store is not None:
@@ -104,12 +120,19 @@ a key registry that cannot be read."""
         report.summary(rep, sys.stderr if jsonl else out)
         if rep.rejected:
             print(f"rejects: {rejects_path}", file=sys.stderr if jsonl else out)
-        if store is not None:
+        if not args.no_store:
             print(f"store: {data}/ (pitwatch query --data {data} \"SELECT ...\")",
                   file=sys.stderr if jsonl else out)
         if not jsonl:
             report.table(rep.violations, out, None if args.limit == 0 else args.limit)
         return 1 if args.fail_on and failing(rep.by_severity, args.fail_on) else 0
+
+
+def _jobs(text: str) -> int:
+    n = int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"--jobs must be 1 or more, not {n}")
+    return n
 
 
 def failing(by_severity: dict[str, int], threshold: str) -> bool:

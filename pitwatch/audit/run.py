@@ -17,7 +17,7 @@ from ..events.model import Event
 from ..packs.registry import select
 from ..store.base import BatchWriter, Store
 from ..store.history import continue_history
-from ..store.order import Positions
+from ..store.order import Positions, TableClock
 from ..store.rows import event_row, round_row, violation_row
 
 #: A round is incomplete once a later event of its table carries a device ts this much
@@ -47,6 +47,9 @@ class AuditReport:
     engine_errors: list[EngineError] = field(default_factory=list)
     #: how many devices the key registry holds (None: no registry, signatures not required)
     signing_devices: int | None = None
+    #: CPU seconds of each process of `audit --jobs N` (for benches: the busiest is the
+    #: critical path on a machine with N free cores)
+    worker_cpu: list[float] = field(default_factory=list)
 
     def add_round(self, s: RoundSummary) -> None:
         self.rounds += 1
@@ -94,8 +97,11 @@ def audit_events(
     report: AuditReport | None = None,
     finish: bool = True,
     keys: KeyRegistry | None = None,
+    on_round: Callable[[RoundSummary], None] | None = None,
+    on_engine_error: Callable[[EngineError], None] | None = None,
 ) -> AuditReport:
-    """Feed events through one auditor; violations go out as they are found. With
+    """Feed events through one auditor; violations go out as they are found (and round
+    summaries and engine errors, to `on_round` and `on_engine_error` when given). With
     `finish`, the end of the input closes any round still open as incomplete (a stream
     that goes on would wait for its time-out instead)."""
     rep = report or AuditReport()
@@ -116,9 +122,19 @@ def audit_events(
         rep.add_round(s)
         if writer is not None:
             writer.add("rounds", round_row(s))
+        if on_round is not None:
+            on_round(s)
 
-    auditor = Auditor(select, violation, round_done, rep.engine_errors.append,
+    def engine_error(e: EngineError) -> None:
+        rep.engine_errors.append(e)
+        if on_engine_error is not None:
+            on_engine_error(e)
+
+    auditor = Auditor(select, violation, round_done, engine_error,
                       round_timeout_ms=round_timeout_ms, keys=keys)
+    # tables with a stored history: only theirs is asked for (a query each costs chDB
+    # tens of milliseconds, and a fresh store has none)
+    stored = stored_tables(store) if store is not None else set()
     n = 0
     for ev in events:
         n += 1
@@ -126,7 +142,10 @@ def audit_events(
             auditor.feed(ev)
         else:
             if ev.table_id not in auditor.tables:
-                continue_history(store, auditor.table(ev.table_id), ev)  # type: ignore[arg-type]
+                if ev.table_id in stored:
+                    continue_history(store, auditor.table(ev.table_id), ev)  # type: ignore[arg-type]
+                else:  # nothing stored: the table's record clock starts at 0
+                    positions.tables[ev.table_id] = TableClock()
             pos = positions.of(ev)
             auditor.feed(ev)
             writer.add("events", event_row(ev, pos))
@@ -138,6 +157,11 @@ def audit_events(
         writer.flush()
         store.dedupe()  # type: ignore[union-attr]
     return rep
+
+
+def stored_tables(store: Store) -> set[str]:
+    """The tables the store holds events of."""
+    return {r["table_id"] for r in store.query("SELECT DISTINCT table_id FROM events")}
 
 
 def audit_paths(

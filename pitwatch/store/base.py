@@ -3,6 +3,7 @@ batching writer."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -48,17 +49,28 @@ def ddl_statements() -> list[str]:
 
 def columns(table: str) -> list[str]:
     """Column names of a table, in DDL order."""
+    return [name for name, _ in column_types(table)]
+
+
+@functools.cache
+def column_types(table: str) -> tuple[tuple[str, str], ...]:
+    """(name, ClickHouse type) of a table's columns, in DDL order."""
     for stmt in ddl_statements():
         head, _, rest = stmt.partition("(")
         if head.split()[-1] == table:
             body = rest.split(") ENGINE", 1)[0]
             cols = []
             for line in body.splitlines():
-                parts = line.strip().rstrip(",").split()
+                parts = line.strip().rstrip(",").split(None, 1)
                 if parts:
-                    cols.append(parts[0])
-            return cols
+                    cols.append((parts[0], parts[1].split()[0] if len(parts) > 1 else ""))
+            return tuple(cols)
     raise KeyError(table)
+
+
+def to_columns(table: str, rows: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
+    """Rows (dicts) as one list per column, in DDL order: the form both back ends insert."""
+    return [[r[c] for r in rows] for c in columns(table)]
 
 
 class BatchWriter:

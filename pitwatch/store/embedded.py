@@ -1,12 +1,17 @@
 """The embedded store: chDB, an in-process ClickHouse, in a data directory.
 
-Rows go in as data: each batch is written as a JSONEachRow file in the data directory
-and inserted with `INSERT ... SELECT * FROM file(...)`; no value is ever spliced into
-SQL text.
+Rows go in as data, in columnar batches: each batch becomes an Arrow table (one typed
+array per column, typed from the DDL), staged as an Arrow IPC file in the data directory
+and inserted with `INSERT ... SELECT ... FROM file(..., Arrow)`; no value is ever spliced
+into SQL text. (Measured in bench/audit.py's history, 5,000 rows a batch: the Arrow file
+takes a third of the time of the JSONEachRow file it replaced, and chDB's `Python()`
+table function over the same Arrow table takes longer than the file.)
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,7 +19,43 @@ from typing import Any
 
 import orjson
 
-from .base import TABLES, Params, StoreError, columns, ddl_statements
+from .base import TABLES, Params, StoreError, column_types, columns, ddl_statements, to_columns
+
+
+def _arrow_type(ch: str) -> Any:
+    """The Arrow type a ClickHouse column of type `ch` is sent as."""
+    import pyarrow as pa
+
+    if ch.startswith("Array("):
+        return pa.list_(_arrow_type(ch[6:-1]))
+    simple = {"String": pa.string(), "DateTime": pa.uint32(), "UInt8": pa.uint8(),
+              "UInt16": pa.uint16(), "UInt32": pa.uint32(), "UInt64": pa.uint64(),
+              "Int8": pa.int8(), "Int64": pa.int64()}
+    return simple[ch]
+
+
+@functools.cache
+def _arrow_schema(table: str) -> Any:
+    import pyarrow as pa
+
+    return pa.schema([(n, _arrow_type(t)) for n, t in column_types(table)])
+
+
+def arrow_table(table: str, rows: Sequence[dict[str, Any]]) -> Any:
+    """The rows of `table` as an Arrow table, typed from the DDL (Arrow's own conversion
+    of the row dicts, a little faster than a Python list per column)."""
+    import pyarrow as pa
+
+    try:
+        return pa.Table.from_pylist(list(rows), schema=_arrow_schema(table))
+    except (pa.ArrowException, OverflowError, TypeError):
+        pass
+    for col, (name, t) in zip(to_columns(table, rows), column_types(table), strict=True):
+        try:  # which column refused: said in the error
+            pa.array(col, type=_arrow_type(t))
+        except (pa.ArrowException, OverflowError, TypeError) as e:
+            raise StoreError(f"chDB: {table}.{name} ({t}): {e}") from e
+    raise StoreError(f"chDB: rows of {table} that Arrow refuses")
 
 
 def _param_values(params: Params) -> dict[str, Any]:
@@ -30,14 +71,29 @@ def _param_values(params: Params) -> dict[str, Any]:
     return {k: one(v) for k, v in params.items()}
 
 
+_staged = itertools.count()
+
+
+def stage(staging: Path, table: str, rows: Sequence[dict[str, Any]]) -> Path:
+    """Write a batch of `table`'s rows as an Arrow IPC file in `staging`; its path (named
+    for this process, so the workers of `audit --jobs` never share one)."""
+    import pyarrow.ipc
+
+    data = arrow_table(table, rows)
+    path = staging / f"{table}-{os.getpid()}-{next(_staged)}.arrow"
+    with pyarrow.ipc.new_file(path, data.schema) as w:
+        w.write_table(data)
+    return path
+
+
 class EmbeddedStore:
     def __init__(self, path: str | Path) -> None:
         from chdb import session  # imported here: a heavy module, only when used
 
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
-        self._staging = self.path / "staging"
-        self._staging.mkdir(exist_ok=True)
+        self.staging = self.path / "staging"
+        self.staging.mkdir(exist_ok=True)
         self._session = session.Session(str(self.path / "chdb"))  # type: ignore[no-untyped-call]
 
     def _run(self, sql: str, fmt: str = "CSV", params: Params | None = None) -> str:
@@ -55,15 +111,16 @@ class EmbeddedStore:
     def insert(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
         if not rows:
             return
-        cols = columns(table)
-        staged = self._staging / f"{table}-{os.getpid()}.jsonl"
-        with open(staged, "wb") as f:
-            f.write(b"\n".join(orjson.dumps(r) for r in rows))
-            f.write(b"\n")
-        col_list = ", ".join(cols)
-        self._run(f"INSERT INTO {table} ({col_list}) SELECT {col_list} "
-                  f"FROM file('{staged}', JSONEachRow)")
-        staged.unlink()
+        self.insert_staged(table, stage(self.staging, table, rows))
+
+    def insert_staged(self, table: str, staged: Path) -> None:
+        """Insert a batch `stage` wrote (by this process or another), then remove it."""
+        col_list = ", ".join(columns(table))
+        try:
+            self._run(f"INSERT INTO {table} ({col_list}) SELECT {col_list} "
+                      f"FROM file('{staged}', Arrow)")
+        finally:
+            staged.unlink()
 
     def query(self, sql: str, params: Params | None = None) -> list[dict[str, Any]]:
         out = self._run(sql, "JSONEachRow", params)

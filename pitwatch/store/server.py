@@ -1,5 +1,6 @@
 """The ClickHouse server store, through clickhouse-driver's native protocol. Rows are
-sent as data with `INSERT INTO t (cols) VALUES` and a list of tuples."""
+sent as data with `INSERT INTO t (cols) VALUES`, a batch as one list per column
+(the driver's `columnar=True`: native blocks without a tuple per row)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,11 @@ def driver_placeholders(sql: str) -> str:
     `%(name)s`, which the driver fills in as escaped literals: ClickHouse 18.16 has no
     server-side parameters. A literal `%` is doubled for the driver's formatting."""
     return _PLACEHOLDER.sub(r"%(\1)s", sql.replace("%", "%%"))
+
+
+def _utc(seconds: int) -> datetime:
+    """A DateTime column's value: naive UTC (the driver sends naive times as they are)."""
+    return datetime.fromtimestamp(seconds, UTC).replace(tzinfo=None)
 
 
 class ServerStore:
@@ -56,9 +62,14 @@ class ServerStore:
         if not rows:
             return
         cols = self._cols.get(table) or columns(table)  # the three, or e.g. triage
-        data = [tuple(datetime.fromtimestamp(r[c], UTC).replace(tzinfo=None)
-                      if c in _TIME_COLUMNS else r[c] for c in cols) for r in rows]
-        self._execute(f"INSERT INTO {table} ({', '.join(cols)}) VALUES", data)
+        data = [[_utc(r[c]) for r in rows] if c in _TIME_COLUMNS else [r[c] for r in rows]
+                for c in cols]
+        try:
+            self.client.execute(f"INSERT INTO {table} ({', '.join(cols)}) VALUES", data,
+                                columnar=True)
+        except Exception as e:  # network errors and server exceptions alike
+            self.client.disconnect()
+            raise StoreError(f"ClickHouse: {e}") from e
 
     def query(self, sql: str, params: Params | None = None) -> list[dict[str, Any]]:
         try:

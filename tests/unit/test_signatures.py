@@ -352,3 +352,19 @@ def test_the_worker_finds_a_truncated_chain_by_processing_time() -> None:
     streamed = asyncio.run(go())
     filed = [v.violation_id for v in audit(evs, keys).violations]
     assert streamed == filed and len(filed) == 1
+
+
+def test_audit_jobs_verifies_as_one_process_does(tmp_path: Path) -> None:
+    """`--jobs N`: each process verifies its tables' checkpoints with the registry."""
+    from pitwatch.audit.parallel import audit_parallel
+    from pitwatch.audit.run import audit_paths
+    from producers.simulate import write_floor
+
+    f = Floor(4, 3, seed=5, inject=1.0, jurisdiction="NJ", game="BLACKJACK")
+    write_floor(f, tmp_path)
+    keys = KeyRegistry.load(tmp_path / "keys.json")
+    one = audit_paths([tmp_path], keys=keys)
+    two = audit_parallel([tmp_path], 2, keys=keys)
+    assert one.by_code["SIGNATURE_INVALID"] >= 1
+    assert [v.violation_id for v in two.violations] == [v.violation_id for v in one.violations]
+    assert two.signing_devices == one.signing_devices == 16

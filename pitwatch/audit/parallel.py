@@ -1,0 +1,440 @@
+"""`pitwatch audit --jobs N`: the audit of files across processes, with the same output,
+store and exit status as one process.
+
+Sharding. Every worker reads all the input (the Avro decode is fastavro's C; the engine
+is what costs) and audits only its own tables, shared by their number of records among
+the input's first 10,000 (`_Owners`). Every worker sees the same input, so each finds
+the same owners on its own; a table's events stay in one process, in input order.
+
+Merging. Everything a worker finds (violations, round summaries, engine errors, rejected
+records) is tagged with the input record it was found at (its number in the input, or,
+for what the end of the input closes, past the last record in the order the tables
+first appeared) and, within it, in the order found. One process meets the records in
+that order, so merging the workers' streams by tag gives exactly one process's order,
+and the report, the printed violations, the rejects file and the exit status follow
+byte for byte. The merge goes on as the workers go (each says how far it has read), so
+what is printed streams and memory does not grow with the input.
+
+The store. The main process owns the embedded store: a worker asks it the store queries
+that continue a table's history (`store/history.py`, `store/order.py`) and hands it
+each batch as an Arrow file it staged (`store/embedded.py`); the main process inserts
+them and merges the replaced rows at the end, as one process does.
+"""
+
+from __future__ import annotations
+
+import heapq
+import multiprocessing
+import os
+import pickle
+import resource
+import sys
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..engine.auditor import RoundSummary
+from ..engine.errors import EngineError
+from ..engine.violation import Violation
+from ..events.avro import DecodeError, from_datum, read_container_records
+from ..events.files import AVRO_SUFFIXES, Rejected, expand
+from ..events.jsonl import InvalidEvent, from_json, loads
+from ..events.keys import KeyRegistry
+from ..events.model import Event
+from ..store.base import Params, StoreError
+from ..store.embedded import EmbeddedStore, stage
+from .run import AuditReport, audit_events
+
+#: Tags past every input record: what the end of the input closes, by table order.
+_END = 1 << 62
+#: Records a worker reads between two reports to the main process.
+_CHUNK = 4000
+#: Records read first to share the tables by their share of the input.
+_PLAN = 10_000
+
+Item = tuple[int, int, str, Any]  # (record tag, order within it, kind, payload)
+
+
+def default_jobs() -> int:
+    """The machine's cores (the ones this process may run on)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+# --- the worker ---------------------------------------------------------------------
+
+
+class _Owners:
+    """Which worker audits a table. Tables seen in the first records of the input
+    (`plan`) are shared by their number of records there, the busiest first, each to
+    the worker with the fewest records so far (ties: the lower worker); a table first
+    seen later goes to the least loaded worker then. Every worker plans from the same
+    records, so all find the same owners. `rank` is the order of first sight."""
+
+    def __init__(self, jobs: int) -> None:
+        self.jobs = jobs
+        self.rank: dict[str, int] = {}
+        self.owner: dict[str, int] = {}
+        self.load = [0] * jobs
+        self.typical = 1
+
+    def plan(self, counts: dict[str, int]) -> None:
+        """Share the tables of `counts` (records each, in order of first sight)."""
+        order = sorted(enumerate(counts.items()), key=lambda x: (-x[1][1], x[0]))
+        for _, (table, n) in order:
+            w = self.load.index(min(self.load))
+            self.owner[table] = w
+            self.load[w] += n
+        if counts:
+            self.typical = max(1, sum(counts.values()) // len(counts))
+
+    def of(self, table_id: object) -> int:
+        """Owner of the table; a record without a readable table goes to worker 0."""
+        if not isinstance(table_id, str):
+            return 0
+        if table_id not in self.rank:
+            self.rank[table_id] = len(self.rank)
+            w = self.owner.get(table_id)
+            if w is None:
+                w = self.owner[table_id] = self.load.index(min(self.load))
+                self.load[w] += self.typical
+            return w
+        return self.owner[table_id]
+
+
+def first_tables(files: Sequence[Path], records: int) -> dict[str, int]:
+    """Records per table among the input's first `records` (in order of first sight)."""
+    counts: dict[str, int] = {}
+    seen = 0
+    for path in files:
+        with open(path, "rb") as f:
+            try:
+                if path.suffix in AVRO_SUFFIXES:
+                    ids: Iterator[object] = (d.get("table_id")
+                                             for d, _ in read_container_records(f))
+                else:
+                    ids = (_table_of(line) for line in f if line.strip())
+                for t in ids:
+                    if isinstance(t, str):
+                        counts[t] = counts.get(t, 0) + 1
+                    seen += 1
+                    if seen >= records:
+                        return counts
+            except Exception:  # a damaged file: plan on what was read
+                pass
+    return counts
+
+
+def _table_of(line: bytes) -> object:
+    try:
+        d = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    return d.get("table_id") if isinstance(d, dict) else None
+
+
+class _Shard:
+    """One worker's view of the input: its own tables' events, each with its record
+    number in `self.at` while it is audited; rejects of its own records as items."""
+
+    def __init__(self, files: Sequence[Path], k: int, jobs: int,
+                 emit: Callable[[int, str, Any], None], report: Callable[[int], None]) -> None:
+        self.files, self.k, self.owners = files, k, _Owners(jobs)
+        self.owners.plan(first_tables(files, _PLAN))
+        self.emit, self.report = emit, report
+        self.at = 0
+
+    def _reject(self, r: Rejected) -> None:
+        self.emit(self.at, "reject", r)
+
+    def events(self) -> Iterator[Event]:
+        for path in self.files:
+            with open(path, "rb") as f:
+                if path.suffix in AVRO_SUFFIXES:
+                    yield from self._avro(f, str(path))
+                else:
+                    yield from self._jsonl(f, str(path))
+        self.at = _END
+
+    def _avro(self, f: Any, name: str) -> Iterator[Event]:
+        k, owner = self.k, self.owners.of
+        n = 0
+        try:
+            for n, (d, raw) in enumerate(read_container_records(f), 1):
+                self.at += 1
+                if self.at % _CHUNK == 0:
+                    self.report(self.at - 1)  # every record before this one is judged
+                if owner(d.get("table_id")) != k:
+                    continue
+                try:
+                    ev = from_datum(d, raw)
+                except (DecodeError, KeyError) as e:
+                    self._reject(Rejected(name, n, f"record {n}: {e}", repr(d)[:2000]))
+                    continue
+                yield ev
+        except Exception as e:  # a corrupt block: the rest of the file cannot be framed
+            self.at += 1
+            if k == 0:
+                self._reject(Rejected(name, n + 1,
+                                      f"corrupt Avro container after record {n}: {e}", ""))
+
+    def _jsonl(self, f: Any, name: str) -> Iterator[Event]:
+        k, owner = self.k, self.owners.of
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            self.at += 1
+            if self.at % _CHUNK == 0:
+                self.report(self.at - 1)
+            try:
+                d = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                d = None
+            if owner(d.get("table_id") if isinstance(d, dict) else None) != k:
+                continue
+            try:
+                yield loads(line) if d is None else from_json(d)
+            except InvalidEvent as e:
+                self._reject(Rejected(name, lineno, str(e),
+                                      line.decode("utf-8", "replace").rstrip("\n")))
+
+
+class _StoreProxy:
+    """The store as a worker sees it: queries asked of the main process, batches staged
+    as Arrow files and handed over; the merge of replaced rows is the main process's."""
+
+    def __init__(self, conn: Connection, staging: Path) -> None:
+        self.conn, self.staging = conn, staging
+
+    def setup(self) -> None:
+        pass
+
+    def insert(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
+        if rows:
+            self.conn.send(("file", table, str(stage(self.staging, table, rows))))
+
+    def query(self, sql: str, params: Params | None = None) -> list[dict[str, Any]]:
+        self.conn.send(("query", sql, None if params is None else dict(params)))
+        ok, answer = self.conn.recv()
+        if not ok:
+            raise answer
+        return answer  # type: ignore[no-any-return]
+
+    def dedupe(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _worker(conn: Connection, files: list[Path], k: int, jobs: int,
+            staging: Path | None, keys: dict[str, Any] | None = None) -> None:
+    """Audit worker k's tables of `files`, reporting to the main process on `conn`
+    (with the key registry's JSON, when signatures are verified)."""
+    items: list[Item] = []
+    order = 0
+    counted = sent = 0
+    shard: _Shard
+
+    def emit(at: int, kind: str, payload: Any) -> None:
+        nonlocal order
+        if at >= _END and kind != "reject":  # closed by the end of the input: table order
+            at = _END + shard.owners.rank[payload.table_id]
+        items.append((at, order, kind, payload))
+        order += 1
+
+    def report(upto: int) -> None:
+        nonlocal items, sent
+        conn.send(("items", items, upto, counted - sent))
+        sent, items = counted, []
+
+    def counting(evs: Iterator[Event]) -> Iterator[Event]:
+        nonlocal counted
+        for ev in evs:
+            counted += 1
+            yield ev
+
+    rep = AuditReport()
+    try:
+        shard = _Shard(files, k, jobs, emit, report)
+        store = None if staging is None else _StoreProxy(conn, staging)
+        audit_events(counting(shard.events()), store=store, report=rep,
+                     keep_violations=False,
+                     keys=None if keys is None else KeyRegistry.from_json(keys),
+                     on_violation=lambda v: emit(shard.at, "violation", v),
+                     on_round=lambda s: emit(shard.at, "round", s),
+                     on_engine_error=lambda e: emit(shard.at, "engine_error", e))
+        report(_END * 2)
+        use = resource.getrusage(resource.RUSAGE_SELF)
+        conn.send(("done", rep.events, sorted(rep.tables), use.ru_utime + use.ru_stime))
+    except BaseException as e:  # handed to the main process, which raises it there
+        try:
+            pickle.dumps(e)
+            err: BaseException = e
+        except Exception:
+            err = RuntimeError(f"audit worker {k}: {e!r}")
+        conn.send(("error", err, traceback.format_exc()))
+    finally:
+        conn.close()
+
+
+# --- the main process ---------------------------------------------------------------
+
+
+class _Merge:
+    """The workers' tagged streams, merged in tag order as far as every worker has read."""
+
+    def __init__(self, jobs: int) -> None:
+        self.heap: list[tuple[int, int, int, str, Any]] = []
+        self.upto = [0] * jobs
+
+    def add(self, w: int, items: list[Item], upto: int) -> None:
+        for at, order, kind, payload in items:
+            heapq.heappush(self.heap, (at, order, w, kind, payload))
+        self.upto[w] = upto
+
+    def ready(self) -> Iterator[tuple[str, Any]]:
+        """Items no worker can still precede: tagged at or before every worker's mark
+        (a tag belongs to one worker, so ties do not arise between workers)."""
+        low = min(self.upto)
+        heap = self.heap
+        while heap and heap[0][0] <= low:
+            _, _, _, kind, payload = heapq.heappop(heap)
+            yield kind, payload
+
+
+def audit_parallel(
+    paths: Sequence[str | Path],
+    jobs: int,
+    *,
+    data: Path | None = None,
+    on_violation: Callable[[Violation], None] | None = None,
+    on_reject: Callable[[Rejected], None] | None = None,
+    progress: bool = False,
+    keep_violations: bool = True,
+    keys: KeyRegistry | None = None,
+) -> AuditReport:
+    """`audit_paths` over `jobs` processes; into the embedded store in `data` (None:
+    judge only). The report, the order of every callback and the store's rows are
+    those of one process."""
+    files = expand(paths)
+    rep = AuditReport(files=len(files))
+    rep.signing_devices = None if keys is None else len(keys.devices)
+    registry = None if keys is None else keys.to_json()
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload([__name__])
+    store = EmbeddedStore(data) if data is not None else None
+    staging = store.staging if store is not None else None
+    conns: list[Connection] = []
+    procs = []
+    try:
+        if store is not None:
+            store.setup()
+        for k in range(jobs):
+            mine, theirs = ctx.Pipe()
+            p = ctx.Process(target=_worker, args=(theirs, files, k, jobs, staging, registry),
+                            name=f"pitwatch-audit-{k}", daemon=True)
+            p.start()
+            theirs.close()
+            conns.append(mine)
+            procs.append(p)
+        _serve(conns, store, rep, on_violation, on_reject, keep_violations,
+               _bar(files) if progress else None)
+        for p in procs:
+            p.join()
+        if store is not None:
+            store.dedupe()
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.kill()
+                p.join()
+        if store is not None:
+            store.close()
+    return rep
+
+
+def _bar(files: Sequence[Path]) -> Any:
+    if sum(f.stat().st_size for f in files) <= 5_000_000:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(unit=" events", unit_scale=True, file=sys.stderr, desc="audit",
+                mininterval=0.5)
+
+
+def _serve(conns: list[Connection], store: EmbeddedStore | None, rep: AuditReport,
+           on_violation: Callable[[Violation], None] | None,
+           on_reject: Callable[[Rejected], None] | None, keep_violations: bool,
+           bar: Any) -> None:
+    """Answer the workers until each is done, handing on what they found in order."""
+    merge = _Merge(len(conns))
+    index = {id(c): w for w, c in enumerate(conns)}
+    live = list(conns)
+    tables: set[str] = set()
+
+    def deliver() -> None:
+        for kind, x in merge.ready():
+            if kind == "violation":
+                v: Violation = x
+                rep.add_violation(v)
+                if keep_violations:
+                    rep.violations.append(v)
+                if on_violation is not None:
+                    on_violation(v)
+            elif kind == "round":
+                s: RoundSummary = x
+                rep.add_round(s)
+            elif kind == "engine_error":
+                e: EngineError = x
+                rep.engine_errors.append(e)
+            else:
+                r: Rejected = x
+                rep.rejected += 1
+                if on_reject is not None:
+                    on_reject(r)
+
+    try:
+        while live:
+            for c in wait(live):
+                conn: Connection = c  # type: ignore[assignment]
+                w = index[id(conn)]
+                try:
+                    msg = conn.recv()
+                except EOFError:
+                    raise RuntimeError(f"audit worker {w} stopped without a word "
+                                       "(killed? out of memory?)") from None
+                what = msg[0]
+                if what == "items":
+                    merge.add(w, msg[1], msg[2])
+                    if bar is not None:
+                        bar.update(msg[3])
+                    deliver()
+                elif what == "query":
+                    try:
+                        conn.send((True, store.query(msg[1], msg[2])))  # type: ignore[union-attr]
+                    except Exception as e:
+                        conn.send((False, e))
+                elif what == "file":
+                    store.insert_staged(msg[1], Path(msg[2]))  # type: ignore[union-attr]
+                elif what == "done":
+                    rep.events += msg[1]
+                    tables.update(msg[2])
+                    rep.worker_cpu.append(msg[3])
+                    live.remove(conn)
+                else:  # "error": the worker's exception, raised here
+                    if not isinstance(msg[1], ValueError | OSError | StoreError):
+                        print(f"pitwatch audit: worker {w} failed:\n{msg[2]}", file=sys.stderr)
+                    raise msg[1]
+        deliver()
+    finally:
+        if bar is not None:
+            bar.close()
+    rep.tables.update(tables)
+

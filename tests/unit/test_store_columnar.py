@@ -1,0 +1,128 @@
+"""The embedded store inserts columnar batches (Arrow, typed from the DDL): every value
+comes back as it went in, whatever its column type, and nothing is left staged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pitwatch.store.base import StoreError, column_types, columns, to_columns
+from pitwatch.store.embedded import EmbeddedStore, arrow_table
+
+AWKWARD = "quote ' and \" backslash \\ newline \n tab \t unicode ♠♥ and {x:String}"
+
+
+def _violation(i: int, **over: Any) -> dict[str, Any]:
+    row = {
+        "violation_id": f"v{i:04d}", "code": "DEALER_STOOD_LOW", "severity": "HIGH",
+        "table_id": "NJ-BJ-01", "round_id": f"r{i}", "seat": 7, "hand": -1,
+        "event_id": f"e{i}", "evidence": ["a", AWKWARD, ""], "citation": "N.J.A.C. 13:69F-2.3",
+        "message": AWKWARD, "pack": "nj_blackjack", "pack_version": "1.2.0",
+        "detected_at": 1_764_547_200 + i, "detected_ms": 999,
+    }
+    row.update(over)
+    return row
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> EmbeddedStore:
+    s = EmbeddedStore(tmp_path / "data")
+    s.setup()
+    return s
+
+
+def test_columns_are_the_ddl_in_order() -> None:
+    assert columns("rounds")[:3] == ["round_id", "table_id", "jurisdiction"]
+    assert dict(column_types("rounds"))["seats"] == "Array(UInt8)"
+    assert dict(column_types("events"))["hand"] == "Int8"
+    rows = [_violation(1), _violation(2)]
+    cols = to_columns("violations", rows)
+    assert cols[0] == ["v0001", "v0002"]
+    assert len(cols) == len(columns("violations"))
+
+
+def test_arrow_batch_is_typed_from_the_ddl() -> None:
+    t = arrow_table("violations", [_violation(1)])
+    types = {f.name: str(f.type) for f in t.schema}
+    assert types["seat"] == "uint8" and types["hand"] == "int8"
+    assert types["detected_at"] == "uint32" and types["evidence"] == "list<item: string>"
+
+
+def test_values_come_back_as_they_went_in(store: EmbeddedStore, tmp_path: Path) -> None:
+    rows = [_violation(i) for i in range(3)] + [_violation(3, hand=2, seat=0, evidence=[])]
+    store.insert("violations", rows)
+    got = store.query("SELECT * FROM violations FINAL ORDER BY violation_id")
+    assert len(got) == 4
+    for want, have in zip(rows, got, strict=True):
+        assert have["message"] == AWKWARD
+        assert have["evidence"] == want["evidence"]
+        assert (have["seat"], have["hand"]) == (want["seat"], want["hand"])
+        assert have["detected_ms"] == 999
+    secs = store.query("SELECT toUInt32(detected_at) AS s FROM violations FINAL "
+                       "ORDER BY violation_id")
+    assert [r["s"] for r in secs] == [r["detected_at"] for r in rows]
+    assert list((tmp_path / "data" / "staging").iterdir()) == []
+    store.close()
+
+
+def test_extreme_values_of_each_type(store: EmbeddedStore) -> None:
+    rnd = {
+        "round_id": "r", "table_id": "t", "jurisdiction": "NJ", "game": "BLACKJACK",
+        "pack": "p", "pack_version": "1", "dealer_id": "d", "seats": [1, 7, 255],
+        "events": 2**32 - 1, "wagered": -(2**63), "paid": 2**63 - 1, "collected": 0,
+        "returned": 5, "violations": 0, "complete": 1, "started": 0, "started_ms": 0,
+        "ended": 2**32 - 1, "ended_ms": 65535,
+    }
+    store.insert("rounds", [rnd])
+    got = store.query("SELECT *, toUInt32(started) AS s0, toUInt32(ended) AS s1 "
+                      "FROM rounds FINAL")[0]
+    assert got["seats"] == [1, 7, 255]
+    assert (int(got["events"]), int(got["wagered"]), int(got["paid"])) == \
+        (2**32 - 1, -(2**63), 2**63 - 1)
+    assert (got["s0"], got["s1"], got["ended_ms"]) == (0, 2**32 - 1, 65535)
+    store.close()
+
+
+def test_a_value_out_of_its_type_is_refused_not_wrapped(store: EmbeddedStore) -> None:
+    with pytest.raises(StoreError, match=r"violations\.seat \(UInt8\)"):
+        store.insert("violations", [_violation(1, seat=256)])
+    assert store.query("SELECT count() AS n FROM violations")[0]["n"] in (0, "0")
+    store.close()
+
+
+def test_many_batches_of_one_table(store: EmbeddedStore) -> None:
+    for b in range(3):
+        store.insert("violations", [_violation(b * 1000 + i) for i in range(1000)])
+    store.insert("violations", [_violation(5)])  # a repeat: replaced, not counted twice
+    store.dedupe()
+    n = store.query("SELECT count() AS n, uniqExact(violation_id) AS u FROM violations")[0]
+    assert int(n["n"]) == int(n["u"]) == 3000
+    store.close()
+
+
+@pytest.mark.integration
+def test_server_columnar_insert_round_trips() -> None:
+    """The same rows through clickhouse-driver's columnar insert into the ClickHouse
+    server (started by scripts/test.sh), read back as they went in."""
+    import os
+    import uuid
+
+    from pitwatch.store.server import ServerStore
+
+    db = "columnar_" + uuid.uuid4().hex[:8]
+    s = ServerStore(port=int(os.environ.get("CLICKHOUSE_TCP_PORT", "19000")), database=db)
+    try:
+        s.setup()
+        rows = [_violation(i) for i in range(3)] + [_violation(3, hand=2, seat=0, evidence=[])]
+        s.insert("violations", rows)
+        got = s.query("SELECT *, toUInt32(detected_at) AS sec FROM violations FINAL "
+                      "ORDER BY violation_id")
+        assert [g["message"] for g in got] == [AWKWARD] * 4
+        assert [g["evidence"] for g in got] == [r["evidence"] for r in rows]
+        assert [g["sec"] for g in got] == [r["detected_at"] for r in rows]
+        assert [(g["seat"], g["hand"]) for g in got] == [(r["seat"], r["hand"]) for r in rows]
+    finally:
+        s.query(f"DROP DATABASE IF EXISTS {db}")
+        s.close()
