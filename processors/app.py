@@ -37,7 +37,7 @@ from .dead_letters import dead_letter
 from .metrics import Metrics
 from .settings import Settings
 from .state import Found, TableStates
-from .supervise import Frozen, restart_self
+from .supervise import Frozen, Stalled, restart_self
 
 log = logging.getLogger("pitwatch.worker")
 
@@ -124,6 +124,7 @@ def create_app(settings: Settings) -> faust.App:
         async with lock:
             states.forget()
             position.clear()
+            stalled.forget()
 
     acks: list[Any] = []
 
@@ -190,18 +191,53 @@ def create_app(settings: Settings) -> faust.App:
             states.evict_idle()  # live state stays bounded (processors/state.py)
 
     frozen = Frozen(settings.session_timeout_s)
+    stalled = Stalled(settings.stall_timeout_s)
+    ends = PartitionReader(settings.kafka)
+    ticks = 0
+
+    def next_to_read(tp: Any) -> int:
+        """The offset the agent reads next on `tp`: after its last read, else the
+        group's committed offset (-1 when unknown)."""
+        read = position.get((tp.topic, tp.partition))
+        if read is not None:
+            return read + 1
+        committed = getattr(app.consumer, "_committed_offset", {}).get(tp)
+        return -1 if committed is None else int(committed)
 
     @app.timer(interval=1.0)
     async def watchdog() -> None:
         """A worker that was frozen (SIGSTOP, a paused VM) for longer than its session
-        has lost its partitions, and Faust does not recover its consumer cleanly from
-        that: it starts again, clean, from its snapshots and committed offsets."""
+        has lost its partitions, and Faust does not always recover its consumer from
+        that; nor must a partition with messages waiting stand still. Either way the
+        worker starts again, clean, from its snapshots and committed offsets (never
+        under the lock: it must work when the agent is stuck)."""
+        nonlocal ticks
         gap = frozen.tick()
         if gap is not None:
             log.error("this worker was frozen for %.0f s, longer than its %.0f s session: "
                       "its partitions have moved on; restarting it clean", gap,
                       settings.session_timeout_s)
             restart_self()
+        ticks += 1
+        if ticks % 5:
+            return
+        try:
+            assigned = [tp for tp in app.consumer.assignment()
+                        if tp.topic == settings.events_topic]
+        except Exception:  # not started yet
+            return
+        for tp in assigned:
+            try:
+                end = await ends.end_offset(tp.topic, tp.partition)
+            except Exception as e:  # Kafka unreachable: nothing to judge now
+                log.info("watchdog: no end offset for %s (%s)", tp, e)
+                return
+            still = stalled.check((tp.topic, tp.partition), next_to_read(tp) - 1, end)
+            if still is not None:
+                log.error("%s[%d] has messages up to offset %d but nothing was read for "
+                          "%.0f s; restarting this worker clean", tp.topic, tp.partition,
+                          end - 1, still)
+                restart_self()
 
     metrics.install(position)
     return app

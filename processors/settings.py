@@ -40,6 +40,9 @@ class Settings:
     #: a crashed worker's partitions move to the others after this
     session_timeout_s: float = 10.0
     heartbeat_s: float = 2.0
+    #: a partition with messages waiting whose read position stands still this long
+    #: restarts the worker (a consumer that does not recover)
+    stall_timeout_s: float = 120.0
     sink: bool = True
     #: the device key registry (pitwatch.events.keys); empty: signatures not required
     keys: str = ""

@@ -79,6 +79,10 @@ examples:
                        default=env("session_timeout", d.session_timeout_s),
                        help="seconds before a silent worker's partitions move "
                             "(default %(default)s)")
+        p.add_argument("--stall-timeout", type=float,
+                       default=env("stall_timeout", d.stall_timeout_s),
+                       help="seconds a partition with messages waiting may go unread before "
+                            "the worker restarts itself (default %(default)s)")
         p.add_argument("--sink-max-poll-interval", type=float,
                        default=env("sink_max_poll_interval", d.sink_max_poll_interval_s),
                        help="the sink consumer's max.poll.interval in seconds "
@@ -113,6 +117,7 @@ examples:
                             sink=not args.no_sink, round_timeout_s=args.round_timeout,
                             idle_check_s=args.idle_check,
                             session_timeout_s=args.session_timeout,
+                            stall_timeout_s=args.stall_timeout,
                             heartbeat_s=min(Settings.heartbeat_s, args.session_timeout / 3),
                             sink_max_poll_interval_s=args.sink_max_poll_interval,
                             keys=args.keys or "",
