@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import orjson
 from ..connect import add_connection_flags
 from ..engine.violation import Severity, Violation
 from ..events.files import Rejected
+from ..events.keys import KEYS_ENV, KeyRegistry, KeyRegistryError
 from ..store.embedded import EmbeddedStore
 from ..store.readonly import check_read_only
 from . import report
@@ -38,6 +40,7 @@ examples:
   pitwatch audit floor/ --format jsonl > violations.jsonl
   pitwatch audit shift.avro --data /var/lib/pitwatch --limit 0
   pitwatch audit night/ --quiet --fail-on HIGH     # for cron or CI: exit 1 on HIGH or worse
+  pitwatch audit floor/ --keys floor/keys.json     # devices must sign (Ed25519 checkpoints)
   pitwatch audit year/ --jobs 8                      # tables shared among 8 processes
 
 --jobs N shares the tables among N processes (default: the machine's cores); a
@@ -45,7 +48,8 @@ table's events stay in one process, in input order, and the results are merged i
 input's order: the output, the store and the exit status are those of --jobs 1.
 
 exit status: 0 done (and nothing at or above --fail-on), 1 a violation at or above
---fail-on, 2 bad input: no file, no event in the files, or no readable event at all."""
+--fail-on, 2 bad input: no file, no event in the files, no readable event at all, or
+a key registry that cannot be read."""
 
     def configure(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("paths", nargs="+", metavar="PATH", help="files or directories")
@@ -58,6 +62,10 @@ exit status: 0 done (and nothing at or above --fail-on), 1 a violation at or abo
         p.add_argument("--limit", type=int, default=50,
                        help="violations shown in table format (0 = all; default 50)")
         p.add_argument("--quiet", action="store_true", help="no progress bar")
+        p.add_argument("--keys", metavar="FILE", default=os.environ.get(KEYS_ENV),
+                       help="key registry (JSON: device -> Ed25519 public keys): every device "
+                       "in it must sign its chain, or SIGNATURE_INVALID (HIGH). Default: "
+                       f"${KEYS_ENV}; without one, signatures are not required")
         p.add_argument("--jobs", type=_jobs, default=default_jobs(), metavar="N",
                        help="processes to share the tables among (default: the machine's "
                        f"cores, {default_jobs()} here; 1: all in this process)")
@@ -66,6 +74,11 @@ exit status: 0 done (and nothing at or above --fail-on), 1 a violation at or abo
                        "(CRITICAL, HIGH, MEDIUM, LOW)")
 
     def run(self, args: argparse.Namespace) -> int:
+        try:
+            keys = None if not args.keys else KeyRegistry.load(args.keys)
+        except KeyRegistryError as e:
+            print(f"pitwatch audit: {e}", file=sys.stderr)
+            return 2
         data = Path(args.data)
         store = None
         if not args.no_store and args.jobs == 1:
@@ -91,11 +104,11 @@ exit status: 0 done (and nothing at or above --fail-on), 1 a violation at or abo
                 rep = audit_parallel(args.paths, args.jobs,
                                      data=None if args.no_store else data,
                                      on_violation=on_violation, on_reject=on_reject,
-                                     progress=progress, keep_violations=not jsonl)
+                                     progress=progress, keep_violations=not jsonl, keys=keys)
             else:
                 rep = audit_paths(args.paths, store=store, on_violation=on_violation,
                                   on_reject=on_reject, progress=progress,
-                                  keep_violations=not jsonl)
+                                  keep_violations=not jsonl, keys=keys)
         finally:
             rejects.close()
             if store is not None:
