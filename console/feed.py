@@ -111,8 +111,11 @@ class KafkaAlerts:
         from aiokafka import AIOKafkaConsumer, TopicPartition
 
         self.hub.kafka_state = "connecting"
+        from pitwatch.connect import KafkaAuth
+
         consumer = AIOKafkaConsumer(bootstrap_servers=self.bootstrap, group_id=None,
-                                    enable_auto_commit=False, auto_offset_reset="latest")
+                                    enable_auto_commit=False, auto_offset_reset="latest",
+                                    **KafkaAuth.from_env().aiokafka())
         await consumer.start()
         try:
             ids: set[int] | None = None

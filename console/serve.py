@@ -7,6 +7,7 @@ import logging
 import sys
 from pathlib import Path
 
+from pitwatch.connect import add_connection_flags
 from pitwatch.store.base import Store
 
 
@@ -59,6 +60,7 @@ behind the site's authenticating proxy before opening it to a network."""
                        help="(default %(default)s)")
         p.add_argument("--host", default="127.0.0.1", help="listen address (default %(default)s)")
         p.add_argument("--port", type=int, default=8080, help="(default %(default)s)")
+        add_connection_flags(p)
         p.add_argument("--clock", choices=("wall", "store"), default="wall",
                        help="the floor board's now: this machine's clock (wall, live floors) "
                        "or the newest event in the store (store, a recorded shift such as "

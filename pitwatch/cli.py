@@ -13,6 +13,7 @@ import sys
 from importlib.metadata import entry_points
 from typing import Protocol
 
+from .connect import apply_connection_flags
 from .store.base import StoreError
 
 
@@ -101,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser(builtin_commands() + stage_commands())
     args = parser.parse_args(argv)
     try:
+        apply_connection_flags(args)
         code: int = args._run(args)
         sys.stdout.flush()
     except KeyboardInterrupt:

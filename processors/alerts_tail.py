@@ -21,8 +21,11 @@ def main() -> None:
     args = ap.parse_args()
     from kafka import KafkaConsumer
 
+    from pitwatch.connect import KafkaAuth
+
     consumer = KafkaConsumer(args.topic, bootstrap_servers=args.kafka,
-                             auto_offset_reset="earliest" if args.from_start else "latest")
+                             auto_offset_reset="earliest" if args.from_start else "latest",
+                             **KafkaAuth.from_env().kafka_python())
     try:
         for msg in consumer:
             try:

@@ -26,8 +26,10 @@ from typing import Any
 import faust
 import orjson
 
+from pitwatch.connect import KafkaAuth
 from pitwatch.engine.alerts import encode_violation
 from pitwatch.events.avro import DecodeError, decode_single
+from pitwatch.events.keys import KeyRegistry
 from pitwatch.packs.registry import select
 from pitwatch.store.rows import round_row
 
@@ -69,6 +71,7 @@ def create_app(settings: Settings) -> faust.App:
         topic_allow_declare=True,
         key_serializer="raw",
         value_serializer="raw",
+        **KafkaAuth.from_env().faust(),
     )
     raw = {"key_type": bytes, "value_type": bytes, "key_serializer": "raw",
            "value_serializer": "raw"}
@@ -80,7 +83,11 @@ def create_app(settings: Settings) -> faust.App:
                             partitions=settings.partitions, key_type=bytes, value_type=bytes)
 
     timeout_ms = int(settings.round_timeout_s * 1000)
-    states = TableStates(open_rounds, select, timeout_ms)
+    keys = KeyRegistry.load(settings.keys) if settings.keys else None
+    if keys is None:
+        log.warning("no key registry (--keys / PITWATCH_KEYS): device signatures are not "
+                    "required")
+    states = TableStates(open_rounds, select, timeout_ms, keys)
     catch_up = PartitionReader(settings.kafka)
     metrics = Metrics(app, states, settings)
     lock = asyncio.Lock()  # the agent and the timer take turns on the auditors
@@ -187,6 +194,7 @@ def create_app(settings: Settings) -> faust.App:
             found = states.expire_idle(caught_up, settings.round_timeout_s)
             if found:
                 acks.extend(await send(found))
+            states.evict_idle()  # live state stays bounded (processors/state.py)
 
     frozen = Frozen(settings.session_timeout_s)
     stalled = Stalled(settings.stall_timeout_s)

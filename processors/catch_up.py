@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pitwatch.connect import KafkaAuth
+
 
 class PartitionReader:
     """Reads outside any consumer group: a stretch of a partition (a consumer per
@@ -19,7 +21,8 @@ class PartitionReader:
 
         if self._consumer is None:
             self._consumer = AIOKafkaConsumer(bootstrap_servers=self.bootstrap,
-                                              enable_auto_commit=False, group_id=None)
+                                              enable_auto_commit=False, group_id=None,
+                                              **KafkaAuth.from_env().aiokafka())
             await self._consumer.start()
         return self._consumer
 

@@ -200,6 +200,9 @@ async def run_sink(settings: Settings, store_factory: Callable[[], Store],
                    stopping: Callable[[], bool]) -> None:
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
+    from pitwatch.connect import KafkaAuth
+
+    auth = KafkaAuth.from_env().aiokafka()
     consumer = AIOKafkaConsumer(
         settings.events_topic, settings.alerts_topic, settings.rounds_topic,
         bootstrap_servers=settings.kafka, group_id=f"{settings.app_id}-sink",
@@ -208,9 +211,10 @@ async def run_sink(settings: Settings, store_factory: Callable[[], Store],
         session_timeout_ms=int(settings.session_timeout_s * 1000),
         heartbeat_interval_ms=int(settings.heartbeat_s * 1000),
         max_poll_interval_ms=int(settings.sink_max_poll_interval_s * 1000),
+        **auth,
     )
     producer = AIOKafkaProducer(bootstrap_servers=settings.kafka, acks="all",
-                                enable_idempotence=True)
+                                enable_idempotence=True, **auth)
     store = store_factory()
     await _setup_with_backoff(store, stopping)
     await producer.start()

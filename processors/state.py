@@ -27,6 +27,7 @@ import orjson
 from pitwatch.engine.auditor import PackSelector, RoundSummary, StateError, TableAuditor
 from pitwatch.engine.violation import Violation
 from pitwatch.events.avro import DecodeError, decode_single
+from pitwatch.events.keys import KeyRegistry
 from pitwatch.events.model import Event
 
 log = logging.getLogger("pitwatch.worker")
@@ -36,6 +37,11 @@ CatchUp = Callable[[str, int, int, int], Awaitable[list[tuple[int, bytes, bytes]
 #: one (and always on a table event, a new table or a time-out verdict): the catch-up
 #: after a take-over reads at most about this many of the table's events.
 SNAPSHOT_EVERY = 200
+#: Live tables in memory: past this many, idle ones (no open round, every event in a
+#: snapshot) are evicted, least recently used first, and restored from their snapshot
+#: when their next event comes. A table idle for IDLE_EVICT_S is evicted anyway.
+MAX_LIVE_TABLES = 256
+IDLE_EVICT_S = 600.0
 #: A snapshot bigger than this is not written (the table refolds from an older one):
 #: changelog messages stay well inside the broker's limit.
 SNAPSHOT_MAX_BYTES = 900_000
@@ -66,8 +72,12 @@ class _Table:
 
 class TableStates:
     def __init__(self, table: MutableMapping[bytes, bytes], select_pack: PackSelector,
-                 round_timeout_ms: int | None = None) -> None:
+                 round_timeout_ms: int | None = None, keys: KeyRegistry | None = None,
+                 max_tables: int = MAX_LIVE_TABLES) -> None:
         self.table = table
+        self.keys = keys
+        #: live auditors kept past this only while they hold what no snapshot has
+        self.max_tables = max_tables
         self.select_pack = select_pack
         self.round_timeout_ms = round_timeout_ms
         self.tables: dict[str, _Table] = {}
@@ -77,6 +87,7 @@ class TableStates:
         self.restored = 0
         #: (topic, partition) -> the first offset the stream skipped since the assignment
         self.holes: dict[tuple[str, int], int] = {}
+        self.evicted = 0
 
     def forget(self) -> None:
         """After a rebalance: what is in memory may be stale; restore on next use."""
@@ -108,7 +119,8 @@ class TableStates:
 
     def _new_auditor(self, table_id: str) -> TableAuditor:
         return TableAuditor(table_id, self.select_pack, self._violations.append,
-                            self._rounds.append, round_timeout_ms=self.round_timeout_ms)
+                            self._rounds.append, round_timeout_ms=self.round_timeout_ms,
+                            keys=self.keys)
 
     async def _restore(self, table_id: str, topic: str, partition: int, offset: int,
                        catch_up: CatchUp) -> _Table:
@@ -173,12 +185,15 @@ class TableStates:
 
     def expire_idle(self, caught_up: Callable[[str, int], bool], timeout_s: float) -> Found:
         """The processing-time rule: each open round of a table whose partition is
-        caught up and for which nothing arrived for `timeout_s` is incomplete."""
+        caught up and for which nothing arrived for `timeout_s` is incomplete, and a
+        signing device's events after its last checkpoint there are a truncated chain."""
         now = time.monotonic()
         for t in self.tables.values():
-            if t.auditor.round_open and now - t.arrived > timeout_s \
-                    and caught_up(t.topic, t.partition) \
-                    and t.auditor.expire_idle(int(timeout_s * 1000)):
+            if now - t.arrived <= timeout_s or not caught_up(t.topic, t.partition):
+                continue
+            if t.auditor.round_open and t.auditor.expire_idle(int(timeout_s * 1000)):
+                t.verdict = True
+            if t.auditor.expire_unsigned(int(timeout_s * 1000)):  # a truncated chain
                 t.verdict = True
         return self._take()
 
@@ -192,6 +207,8 @@ class TableStates:
             return True
         if ev is not None and ev.round_id is None:
             return t.since_snapshot > 0
+        if len(self.tables) > self.max_tables and t.since_snapshot and not t.auditor.round_open:
+            return True  # over the bound: between rounds, so that it can be evicted
         return t.since_snapshot >= SNAPSHOT_EVERY and not t.auditor.round_open
 
     def verdicts(self, topic: str, partition: int) -> list[str]:
@@ -212,6 +229,29 @@ class TableStates:
             self.table[table_id.encode()] = raw
             self.snapshots += 1
         t.snapshot_offset, t.since_snapshot, t.verdict = t.covered, 0, False
+
+    def evictable(self, t: _Table) -> bool:
+        """Nothing would be lost: no open round, no verdict waiting, every event folded
+        is in the snapshot."""
+        return not t.auditor.round_open and not t.verdict and t.since_snapshot == 0 \
+            and t.snapshot_offset is not None and t.snapshot_offset == t.covered
+
+    def evict_idle(self, idle_s: float = IDLE_EVICT_S) -> int:
+        """Bound the live state: drop the auditors of tables idle for `idle_s`, and of
+        the least recently used idle ones while more than `max_tables` are live. Only
+        tables whose snapshot holds everything go (`evictable`: over the bound, `due`
+        asks for a snapshot at each round's end); the next event of one restores it
+        from its snapshot. Returns how many were evicted."""
+        now = time.monotonic()
+        idle = sorted((t.arrived, k) for k, t in self.tables.items() if self.evictable(t))
+        over = len(self.tables) - self.max_tables
+        gone = 0
+        for arrived, k in idle:
+            if now - arrived > idle_s or gone < over:
+                del self.tables[k]
+                gone += 1
+        self.evicted += gone
+        return gone
 
     def open_rounds(self) -> int:
         return sum(t.auditor.round_open for t in self.tables.values())

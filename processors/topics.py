@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+
+from pitwatch.connect import KafkaAuth
 
 log = logging.getLogger("pitwatch.topics")
 
@@ -21,14 +24,24 @@ TOPIC_CONFIGS: dict[str, dict[str, str]] = {
 }
 
 
+def replication() -> int:
+    """The topics' replication factor: PITWATCH_REPLICATION (default 1, one broker)."""
+    raw = os.environ.get("PITWATCH_REPLICATION", "1")
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"PITWATCH_REPLICATION={raw!r}: a whole number of replicas, 1 or more")
+    return int(raw)
+
+
 def ensure_topics(bootstrap: str, partitions: int = 4, prefix: str = "",
-                  replication_factor: int = 1) -> list[str]:
+                  replication_factor: int | None = None) -> list[str]:
     """Create the pipeline's topics that do not exist yet and set every one's configs;
-    returns the names created."""
+    returns the names created. Replication factor by default from PITWATCH_REPLICATION."""
+    replication_factor = replication_factor or replication()
     from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic
     from kafka.errors import TopicAlreadyExistsError
 
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="pitwatch-admin")
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="pitwatch-admin",
+                             **KafkaAuth.from_env().kafka_python())
     try:
         existing = set(admin.list_topics())
         new = [NewTopic(prefix + name, partitions, replication_factor, topic_configs=cfg)

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 import threading
 from typing import Any
 
+from pitwatch.connect import add_connection_flags
+
 from .settings import Settings, env_default
+from .topics import replication
 
 log = logging.getLogger("pitwatch.worker")
 
@@ -86,7 +90,12 @@ examples:
                        default=env("sink_max_poll_interval", d.sink_max_poll_interval_s),
                        help="the sink consumer's max.poll.interval in seconds "
                             "(default %(default)s)")
+        p.add_argument("--keys", metavar="FILE", default=env("keys", d.keys),
+                       help="device key registry (JSON): a device in it must sign its chain, "
+                       "or SIGNATURE_INVALID (HIGH). Default: $PITWATCH_KEYS; without one, "
+                       "signatures are not required")
         p.add_argument("--loglevel", default=env("loglevel", "warning"))
+        add_connection_flags(p)
 
     def run(self, args: argparse.Namespace) -> int:
         from pathlib import Path
@@ -95,6 +104,14 @@ examples:
 
         from .app import create_app
 
+        if args.keys:  # a registry that cannot be read is refused before anything starts
+            from pitwatch.events.keys import KeyRegistry, KeyRegistryError
+
+            try:
+                KeyRegistry.load(args.keys)
+            except KeyRegistryError as e:
+                print(f"pitwatch worker: {e}", file=sys.stderr)
+                return 2
         host, _, port = args.clickhouse.rpartition(":")
         settings = Settings(kafka=args.kafka, clickhouse_host=host or "127.0.0.1",
                             clickhouse_port=int(port), clickhouse_db=args.clickhouse_db,
@@ -107,6 +124,8 @@ examples:
                             stall_timeout_s=args.stall_timeout,
                             heartbeat_s=min(Settings.heartbeat_s, args.session_timeout / 3),
                             sink_max_poll_interval_s=args.sink_max_poll_interval,
+                            replication_factor=replication(),
+                            keys=args.keys or "",
                             ).with_prefix(args.topic_prefix)
         logging.basicConfig(level=args.loglevel.upper(),
                             format="[%(asctime)s] [%(process)d] [%(levelname)s] %(message)s")

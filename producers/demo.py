@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pitwatch.audit import report
 from pitwatch.audit.run import audit_events
+from pitwatch.events.keys import KEYS_FILE, KeyRegistry
 from pitwatch.store.embedded import EmbeddedStore
 
 from .simulate import Floor, write_floor
@@ -25,8 +26,11 @@ the rules engine in process, store events, rounds and violations in the embedded
 (chDB, no server), and print what a surveillance lead wants first: money moved wrongly,
 the tables to watch, and how the audit's findings compare with the injected truth.
 
-The floor's files stay in DATA/floor/ (events.jsonl, truth.jsonl); the store answers SQL
-afterwards with `pitwatch query --data DATA "..."`."""
+Every device signs its chain (Ed25519 checkpoints) and the audit verifies the
+signatures against the floor's key registry, DATA/floor/keys.json.
+
+The floor's files stay in DATA/floor/ (events.jsonl, truth.jsonl, keys.json); the
+store answers SQL afterwards with `pitwatch query --data DATA "..."`."""
 
     def configure(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("--tables", type=int, default=12)
@@ -54,7 +58,8 @@ afterwards with `pitwatch query --data DATA "..."`."""
             from pitwatch.events.files import read_files
 
             events = read_files([data / "floor" / "events.jsonl"], lambda r: None)
-            rep = audit_events(events, store=store)
+            keys = KeyRegistry.load(data / "floor" / KEYS_FILE)  # the devices sign
+            rep = audit_events(events, store=store, keys=keys)
             rep.files = 1
             print(file=out)
             report.summary(rep, out)

@@ -6,17 +6,30 @@ the next event carries as `prev_digest` (docs/procedure.md, "Devices of a table"
 `TableDevices.render` turns a round's steps into events: a device clock gives `ts`,
 a seeded `random.Random` gives the event ids, and the steps' fault flags break the
 record on purpose.
+
+A device that holds a key signs its chain (docs/events.md, "Signed checkpoints"): a
+`Checkpoint` after every `checkpoint_every` events and at the end of every `render`
+(so after its last event of each round, and of the table events between rounds).
+Checkpoints take their event ids from a random source of their own and a ts 1 ms after
+the event before them, so the other events keep the ids they had unsigned.
+A step with `forged` set is the forgery fault: the device records and signs the honest
+payload, and what goes out is the forged one with the rest of the chain recomputed
+(every digest right, the signatures not).
 """
 
 from __future__ import annotations
 
+import hashlib
 import random
 import uuid
 from collections.abc import Iterable
 from typing import Final
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
 from pitwatch.events.avro import digest
-from pitwatch.events.model import Event, Payload
+from pitwatch.events.keys import CHECKPOINT_EVERY, DeviceKey, public_bytes, sign_checkpoint
+from pitwatch.events.model import Checkpoint, Event, Payload
 
 from .script import DEVICES, Step
 
@@ -24,23 +37,44 @@ from .script import DEVICES, Step
 EVENT_GAP_MS: Final = (150, 650)
 
 
+def key_id(device_id: str) -> str:
+    """The id of a simulated device's (only) key."""
+    return f"{device_id}/1"
+
+
+def device_key(secret: str, device_id: str) -> Ed25519PrivateKey:
+    """A device's signing key, a function of a secret (the simulator's seed) and its id."""
+    seed = hashlib.sha256(f"{secret}/{device_id}/key".encode()).digest()
+    return Ed25519PrivateKey.from_private_bytes(seed)
+
+
 class Device:
-    """One device's record: its id, the last seq it used and its last event's digest."""
+    """One device's record: its id, the last seq it used and its last event's digest,
+    and when it signs, its key and how many events it sent since its checkpoint."""
 
-    __slots__ = ("device_id", "last", "last_digest", "seq", "table_id")
+    __slots__ = ("device_id", "honest_digest", "key", "key_id", "last", "last_digest", "seq",
+                 "table_id", "unsigned")
 
-    def __init__(self, table_id: str, device_id: str) -> None:
+    def __init__(self, table_id: str, device_id: str,
+                 key: Ed25519PrivateKey | None = None) -> None:
         self.table_id = table_id
         self.device_id = device_id
         self.seq = 0
         self.last_digest: bytes | None = None
         self.last: Event | None = None
+        self.key = key
+        self.key_id = key_id(device_id)
+        self.unsigned = 0
+        #: the digest of the device's own last event, when a forger changed what went out
+        self.honest_digest: bytes | None = None
 
     def emit(self, payload: Payload, round_id: str | None, ts: int, event_id: str, *,
-             skip_seq: bool = False, bad_digest: bool = False) -> Event:
+             skip_seq: bool = False, bad_digest: bool = False,
+             forged: Payload | None = None) -> Event:
         """The device's next event. `skip_seq` leaves one seq number out (the digest
         chain stays whole); `bad_digest` sends a wrong `prev_digest` (the next event
-        chains to what was sent)."""
+        chains to what was sent); `forged` is what a forger sends instead of `payload`
+        (the device's own chain, the one it signs, goes on with `payload`)."""
         self.seq += 2 if skip_seq else 1
         prev = self.last_digest
         if bad_digest:
@@ -48,10 +82,36 @@ class Device:
                 raise ValueError(f"{self.device_id}: its first event has no digest to alter")
             prev = bytes([prev[0] ^ 0xFF]) + prev[1:]
         ev = Event(event_id, self.table_id, self.device_id, self.seq, ts, round_id, prev,
-                   payload)
+                   payload if forged is None else forged)
+        if forged is not None or self.honest_digest is not None:
+            own = Event(event_id, self.table_id, self.device_id, self.seq, ts, round_id,
+                        prev if self.honest_digest is None else self.honest_digest, payload)
+            self.honest_digest = digest(own)
         self.last = ev
         self.last_digest = digest(ev)
+        if type(ev.payload) is not Checkpoint:
+            self.unsigned += 1
         return ev
+
+    def checkpoint(self, round_id: str | None, ts: int, event_id: str) -> Event:
+        """The device signs its chain head. After a forgery the signature is over the
+        device's own head, and the checkpoint that goes out names the forged one."""
+        assert self.key is not None and self.last_digest is not None
+        own = self.honest_digest or self.last_digest
+        sig = sign_checkpoint(self.key, self.table_id, self.device_id, self.seq, own)
+        honest = Checkpoint(self.seq, own, self.key_id, sig)
+        sent = Checkpoint(self.seq, self.last_digest, self.key_id, sig)
+        self.unsigned = 0
+        return self.emit(honest, round_id, ts, event_id,
+                         forged=None if own == self.last_digest else sent)
+
+    @property
+    def forged(self) -> bool:
+        return self.honest_digest is not None and self.honest_digest != self.last_digest
+
+    def registry_key(self) -> DeviceKey:
+        assert self.key is not None
+        return DeviceKey(self.key_id, public_bytes(self.key))
 
     def conflicting(self, payload: Payload, ts: int, event_id: str) -> Event:
         """A second, different event with the seq of the last one (SEQUENCE_CONFLICT).
@@ -67,12 +127,30 @@ class TableDevices:
     """A table's devices, its clock and its source of event ids."""
 
     def __init__(self, table_id: str, ids: random.Random, clock: random.Random,
-                 start_ms: int) -> None:
+                 start_ms: int, *, secret: str | None = None,
+                 checkpoint_every: int = CHECKPOINT_EVERY) -> None:
+        """With a `secret`, every device signs with a key made from it and its id."""
         self.table_id = table_id
-        self.devices = {kind: Device(table_id, f"{table_id}-{kind}") for kind in DEVICES}
+        self.devices = {
+            kind: Device(table_id, f"{table_id}-{kind}",
+                         None if secret is None else device_key(secret, f"{table_id}-{kind}"))
+            for kind in DEVICES}
         self.ids = ids
         self.clock = clock
         self.now = start_ms
+        self.checkpoint_every = checkpoint_every
+        self.checkpoint_ids = random.Random(f"{secret}/{table_id}/checkpoints")
+        #: (event id, round id) of each checkpoint whose signature does not match what
+        #: went out (after a forgery): the simulator's ground truth
+        self.bad_checkpoints: list[tuple[str, str | None]] = []
+
+    def _checkpoint(self, dev: Device, round_id: str | None) -> Event:
+        self.now += 1  # a table's events keep rising in ts
+        ev = dev.checkpoint(round_id, self.now,
+                            str(uuid.UUID(int=self.checkpoint_ids.getrandbits(128), version=4)))
+        if dev.forged:
+            self.bad_checkpoints.append((ev.event_id, round_id))
+        return ev
 
     def new_id(self) -> str:
         return str(uuid.UUID(int=self.ids.getrandbits(128), version=4))
@@ -96,11 +174,17 @@ class TableDevices:
             assert step.payload is not None
             dev = self.devices[step.device]
             ev = dev.emit(step.payload, round_id, self.tick(cap), self.new_id(),
-                          skip_seq=step.skip_seq, bad_digest=step.bad_digest)
+                          skip_seq=step.skip_seq, bad_digest=step.bad_digest,
+                          forged=step.forged)
             step.event_id = ev.event_id
             out.append(ev)
             if step.conflict is not None:
                 twin = dev.conflicting(step.conflict, self.tick(cap), self.new_id())
                 step.conflict_id = twin.event_id
                 out.append(twin)
+            if dev.key is not None and dev.unsigned >= self.checkpoint_every:
+                out.append(self._checkpoint(dev, round_id))
+        for dev in self.devices.values():  # every device signs what it sent
+            if dev.key is not None and dev.unsigned:
+                out.append(self._checkpoint(dev, round_id))
         return out

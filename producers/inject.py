@@ -47,6 +47,8 @@ NZ_BJ: Final = ("NZ", BLACKJACK)
 INSURANCE_TABLES: Final = frozenset({NJ_SW, PA_FB, NZ_BJ})
 EVEN_MONEY_TABLES: Final = frozenset({PA_FB, NZ_BJ})
 HAND_WAGERS: Final = frozenset({"MAIN", "DOUBLE", "SPLIT"})
+#: The forgery fault: an amount changed and the device's chain recomputed after it.
+FORGERY: Final = "SIGNATURE_INVALID"
 
 
 @dataclass(frozen=True, slots=True)
@@ -629,6 +631,36 @@ def _incomplete_apply(ctx: InjectContext, _t: object) -> Step | None:
     return s.first("dealer_clear") if ctx.last_round else None
 
 
+def _forgery_targets(ctx: InjectContext) -> list[Any]:
+    """Seats whose only money is one main wager and its collection or push, at a table's
+    last round (after a forgery no later checkpoint of the device verifies: one round
+    keeps the ground truth exact). Raising both by a chip leaves every rule of the game
+    satisfied: only the signatures tell."""
+    if not ctx.last_round:
+        return []
+    rules, out = ctx.cfg.rules, []
+    for seat in ctx.script.facts.seats:
+        money = [st for st in ctx.script.steps if st.device == RFID
+                 and getattr(st.payload, "seat", None) == seat]
+        if len(money) == 2 and isinstance(money[0].payload, WagerPlaced) \
+                and isinstance(money[1].payload, WagerCollected | WagerReturned) \
+                and all(getattr(st.payload, "kind", "") == "MAIN"
+                        and getattr(st.payload, "hand", -1) == 0 for st in money) \
+                and money[0].payload.amount + rules.chip_unit <= rules.max_wager:
+            out.append(money)
+    return out
+
+
+def _forgery_apply(ctx: InjectContext, money: list[Step]) -> Step:
+    """A forger raises a main wager and its settlement by a chip and recomputes the
+    device's chain (devices.py): the digests are right, the signatures are not."""
+    for st in money:
+        p = st.payload
+        assert isinstance(p, WagerPlaced | WagerCollected | WagerReturned)
+        st.forged = type(p)(p.seat, p.hand, p.kind, p.amount + ctx.cfg.rules.chip_unit)
+    return money[0]
+
+
 def _all(ctx: InjectContext) -> list[Any]:
     return [True]
 
@@ -748,6 +780,7 @@ CATALOGUE: Final[tuple[Fault, ...]] = (
     Fault("SEQUENCE_CONFLICT", None, _conflict_targets, _conflict_apply),
     Fault("DIGEST_MISMATCH", None, _record_targets, _digest_apply),
     Fault("ROUND_INCOMPLETE", None, _all, _incomplete_apply),
+    Fault(FORGERY, None, _forgery_targets, _forgery_apply),
 )
 
 BY_CODE: Final = {f.code: f for f in CATALOGUE}

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from pitwatch.connect import KafkaAuth
 from pitwatch.events.avro import encode_single
 from pitwatch.events.model import Event
 from processors.topics import TOPIC_CONFIGS, ensure_topics
@@ -27,6 +28,7 @@ def make_producer(bootstrap: str) -> object:
         batch_size=256 * 1024,
         max_in_flight_requests_per_connection=5,
         retries=2**31 - 1,
+        **KafkaAuth.from_env().kafka_python(),
     )
 
 

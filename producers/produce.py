@@ -7,6 +7,7 @@ import os
 import sys
 from collections.abc import Iterator
 
+from pitwatch.connect import add_connection_flags
 from pitwatch.events.files import Rejected, expand, read_files
 from pitwatch.events.model import Event
 
@@ -51,6 +52,7 @@ examples:
         pace.add_argument("--live", action="store_true", help="follow the events' ts gaps")
         pace.add_argument("--speed", type=float, default=1.0, help="with --live: speed-up")
         p.add_argument("--quiet", action="store_true", help="no progress bar")
+        add_connection_flags(p, clickhouse=False)
 
     def events(self, args: argparse.Namespace) -> Iterator[Event]:
         if args.paths:

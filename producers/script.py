@@ -39,6 +39,8 @@ class Step:
     skip_seq: bool = False
     bad_digest: bool = False
     conflict: Payload | None = None
+    #: what a forger sends instead of `payload` (the device signs `payload`)
+    forged: Payload | None = None
     event_id: str | None = None
     conflict_id: str | None = None
 

@@ -2,7 +2,8 @@
 
 The library side is `Floor` (a generator of events plus the ground truth of the faults
 it injected, for runs too long to hold) and `simulate_floor` (both as lists). The
-command writes DIR/events.jsonl (and DIR/events.avro with --avro) and DIR/truth.jsonl.
+command writes DIR/events.jsonl (and DIR/events.avro with --avro), DIR/truth.jsonl and
+DIR/keys.json (the devices' public keys: every device signs its chain).
 The same arguments always give byte-identical files.
 """
 
@@ -12,7 +13,7 @@ import argparse
 import hashlib
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -20,10 +21,12 @@ import orjson
 
 from pitwatch.events.avro import write_container
 from pitwatch.events.jsonl import dumps
+from pitwatch.events.keys import KEYS_FILE, DeviceKey, KeyRegistry, public_bytes
 from pitwatch.events.model import Event
 
+from .devices import device_key, key_id
 from .floor import TableConfig, floor_tables
-from .table import TableRun
+from .table import TableRun, secret
 
 #: Runs of at least this many table-rounds show a progress bar (on a terminal).
 PROGRESS_FROM = 2_000
@@ -38,7 +41,8 @@ class Floor:
     """
 
     def __init__(self, tables: int, rounds: int, seed: int, inject: float = 0.0, *,
-                 jurisdiction: str | None = None, game: str | None = None) -> None:
+                 jurisdiction: str | None = None, game: str | None = None,
+                 sign: bool = True) -> None:
         if rounds < 1:
             raise ValueError(f"--rounds must be at least 1, not {rounds}")
         if not 0.0 <= inject <= 1.0:
@@ -51,7 +55,17 @@ class Floor:
         self.truth: list[dict[str, Any]] = []
         self.event_count = 0
         self.rounds_done = 0
-        self._runs = [TableRun(cfg, seed, rounds, inject, self.truth) for cfg in self.configs]
+        self.sign = sign
+        self._runs = [TableRun(cfg, seed, rounds, inject, self.truth, sign)
+                      for cfg in self.configs]
+
+    def registry(self) -> KeyRegistry | None:
+        """The public keys of the floor's devices (None for an unsigned floor)."""
+        if not self.sign:
+            return None
+        return floor_registry(self.seed, (d.device_id for run in self._runs
+                                          for d in run.devices.devices.values()))
+
 
     def events(self, on_round: Callable[[], None] | None = None) -> Iterator[Event]:
         """The floor's events in order. `on_round()` is called after each table-round."""
@@ -76,6 +90,12 @@ class Floor:
 
     def tables_by_game(self) -> Counter[str]:
         return Counter(f"{c.jurisdiction} {c.game}" for c in self.configs)
+
+
+def floor_registry(seed: int, device_ids: Iterable[str]) -> KeyRegistry:
+    """The key registry of the simulated devices named, for the floor of `seed`."""
+    return KeyRegistry({d: [DeviceKey(key_id(d), public_bytes(device_key(secret(seed), d)))]
+                        for d in sorted(set(device_ids))})
 
 
 def simulate_floor(tables: int, rounds: int, seed: int, inject: float = 0.0,
@@ -113,6 +133,9 @@ def write_floor(floor: Floor, out: Path, *, avro: bool = False, progress: bool =
     with open(out / "truth.jsonl", "wb") as tf:
         for rec in floor.truth:
             tf.write(orjson.dumps(rec) + b"\n")
+    keys = floor.registry()
+    if keys is not None:
+        keys.write(out / KEYS_FILE)
     return floor.event_count
 
 
@@ -137,11 +160,16 @@ class _Simulate:
 Deal real rounds at a floor of tables: New Jersey blackjack and Blackjack Switch,
 Pennsylvania Free Bet Blackjack, New Zealand blackjack (docs/procedure.md). Each
 table's devices (console, shoe, card reader, wager sensors) emit the events of
-design/events.md with contiguous seq and the prev_digest chain.
+design/events.md with contiguous seq and the prev_digest chain, and sign them with
+Ed25519 checkpoints (keys made from the seed; the public ones in DIR/keys.json, for
+`pitwatch audit --keys DIR/keys.json`; --unsigned for none).
 
 With --inject RATE, that share of rounds breaks exactly one rule, chosen among those
 the round can break; DIR/truth.jsonl names each fault's code, round and the event the
-audit should see it on. The same arguments always give the same bytes.
+audit should see it on. Among the faults is a forgery (SIGNATURE_INVALID): at a
+table's last round an amount is changed and the device's chain recomputed after it,
+so every digest is right and only the signatures tell. The same arguments always give
+the same bytes.
 
 examples:
   pitwatch simulate --tables 12 --rounds 150 --seed 7 --out floor/
@@ -163,11 +191,14 @@ examples:
                        help="also write DIR/events.avro (Avro container file)")
         p.add_argument("--out", required=True, type=Path, metavar="DIR",
                        help="output directory")
+        p.add_argument("--unsigned", action="store_true",
+                       help="devices do not sign (no checkpoints, no DIR/keys.json)")
         p.add_argument("--quiet", action="store_true", help="no progress bar, no summary")
 
     def run(self, args: argparse.Namespace) -> int:
         floor = Floor(args.tables, args.rounds, args.seed, args.inject,
-                      jurisdiction=args.jurisdiction, game=args.game)
+                      jurisdiction=args.jurisdiction, game=args.game,
+                      sign=not args.unsigned)
         long_run = len(floor.configs) * floor.rounds >= PROGRESS_FROM
         progress = long_run and not args.quiet and sys.stderr.isatty()
         n = write_floor(floor, args.out, avro=args.avro, progress=progress)
@@ -188,7 +219,8 @@ def summary(floor: Floor, events: int, out: Path, avro: bool) -> str:
             lines.append(f"  {n:5d}  {code}")
     else:
         lines.append("no faults injected")
-    files = "events.jsonl" + (", events.avro" if avro else "") + ", truth.jsonl"
+    files = "events.jsonl" + (", events.avro" if avro else "") + ", truth.jsonl" \
+        + (f", {KEYS_FILE}" if floor.sign else "")
     lines.append(f"wrote {files} to {out}")
     return "\n".join(lines)
 

@@ -24,7 +24,7 @@ from .betting import draw_plans
 from .dealing import CLEAN, PlayOptions, ShoeCursor, ShoeEmptyError, play_round
 from .devices import TableDevices
 from .floor import TableConfig
-from .inject import Fault, InjectContext, candidates
+from .inject import FORGERY, Fault, InjectContext, candidates
 from .script import CONSOLE, SHOE, RoundScript, Step
 
 #: The floor opens at 18:00 UTC on 30 November 2026, plus the seed's minute of the hour.
@@ -36,13 +36,18 @@ ROUND_BUDGET_MS: Final = 75_000  # a round's events fit in this much of its slot
 DEALER_SHIFT: Final = 40  # rounds before the next dealer comes in
 
 
+def secret(seed: int) -> str:
+    """What the devices' signing keys of a floor are made from (producers.devices)."""
+    return f"pitwatch-simulate/{seed}"
+
+
 def epoch_ms(seed: int) -> int:
     return int(EPOCH.timestamp() * 1000) + (seed % 60) * 60_000
 
 
 class TableRun:
     def __init__(self, cfg: TableConfig, seed: int, rounds: int, inject: float,
-                 truth: list[dict[str, Any]]) -> None:
+                 truth: list[dict[str, Any]], sign: bool = True) -> None:
         base = f"pitwatch-simulate/{seed}/{cfg.index}"
         self.cfg = cfg
         self.rounds = rounds
@@ -53,7 +58,8 @@ class TableRun:
         self.inject_rng = random.Random(base + "/faults")
         self.start_ms = epoch_ms(seed) + (cfg.index - 1) * TABLE_STAGGER_MS
         self.devices = TableDevices(cfg.table_id, random.Random(base + "/ids"),
-                                    random.Random(base + "/clock"), self.start_ms)
+                                    random.Random(base + "/clock"), self.start_ms,
+                                    secret=secret(seed) if sign else None)
         self.shoes = 0
         self.shoe = self._shuffle()
         self.counts: dict[tuple[str, str], int] = {}
@@ -148,10 +154,21 @@ class TableRun:
             if type(p) is CardDealt and ev.event_id not in conflicts:
                 key = (p.rank, p.suit)
                 counts[key] = counts.get(key, 0) + 1
-        if fault is not None:
+        if fault is not None and fault.code == FORGERY:
+            self._forgery(round_id)
+        elif fault is not None:
             self._record(fault, truth_step, round_id)
         events.extend(body)
         return events
+
+    def _forgery(self, round_id: str) -> None:
+        """A forged amount is seen on each checkpoint whose signature no longer matches."""
+        self.injected[FORGERY] += 1
+        bad = self.devices.bad_checkpoints
+        for event_id, rid in bad:
+            self.truth.append({"code": FORGERY, "table_id": self.cfg.table_id,
+                               "round_id": rid or round_id, "event_id": event_id})
+        bad.clear()
 
     def _record(self, fault: Fault, step: Step | None, round_id: str) -> None:
         self.injected[fault.code] += 1

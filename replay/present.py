@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pitwatch.events.model import (
     CardDealt,
     CardsCleared,
+    Checkpoint,
     Event,
     HoleCardInserted,
     PayoutMade,
@@ -67,6 +68,8 @@ def describe(ev: Event) -> str:
         return f"shoe {p.shoe_id}, {p.decks} decks"
     if isinstance(p, TableOpened):
         return f"{p.jurisdiction} {p.game}"
+    if isinstance(p, Checkpoint):
+        return f"{ev.device_id} signed its record to seq {p.head_seq} (key {p.key_id})"
     return ""
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from pitwatch.connect import add_connection_flags
 from pitwatch.store.base import Store
 
 
@@ -17,6 +18,7 @@ def add_store_options(p: argparse.ArgumentParser) -> None:
                    help="read from a ClickHouse server instead (e.g. 127.0.0.1:19000)")
     g.add_argument("--clickhouse-db", default="pitwatch", metavar="DB",
                    help="its database (default %(default)s)")
+    add_connection_flags(p, kafka=False)
 
 
 def open_store(args: argparse.Namespace) -> Store:

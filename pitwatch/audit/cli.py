@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from ..connect import add_connection_flags
 from ..engine.violation import Severity, Violation
 from ..events.files import Rejected
+from ..events.keys import KEYS_ENV, KeyRegistry, KeyRegistryError
 from ..store.embedded import EmbeddedStore
 from ..store.readonly import check_read_only
 from . import report
@@ -37,6 +40,7 @@ examples:
   pitwatch audit floor/ --format jsonl > violations.jsonl
   pitwatch audit shift.avro --data /var/lib/pitwatch --limit 0
   pitwatch audit night/ --quiet --fail-on HIGH     # for cron or CI: exit 1 on HIGH or worse
+  pitwatch audit floor/ --keys floor/keys.json     # devices must sign (Ed25519 checkpoints)
   pitwatch audit year/ --jobs 8                      # tables shared among 8 processes
 
 --jobs N shares the tables among N processes (default: the machine's cores); a
@@ -44,7 +48,8 @@ table's events stay in one process, in input order, and the results are merged i
 input's order: the output, the store and the exit status are those of --jobs 1.
 
 exit status: 0 done (and nothing at or above --fail-on), 1 a violation at or above
---fail-on, 2 bad input: no file, no event in the files, or no readable event at all."""
+--fail-on, 2 bad input: no file, no event in the files, no readable event at all, or
+a key registry that cannot be read."""
 
     def configure(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("paths", nargs="+", metavar="PATH", help="files or directories")
@@ -57,6 +62,10 @@ exit status: 0 done (and nothing at or above --fail-on), 1 a violation at or abo
         p.add_argument("--limit", type=int, default=50,
                        help="violations shown in table format (0 = all; default 50)")
         p.add_argument("--quiet", action="store_true", help="no progress bar")
+        p.add_argument("--keys", metavar="FILE", default=os.environ.get(KEYS_ENV),
+                       help="key registry (JSON: device -> Ed25519 public keys): every device "
+                       "in it must sign its chain, or SIGNATURE_INVALID (HIGH). Default: "
+                       f"${KEYS_ENV}; without one, signatures are not required")
         p.add_argument("--jobs", type=_jobs, default=default_jobs(), metavar="N",
                        help="processes to share the tables among (default: the machine's "
                        f"cores, {default_jobs()} here; 1: all in this process)")
@@ -65,6 +74,11 @@ exit status: 0 done (and nothing at or above --fail-on), 1 a violation at or abo
                        "(CRITICAL, HIGH, MEDIUM, LOW)")
 
     def run(self, args: argparse.Namespace) -> int:
+        try:
+            keys = None if not args.keys else KeyRegistry.load(args.keys)
+        except KeyRegistryError as e:
+            print(f"pitwatch audit: {e}", file=sys.stderr)
+            return 2
         data = Path(args.data)
         store = None
         if not args.no_store and args.jobs == 1:
@@ -90,11 +104,11 @@ exit status: 0 done (and nothing at or above --fail-on), 1 a violation at or abo
                 rep = audit_parallel(args.paths, args.jobs,
                                      data=None if args.no_store else data,
                                      on_violation=on_violation, on_reject=on_reject,
-                                     progress=progress, keep_violations=not jsonl)
+                                     progress=progress, keep_violations=not jsonl, keys=keys)
             else:
                 rep = audit_paths(args.paths, store=store, on_violation=on_violation,
                                   on_reject=on_reject, progress=progress,
-                                  keep_violations=not jsonl)
+                                  keep_violations=not jsonl, keys=keys)
         finally:
             rejects.close()
             if store is not None:
@@ -143,7 +157,9 @@ refused. A bad statement is reported in one line (exit 2).
 examples:
   pitwatch query "SELECT code, count() FROM violations FINAL GROUP BY code"
   pitwatch query --format jsonl "SELECT * FROM rounds FINAL WHERE violations > 0 LIMIT 5"
-  pitwatch query --format csv "SELECT * FROM violations FINAL" > violations.csv"""
+  pitwatch query --format csv "SELECT * FROM violations FINAL" > violations.csv
+  PITWATCH_CLICKHOUSE_USER=pitwatch_reader pitwatch query --clickhouse 127.0.0.1:19000 \\
+      "SELECT count() FROM violations FINAL"      a ClickHouse server, as its read-only user"""
 
     def configure(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("sql", help="the query")
@@ -152,9 +168,27 @@ examples:
         p.add_argument("--format", choices=("table", "csv", "json", "jsonl"), default="table",
                        help="table for people (default); csv with a header; json: one "
                        "array; jsonl: one object a line")
+        p.add_argument("--clickhouse", metavar="HOST:PORT",
+                       help="read a ClickHouse server's native port instead, in a read-only "
+                       "session (log in as a read-only user: see the README's Security)")
+        p.add_argument("--clickhouse-db", default="pitwatch", metavar="DB",
+                       help="its database (default %(default)s)")
+        add_connection_flags(p, kafka=False)
 
     def run(self, args: argparse.Namespace) -> int:
         check_read_only(args.sql)
+        if args.clickhouse:
+            from ..store.server import ServerStore
+
+            host, _, port = args.clickhouse.rpartition(":")
+            if not host or not port.isdigit():
+                raise ValueError(f"--clickhouse takes HOST:PORT, not {args.clickhouse!r}")
+            server = ServerStore(host, int(port), args.clickhouse_db)
+            try:
+                server.read_only()
+                return export(server.query(args.sql), args.format)
+            finally:
+                server.close()
         if not (Path(args.data) / "chdb").exists():
             raise FileNotFoundError(f"no store at {args.data}: run `pitwatch audit` or "
                                     "`pitwatch demo` first, or pass --data")

@@ -43,6 +43,7 @@ from ..engine.violation import Violation
 from ..events.avro import DecodeError, from_datum, read_container_records
 from ..events.files import AVRO_SUFFIXES, Rejected, expand
 from ..events.jsonl import InvalidEvent, from_json, loads
+from ..events.keys import KeyRegistry
 from ..events.model import Event
 from ..store.base import Params, StoreError
 from ..store.embedded import EmbeddedStore, stage
@@ -233,8 +234,9 @@ class _StoreProxy:
 
 
 def _worker(conn: Connection, files: list[Path], k: int, jobs: int,
-            staging: Path | None) -> None:
-    """Audit worker k's tables of `files`, reporting to the main process on `conn`."""
+            staging: Path | None, keys: dict[str, Any] | None = None) -> None:
+    """Audit worker k's tables of `files`, reporting to the main process on `conn`
+    (with the key registry's JSON, when signatures are verified)."""
     items: list[Item] = []
     order = 0
     counted = sent = 0
@@ -264,6 +266,7 @@ def _worker(conn: Connection, files: list[Path], k: int, jobs: int,
         store = None if staging is None else _StoreProxy(conn, staging)
         audit_events(counting(shard.events()), store=store, report=rep,
                      keep_violations=False,
+                     keys=None if keys is None else KeyRegistry.from_json(keys),
                      on_violation=lambda v: emit(shard.at, "violation", v),
                      on_round=lambda s: emit(shard.at, "round", s),
                      on_engine_error=lambda e: emit(shard.at, "engine_error", e))
@@ -315,12 +318,15 @@ def audit_parallel(
     on_reject: Callable[[Rejected], None] | None = None,
     progress: bool = False,
     keep_violations: bool = True,
+    keys: KeyRegistry | None = None,
 ) -> AuditReport:
     """`audit_paths` over `jobs` processes; into the embedded store in `data` (None:
     judge only). The report, the order of every callback and the store's rows are
     those of one process."""
     files = expand(paths)
     rep = AuditReport(files=len(files))
+    rep.signing_devices = None if keys is None else len(keys.devices)
+    registry = None if keys is None else keys.to_json()
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload([__name__])
     store = EmbeddedStore(data) if data is not None else None
@@ -332,7 +338,7 @@ def audit_parallel(
             store.setup()
         for k in range(jobs):
             mine, theirs = ctx.Pipe()
-            p = ctx.Process(target=_worker, args=(theirs, files, k, jobs, staging),
+            p = ctx.Process(target=_worker, args=(theirs, files, k, jobs, staging, registry),
                             name=f"pitwatch-audit-{k}", daemon=True)
             p.start()
             theirs.close()

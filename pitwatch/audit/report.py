@@ -28,6 +28,12 @@ def summary(rep: AuditReport, out: IO[str]) -> None:
         print(f"  {n:6,}  {code}", file=out)
     if rep.incomplete:
         print(f"incomplete rounds: {rep.incomplete:,}", file=out)
+    if rep.signing_devices is None:
+        print("signatures: not required (no key registry; --keys FILE to verify devices' "
+              "checkpoints)", file=out)
+    else:
+        print(f"signatures: verified; {rep.signing_devices:,} device(s) in the key registry "
+              "must sign", file=out)
     if rep.engine_errors:
         first = rep.engine_errors[0]
         print(f"engine errors: {len(rep.engine_errors):,} (bugs in pitwatch, not findings about "

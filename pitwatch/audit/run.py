@@ -12,6 +12,7 @@ from ..engine.auditor import Auditor, RoundSummary
 from ..engine.errors import EngineError
 from ..engine.violation import Violation
 from ..events.files import Rejected, expand, read_files
+from ..events.keys import KeyRegistry
 from ..events.model import Event
 from ..packs.registry import select
 from ..store.base import BatchWriter, Store
@@ -44,6 +45,8 @@ class AuditReport:
     violations: list[Violation] = field(default_factory=list)
     #: bugs in the engine met on the way (never violations: pitwatch.engine.errors)
     engine_errors: list[EngineError] = field(default_factory=list)
+    #: how many devices the key registry holds (None: no registry, signatures not required)
+    signing_devices: int | None = None
     #: CPU seconds of each process of `audit --jobs N` (for benches: the busiest is the
     #: critical path on a machine with N free cores)
     worker_cpu: list[float] = field(default_factory=list)
@@ -93,6 +96,7 @@ def audit_events(
     round_timeout_ms: int = DEFAULT_ROUND_TIMEOUT_MS,
     report: AuditReport | None = None,
     finish: bool = True,
+    keys: KeyRegistry | None = None,
     on_round: Callable[[RoundSummary], None] | None = None,
     on_engine_error: Callable[[EngineError], None] | None = None,
 ) -> AuditReport:
@@ -101,6 +105,7 @@ def audit_events(
     `finish`, the end of the input closes any round still open as incomplete (a stream
     that goes on would wait for its time-out instead)."""
     rep = report or AuditReport()
+    rep.signing_devices = None if keys is None else len(keys.devices)
     writer = BatchWriter(store) if store is not None else None
     positions = Positions(store)
 
@@ -126,7 +131,7 @@ def audit_events(
             on_engine_error(e)
 
     auditor = Auditor(select, violation, round_done, engine_error,
-                      round_timeout_ms=round_timeout_ms)
+                      round_timeout_ms=round_timeout_ms, keys=keys)
     # tables with a stored history: only theirs is asked for (a query each costs chDB
     # tens of milliseconds, and a fresh store has none)
     stored = stored_tables(store) if store is not None else set()
@@ -167,6 +172,7 @@ def audit_paths(
     on_reject: Callable[[Rejected], None] | None = None,
     progress: bool = False,
     keep_violations: bool = True,
+    keys: KeyRegistry | None = None,
 ) -> AuditReport:
     files = expand(paths)
     rep = AuditReport(files=len(files))
@@ -179,4 +185,4 @@ def audit_paths(
     total = sum(f.stat().st_size for f in files)
     events = _progress(read_files(files, reject), progress and total > 5_000_000)
     return audit_events(events, store=store, on_violation=on_violation,
-                        keep_violations=keep_violations, report=rep)
+                        keep_violations=keep_violations, report=rep, keys=keys)

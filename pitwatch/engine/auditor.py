@@ -28,7 +28,9 @@ from itertools import pairwise
 from typing import Any
 
 from ..events.avro import decode_single, digest, message_bytes, rules_from_dict, rules_to_dict
+from ..events.keys import KeyRegistry
 from ..events.model import (
+    Checkpoint,
     Event,
     RoundEnded,
     RoundStarted,
@@ -39,7 +41,7 @@ from ..events.model import (
 from .errors import FOLD, EngineErrorSink, engine_error
 from .rulepack import Finding, PostingRule, Rule, RulePack, Undecidable
 from .state import Round, TableState
-from .violation import Violation, violation_id
+from .violation import Severity, Violation, violation_id
 
 #: How many recent seq numbers per device are remembered to tell a redelivery (same
 #: event_id) from a conflict (another event with the same seq). A snapshot keeps all of
@@ -47,6 +49,9 @@ from .violation import Violation, violation_id
 SEQ_WINDOW = 1024
 #: The version of `export_state`'s format; `import_state` refuses any other.
 STATE_VERSION = 1
+#: How many devices a table has at most (docs/events.md, "Ranges"): each keeps a seq
+#: window, so a stream inventing device ids cannot grow a table's state and snapshot.
+MAX_DEVICES = 32
 #: How many ended rounds per table are remembered to refuse late events for them.
 CLOSED_WINDOW = 64
 
@@ -80,13 +85,21 @@ class StateError(ValueError):
 
 
 class _Device:
-    __slots__ = ("last_digest", "last_event", "last_seq", "window")
+    __slots__ = ("last_digest", "last_event", "last_seq", "unsigned", "unsigned_from",
+                 "unsigned_last", "unsigned_round", "window")
 
     def __init__(self) -> None:
         self.last_seq = 0
         self.last_event: Event | None = None
         self.last_digest: bytes | None = None  # of the last event, when restored without it
         self.window: OrderedDict[int, str] = OrderedDict()
+        #: events since the device's last checkpoint (counted only for a device that
+        #: signs), the seq of the first of them, the last one (seq, event id, ts) and
+        #: its round
+        self.unsigned = 0
+        self.unsigned_from = 0
+        self.unsigned_last: tuple[int, str, int] = (0, "", 0)
+        self.unsigned_round: str | None = None
 
     @property
     def seen(self) -> bool:
@@ -97,7 +110,9 @@ class _Device:
 
     def to_json(self) -> dict[str, Any]:
         return {"last_seq": self.last_seq, "last_digest": _b64(self.prev_digest()),
-                "window": _window_to_json(self.window)}
+                "window": _window_to_json(self.window), "unsigned": self.unsigned,
+                "unsigned_from": self.unsigned_from, "unsigned_last": list(self.unsigned_last),
+                "unsigned_round": self.unsigned_round}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> _Device:
@@ -105,6 +120,12 @@ class _Device:
         dev.last_seq = int(d["last_seq"])
         dev.last_digest = _unb64(d["last_digest"])
         dev.window = _window_from_json(d["window"])
+        dev.unsigned = int(d.get("unsigned", 0))  # absent in snapshots before signing
+        dev.unsigned_from = int(d.get("unsigned_from", 0))
+        seq, event_id, ts = d.get("unsigned_last", (0, "", 0))
+        dev.unsigned_last = (int(seq), str(event_id), int(ts))
+        r = d.get("unsigned_round")
+        dev.unsigned_round = None if r is None else str(r)
         return dev
 
 
@@ -162,8 +183,13 @@ class TableAuditor:
     def __init__(self, table_id: str, select_pack: PackSelector,
                  on_violation: ViolationSink, on_round: RoundSink,
                  on_engine_error: EngineErrorSink | None = None,
-                 round_timeout_ms: int | None = None) -> None:
+                 round_timeout_ms: int | None = None, keys: KeyRegistry | None = None) -> None:
         self.table = TableState(table_id)
+        #: the device keys: with them, a device in the registry must sign its chain
+        #: (docs/events.md, "Signed checkpoints"); without, checkpoints are not judged
+        self.keys = keys
+        #: the round id (or None) of the table's last event other than a checkpoint
+        self._rid: str | None = None
         #: the device-clock time-out (None: only the next round or a table event ends one)
         self.round_timeout_ms = round_timeout_ms
         #: the table's device clock: the latest ts among its accepted events
@@ -189,8 +215,13 @@ class TableAuditor:
     # --- input -----------------------------------------------------------------------
 
     def feed(self, ev: Event) -> None:
+        if type(ev.payload) is Checkpoint:
+            self._checkpoint(ev, ev.payload)
+            return
         if not self._record(ev):
             return
+        if self.keys is not None:
+            self._unsigned(ev)
         ts = ev.ts
         if ts > self.clock:
             self.clock = ts
@@ -220,6 +251,11 @@ class TableAuditor:
             if r is not None and not r.ended:
                 self._incomplete(r, ev.event_id, ev.ts, f"the table moved on to round {rid}")
             r = self.round = self._open_round(rid)
+            if not self.table.opened:  # no rule pack: say so, do not pass it silently
+                self._raise_record("TABLE_NOT_OPENED", ev, rid,
+                                   f"round {rid} at table {self.table.table_id}, which has "
+                                   "no TableOpened: no posted rules, no jurisdiction, judged "
+                                   "by the record rules only")
         elif r.ended:
             self._raise_record("PROCEDURE_OUT_OF_ORDER", ev, rid,
                                f"{ev.type} after the round ended")
@@ -288,15 +324,36 @@ class TableAuditor:
                          "(processing time, partition caught up)")
         return True
 
+    def expire_unsigned(self, timeout_ms: int) -> bool:
+        """The processing-time rule for signatures, for a caller that knows the table's
+        partition is caught up and nothing arrived for the table for `timeout_ms`: a
+        signing device's events after its last checkpoint are a truncated chain, as at
+        the end of a file (the same violation ids). Returns whether any was found."""
+        if self.keys is None:
+            return False
+        found = False
+        for device_id, dev in self.devices.items():
+            if dev.unsigned:
+                self._missing(device_id, dev, f"nothing arrived for the table for "
+                              f"{timeout_ms / 1000:g} s after it (a truncated chain)")
+                found = True
+        return found
+
     @property
     def round_open(self) -> bool:
         return self.round is not None and not self.round.ended
 
     def finish(self) -> None:
-        """End of input: a round still open is incomplete."""
+        """End of input: a round still open is incomplete, and a signing device's events
+        after its last checkpoint are a truncated chain."""
         r = self.round
         if r is not None and not r.ended:
             self._incomplete(r, r.last_event_id, r.last_ts, "the input ended before RoundEnded")
+        if self.keys is not None:
+            for device_id, dev in self.devices.items():
+                if dev.unsigned:
+                    self._missing(device_id, dev, "the input ended after it (a "
+                                  "truncated chain: its last events are vouched for by nothing)")
 
     # --- snapshots ---------------------------------------------------------------------
 
@@ -324,6 +381,7 @@ class TableAuditor:
             "devices": {k: d.to_json() for k, d in self.devices.items()},
             "closed": list(self.closed),
             "clock": self.clock,
+            "rid": self._rid,
         }
 
     def import_state(self, state: dict[str, Any]) -> None:
@@ -348,6 +406,8 @@ class TableAuditor:
         self.pack = self.select_pack(table.jurisdiction, table.game) if table.opened \
             else self.select_pack("OTHER", "OTHER")
         self.devices, self.closed, self.clock = devices, closed, clock
+        rid = state.get("rid")
+        self._rid = None if rid is None else str(rid)
         self.round, self._base, self._since = None, None, []
         quiet_v, quiet_r = self.on_violation, self.on_round
         self.on_violation, self.on_round = _drop, _drop
@@ -360,12 +420,79 @@ class TableAuditor:
         if self.round is not None and self.round_open:
             self.round.violations = round_violations
 
+    # --- signatures (docs/events.md, "Signed checkpoints") -----------------------------
+
+    def _checkpoint(self, ev: Event, p: Checkpoint) -> None:
+        """A device's checkpoint: part of its record (seq, digest), never of a round.
+        Judged only with a key registry: once per checkpoint, off the per-event path."""
+        dev = self.devices.get(ev.device_id)
+        head_seq, head = 0, b""
+        if dev is not None and dev.seen:
+            head_seq, head = dev.last_seq, dev.prev_digest()
+            dev.last_event, dev.last_digest = None, head  # digested once, not again
+        if not self._record(ev):
+            return
+        keys = self.keys
+        if keys is None:
+            return
+        dev = self.devices[ev.device_id]
+        if p.head_seq != head_seq or p.head_digest != head:
+            why: str | None = (
+                f"{ev.device_id} checkpoint claims head seq {p.head_seq} "
+                f"({p.head_digest.hex()[:12]}…), the chain's head is seq {head_seq} "
+                f"({head.hex()[:12]}…)")
+        else:
+            why = keys.check(ev.table_id, ev.device_id, p.head_seq, p.head_digest, p.key_id,
+                             p.signature)
+        if why is not None:
+            self._raise_record("SIGNATURE_INVALID", ev, ev.round_id, why)
+        dev.unsigned, dev.unsigned_round = 0, None
+
+    def _unsigned(self, ev: Event) -> None:
+        """Count a signing device's events since its checkpoint: more than the posted
+        number, or a table that moved on with some of them unsigned, is a missing one."""
+        rid = ev.round_id
+        if rid != self._rid:  # the table moves on: what came before must be signed
+            for device_id, d in self.devices.items():
+                if d.unsigned and d.unsigned_round != rid and device_id != ev.device_id:
+                    self._missing(device_id, d, _moved(rid))
+            self._rid = rid
+        keys = self.keys
+        assert keys is not None
+        if not keys.signs(ev.device_id):
+            return
+        dev = self.devices[ev.device_id]
+        if dev.unsigned and dev.unsigned_round != rid:
+            self._missing(ev.device_id, dev, _moved(rid))
+        elif dev.unsigned >= keys.checkpoint_every:
+            self._missing(ev.device_id, dev,
+                          f"it sent more than {keys.checkpoint_every} events")
+        if not dev.unsigned:
+            dev.unsigned_from = ev.seq
+        dev.unsigned += 1
+        dev.unsigned_last = (ev.seq, ev.event_id, ev.ts)
+        dev.unsigned_round = rid
+
+    def _missing(self, device_id: str, dev: _Device, why: str) -> None:
+        """A missing checkpoint, reported on the device's last unsigned event."""
+        last, event_id, ts = dev.unsigned_last
+        span = f"seq {dev.unsigned_from}" + ("" if last == dev.unsigned_from else f"–{last}")
+        self._raise_record_at("SIGNATURE_INVALID", event_id, ts, dev.unsigned_round,
+                              f"{device_id} {span} has no checkpoint: {why}")
+        dev.unsigned, dev.unsigned_round = 0, None
+
     # --- the record: seq, digest, redelivery -----------------------------------------
 
     def _record(self, ev: Event) -> bool:
         """Check the device's record; False when the event is not to be applied."""
         dev = self.devices.get(ev.device_id)
         if dev is None:
+            if len(self.devices) >= MAX_DEVICES:  # the table's state stays bounded
+                self._raise_record("DEVICE_LIMIT_EXCEEDED", ev, ev.round_id,
+                                   f"{ev.device_id} would be device {len(self.devices) + 1} "
+                                   f"of table {self.table.table_id}; at most {MAX_DEVICES}: "
+                                   "not applied")
+                return False
             dev = self.devices[ev.device_id] = _Device()
         seq = ev.seq
         if not dev.seen:
@@ -401,9 +528,13 @@ class TableAuditor:
     def _digest_mismatch(self, ev: Event, expected: bytes | None) -> None:
         got = "none" if ev.prev_digest is None else ev.prev_digest.hex()[:12]
         want = "none" if expected is None else expected.hex()[:12]
+        signed = self.keys is not None and self.keys.signs(ev.device_id)
         self._raise_record("DIGEST_MISMATCH", ev, ev.round_id,
                            f"{ev.device_id} seq {ev.seq} prev_digest {got}… "
-                           f"does not match its previous event ({want}…)")
+                           f"does not match its previous event ({want}…)"
+                           + ("; the device signs its chain, so its record was rewritten"
+                              if signed else ""),
+                           severity=Severity.HIGH if signed else None)
 
     # --- rounds ------------------------------------------------------------------------
 
@@ -483,15 +614,22 @@ class TableAuditor:
         if self.on_engine_error is not None:
             self.on_engine_error(e)
 
-    def _raise_record(self, code: str, ev: Event, round_id: str | None, message: str) -> None:
-        severity, citation = self.pack.record_citations[code]
+    def _raise_record(self, code: str, ev: Event, round_id: str | None, message: str,
+                      severity: Severity | None = None) -> None:
+        self._raise_record_at(code, ev.event_id, ev.ts, round_id, message, severity)
+
+    def _raise_record_at(self, code: str, event_id: str, ts: int, round_id: str | None,
+                         message: str, severity: Severity | None = None) -> None:
+        posted, citation = self.pack.record_citations[code]
         r = self.round if self.round is not None and self.round.round_id == round_id else None
-        v = Violation(code, severity, self.table.table_id, round_id or "", None, None,
-                      ev.event_id, (), citation, message, self.pack.name, self.pack.version,
-                      ev.ts)
+        v = Violation(code, severity or posted, self.table.table_id, round_id or "", None,
+                      None, event_id, (), citation, message, self.pack.name,
+                      self.pack.version, ts)
         if r is not None:
             r.violations += 1
-        elif round_id:  # on the first event of a round not opened yet: count it there
+        elif round_id and round_id not in self.closed:
+            # on the first event of a round not opened yet: count it there (a round that
+            # closed already sent its summary; a late finding is not counted in it)
             self.early[round_id] = self.early.get(round_id, 0) + 1
         self.on_violation(v)
 
@@ -513,6 +651,10 @@ class TableAuditor:
             code, severity, self.table.table_id, r.round_id, f.seat, f.hand, event_id,
             f.evidence, citation, f.message, self.pack.name, self.pack.version, ts))
         return vid
+
+
+def _moved(round_id: str | None) -> str:
+    return f"the table moved on to {'round ' + round_id if round_id else 'a table event'}"
 
 
 def _drop(_: object) -> None:
@@ -549,8 +691,9 @@ class Auditor:
 
     def __init__(self, select_pack: PackSelector, on_violation: ViolationSink,
                  on_round: RoundSink, on_engine_error: EngineErrorSink | None = None,
-                 round_timeout_ms: int | None = None) -> None:
+                 round_timeout_ms: int | None = None, keys: KeyRegistry | None = None) -> None:
         self.select_pack = select_pack
+        self.keys = keys
         self.on_violation = on_violation
         self.on_round = on_round
         self.on_engine_error = on_engine_error
@@ -566,7 +709,7 @@ class Auditor:
         if t is None:
             t = self.tables[table_id] = TableAuditor(
                 table_id, self.select_pack, self.on_violation, self.on_round,
-                self.on_engine_error, self.round_timeout_ms)
+                self.on_engine_error, self.round_timeout_ms, self.keys)
         return t
 
     def feed(self, ev: Event) -> None:

@@ -15,9 +15,11 @@ from typing import IO, Any, Final, cast
 import fastavro
 
 from ..blackjack.ratio import Ratio
+from . import limits
 from .model import (
     CardDealt,
     CardsCleared,
+    Checkpoint,
     Event,
     HoleCardInserted,
     HoleCardRevealed,
@@ -148,10 +150,14 @@ _FROM_AVRO: Final[dict[str, Any]] = {
     _PREFIX + "WagerReturned": _wager(WagerReturned),
     _PREFIX + "CardsCleared": lambda d: CardsCleared(d["seat"], d["hand"]),
     _PREFIX + "RoundEnded": lambda d: RoundEnded(),
+    _PREFIX + "Checkpoint": lambda d: Checkpoint(d["head_seq"], d["head_digest"], d["key_id"],
+                                                 d["signature"]),
 }
 
 
 def from_datum(d: dict[str, Any], raw: bytes | None = None) -> Event:
+    """The event of an Avro datum; DecodeError when it is outside the contract's ranges
+    (pitwatch.events.limits)."""
     name, body = d["payload"]
     try:
         payload = _FROM_AVRO[name](body)
@@ -160,8 +166,19 @@ def from_datum(d: dict[str, Any], raw: bytes | None = None) -> Event:
     event_id, ts = d["event_id"], d["ts"]
     if type(ts) is not int:  # a file written under the logical types: datetime and UUID
         ts, event_id = int(ts.timestamp() * 1000), str(event_id)
-    return Event(event_id, d["table_id"], d["device_id"], d["seq"], ts,
-                 d["round_id"], d["prev_digest"], payload, raw)
+    ev = Event(event_id, d["table_id"], d["device_id"], d["seq"], ts,
+               d["round_id"], d["prev_digest"], payload, raw)
+    try:
+        limits.check(ev)
+    except limits.OutOfRange as e:
+        raise DecodeError(f"out of the contract's range: {e}") from e
+    return ev
+
+
+def _bounded(data: bytes, what: str) -> None:
+    if len(data) > limits.MAX_MESSAGE_BYTES:
+        raise DecodeError(f"{what} of {len(data):,} bytes: the contract's limit is "
+                          f"{limits.MAX_MESSAGE_BYTES:,}")
 
 
 # --- bytes ----------------------------------------------------------------------------
@@ -180,6 +197,7 @@ def digest(ev: Event) -> bytes:
 
 
 def decode(body: bytes) -> Event:
+    _bounded(body, "an event")
     try:
         d: Any = fastavro.schemaless_reader(io.BytesIO(body), plain_schema(), None,
                                        return_record_name=True)
@@ -210,6 +228,7 @@ def decode_single(message: bytes) -> Event:
     """An event from a single-object message written under any schema version this
     reader knows (found by its fingerprint among the released ones). Its raw bytes are
     the body as written: the digest is computed over them, never over a re-encoding."""
+    _bounded(message, "a message")
     header = single_object_header()
     if message[:10] == header:
         return decode(message[10:])

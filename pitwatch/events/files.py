@@ -15,6 +15,7 @@ from typing import IO
 
 from .avro import DecodeError, from_datum, read_container_records, write_container
 from .jsonl import InvalidEvent, dumps, loads
+from .keys import KEYS_FILE
 from .model import Event
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson", ".json")
@@ -43,7 +44,7 @@ def expand(paths: Iterable[str | Path]) -> list[Path]:
         if p.is_dir():
             out.extend(sorted(f for f in p.rglob("*")
                               if f.suffix in JSONL_SUFFIXES + AVRO_SUFFIXES
-                              and f.name not in ("truth.jsonl", "rejects.jsonl")))
+                              and f.name not in ("truth.jsonl", "rejects.jsonl", KEYS_FILE)))
         elif p.exists():
             out.append(p)
         else:

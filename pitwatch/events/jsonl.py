@@ -11,6 +11,7 @@ from typing import Any, Final
 
 import orjson
 
+from . import limits
 from .avro import rules_from_dict, rules_to_dict
 from .model import (
     DECISIONS,
@@ -23,6 +24,7 @@ from .model import (
     RECIPIENTS,
     SUITS,
     WAGER_KINDS,
+    Checkpoint,
     Event,
     Rules,
     TableOpened,
@@ -53,7 +55,10 @@ _FIELDS: Final[dict[str, dict[str, Any]]] = {
     "WagerReturned": _WAGER,
     "CardsCleared": {"seat": (_INT, None), "hand": (_INT, None)},
     "RoundEnded": {},
+    "Checkpoint": {"head_seq": _INT, "head_digest": _STR, "key_id": _STR, "signature": _STR},
 }
+#: payload fields carried as hex in JSON (bytes in Avro)
+_HEX: Final = ("head_digest", "signature")
 
 
 def _check(type_name: str, name: str, value: Any, check: Any) -> None:
@@ -124,14 +129,25 @@ def from_json(d: Any) -> Event:
         if not all(isinstance(s, int) for s in values["seats"]):
             raise InvalidEvent("RoundStarted.seats: not a list of seat numbers")
         values["seats"] = tuple(values["seats"])
+    elif type_name == "Checkpoint":
+        for name in _HEX:
+            try:
+                values[name] = bytes.fromhex(values[name])
+            except ValueError as e:
+                raise InvalidEvent(f"Checkpoint.{name}: not hex") from e
     digest_hex = d.get("prev_digest")
     try:
         prev = None if digest_hex is None else bytes.fromhex(digest_hex)
     except ValueError as e:
         raise InvalidEvent("prev_digest: not hex") from e
     payload = PAYLOAD_TYPES[type_name](**values)
-    return Event(d["event_id"], d["table_id"], d["device_id"], d["seq"], _ts(d["ts"]),
-                 d.get("round_id"), prev, payload)
+    ev = Event(d["event_id"], d["table_id"], d["device_id"], d["seq"], _ts(d["ts"]),
+               d.get("round_id"), prev, payload)
+    try:
+        limits.check(ev)
+    except limits.OutOfRange as e:
+        raise InvalidEvent(f"out of the contract's range: {e}") from e
+    return ev
 
 
 def to_json(ev: Event) -> dict[str, Any]:
@@ -145,6 +161,9 @@ def to_json(ev: Event) -> dict[str, Any]:
         d[name] = getattr(p, name)
     if isinstance(p, TableOpened):
         d["rules"] = rules_to_dict(p.rules)  # the JSON object has the datum's shape
+    elif isinstance(p, Checkpoint):
+        for name in _HEX:
+            d[name] = getattr(p, name).hex()
     return d
 
 
@@ -154,6 +173,9 @@ def dumps(ev: Event) -> bytes:
 
 
 def loads(line: bytes | str) -> Event:
+    if len(line) > limits.MAX_MESSAGE_BYTES:
+        raise InvalidEvent(f"a line of {len(line):,} bytes: the contract's limit is "
+                           f"{limits.MAX_MESSAGE_BYTES:,}")
     try:
         d = orjson.loads(line)
     except orjson.JSONDecodeError as e:

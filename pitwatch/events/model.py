@@ -188,10 +188,21 @@ class RoundEnded:
     pass
 
 
+@dataclass(slots=True)
+class Checkpoint:
+    """A device signs its own chain up to `head_seq` (docs/events.md, "Signed
+    checkpoints"); part of the device's record, never of a round's play."""
+
+    head_seq: int
+    head_digest: bytes
+    key_id: str
+    signature: bytes
+
+
 Payload = (
     TableOpened | ShoeLoaded | RoundStarted | WagerPlaced | CardDealt | InsuranceOffered
     | SwitchOffered | HoleCardInserted | HoleCardRevealed | PlayerDecision | PayoutMade
-    | WagerCollected | WagerReturned | CardsCleared | RoundEnded
+    | WagerCollected | WagerReturned | CardsCleared | RoundEnded | Checkpoint
 )
 
 PAYLOAD_TYPES: Final[dict[str, type[Payload]]] = {
@@ -199,7 +210,7 @@ PAYLOAD_TYPES: Final[dict[str, type[Payload]]] = {
     for cls in (
         TableOpened, ShoeLoaded, RoundStarted, WagerPlaced, CardDealt, InsuranceOffered,
         SwitchOffered, HoleCardInserted, HoleCardRevealed, PlayerDecision, PayoutMade,
-        WagerCollected, WagerReturned, CardsCleared, RoundEnded,
+        WagerCollected, WagerReturned, CardsCleared, RoundEnded, Checkpoint,
     )
 }
 

@@ -45,6 +45,11 @@ RECORD_CITATIONS: dict[str, tuple[Severity, str]] = {
     "DIGEST_MISMATCH": (LOW, f"{RECORD} The record (prev_digest: SHA-256 of the previous "
                         "event)"),
     "ROUND_INCOMPLETE": (LOW, f"{RECORD} Rounds (every round ends with RoundEnded)"),
+    "DEVICE_LIMIT_EXCEEDED": (MEDIUM, f"{RECORD} Ranges (a table has at most 32 devices)"),
+    "TABLE_NOT_OPENED": (MEDIUM, f"{RECORD} Rounds (a table's TableOpened comes before its "
+                         "rounds)"),
+    "SIGNATURE_INVALID": (HIGH, f"{RECORD} Signed checkpoints (a device in the key registry "
+                          "signs its chain)"),
     "PROCEDURE_OUT_OF_ORDER": (MEDIUM, "pitwatch record rule, docs/procedure.md § A round, "
                                "in order"),
 }

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from ..connect import ClickHouseAuth
 from .base import TABLES, Params, StoreError, columns, ddl_statements
 
 _TIME_COLUMNS = frozenset({"ts", "started", "ended", "detected_at"})
@@ -22,6 +23,18 @@ def driver_placeholders(sql: str) -> str:
     return _PLACEHOLDER.sub(r"%(\1)s", sql.replace("%", "%%"))
 
 
+def reason(e: BaseException) -> str:
+    """A driver or server error in one line that says why: ClickHouse's own message
+    (`Wrong password for user x`) with its code, not its stack trace."""
+    text = str(getattr(e, "message", "") or e)
+    lines = [ln.strip() for ln in text.splitlines()
+             if ln.strip() and not re.fullmatch(r"Code: \d+\.?", ln.strip())]
+    first = (lines[0] if lines else text).removeprefix("DB::Exception: ")
+    first = first.split(". Stack trace:")[0].removesuffix(" Stack trace:")
+    code = getattr(e, "code", None)
+    return f"{first} (code {code})" if isinstance(code, int) else first
+
+
 def _utc(seconds: int) -> datetime:
     """A DateTime column's value: naive UTC (the driver sends naive times as they are)."""
     return datetime.fromtimestamp(seconds, UTC).replace(tzinfo=None)
@@ -29,14 +42,18 @@ def _utc(seconds: int) -> datetime:
 
 class ServerStore:
     def __init__(self, host: str = "127.0.0.1", port: int = 19000,
-                 database: str = "pitwatch", connect_timeout: float = 5.0) -> None:
+                 database: str = "pitwatch", connect_timeout: float = 5.0,
+                 auth: ClickHouseAuth | None = None) -> None:
+        """`auth`: user, password and TLS; by default from the environment
+        (PITWATCH_CLICKHOUSE_*, see pitwatch.connect)."""
         from clickhouse_driver import Client
 
         self.database = database
+        login = (auth or ClickHouseAuth.from_env()).driver()
         self.client = Client(host=host, port=port, database=database,
-                             connect_timeout=connect_timeout, send_receive_timeout=30)
+                             connect_timeout=connect_timeout, send_receive_timeout=30, **login)
         self._admin = Client(host=host, port=port, database="default",
-                             connect_timeout=connect_timeout, send_receive_timeout=30)
+                             connect_timeout=connect_timeout, send_receive_timeout=30, **login)
         self._cols = {t: columns(t) for t in TABLES}
 
     def _execute(self, sql: str, params: Any = None) -> Any:
@@ -45,14 +62,14 @@ class ServerStore:
                 else self.client.execute(sql)
         except Exception as e:  # network errors and server exceptions alike
             self.client.disconnect()
-            raise StoreError(f"ClickHouse: {e}") from e
+            raise StoreError(f"ClickHouse: {reason(e)}") from e
 
     def setup(self) -> None:
         try:
             self._admin.execute(f"CREATE DATABASE IF NOT EXISTS {self.database}")
         except Exception as e:
             self._admin.disconnect()
-            raise StoreError(f"ClickHouse: {e}") from e
+            raise StoreError(f"ClickHouse: {reason(e)}") from e
         finally:
             self._admin.disconnect()
         for stmt in ddl_statements():
@@ -69,7 +86,7 @@ class ServerStore:
                                 columnar=True)
         except Exception as e:  # network errors and server exceptions alike
             self.client.disconnect()
-            raise StoreError(f"ClickHouse: {e}") from e
+            raise StoreError(f"ClickHouse: {reason(e)}") from e
 
     def query(self, sql: str, params: Params | None = None) -> list[dict[str, Any]]:
         try:
@@ -80,9 +97,16 @@ class ServerStore:
                 rows, meta = self.client.execute(sql, with_column_types=True)
         except Exception as e:
             self.client.disconnect()
-            raise StoreError(f"ClickHouse: {e}") from e
+            raise StoreError(f"ClickHouse: {reason(e)}") from e
         names = [m[0] for m in meta]
         return [dict(zip(names, r, strict=True)) for r in rows]
+
+    def read_only(self) -> None:
+        """From now on this session's queries run with readonly=1 (a user whose profile
+        is read-only already is left as it is: it may not change settings)."""
+        level = self.query("SELECT value FROM system.settings WHERE name = 'readonly'")
+        if level and level[0]["value"] == "0":
+            self.client.settings["readonly"] = 1
 
     def dedupe(self) -> None:
         for t in TABLES:

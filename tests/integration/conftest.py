@@ -4,6 +4,7 @@ consumer groups and ClickHouse database, so tests never see each other's data.""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -147,7 +148,7 @@ class Pipeline:
              # a partition standing still (Faust can hang after a rebalance) restarts the
              # worker within STALL_S, not the production two minutes; a test may say less
              "--stall-timeout", str(STALL_S), *extra],
-            stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
+            stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True,
             env=None if env is None else {**os.environ, **env})
         self.workers.append(proc)
         return proc
@@ -261,6 +262,10 @@ class Pipeline:
                 except subprocess.TimeoutExpired:
                     p.kill()
                     p.wait()
+            # whatever the worker started (its sink, multiprocessing's helpers) is in its
+            # process group: none of it outlives the test
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(p.pid, signal.SIGKILL)
         try:  # PITWATCH_KEEP=1 keeps the database for a look after the test
             if not os.environ.get("PITWATCH_KEEP"):
                 self.store._execute(f"DROP DATABASE IF EXISTS {self.id}")

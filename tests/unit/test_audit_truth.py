@@ -18,7 +18,7 @@ GAMES = [("NJ", "BLACKJACK"), ("NJ", "BLACKJACK_SWITCH"), ("PA", "FREE_BET_BLACK
 @pytest.mark.parametrize(("jurisdiction", "game"), GAMES)
 def test_clean_floor_has_no_violation(jurisdiction: str, game: str) -> None:
     floor = Floor(4, 60, seed=101, jurisdiction=jurisdiction, game=game)
-    rep = audit_events(floor.events())
+    rep = audit_events(floor.events(), keys=floor.registry())
     assert rep.rounds == 4 * 60
     assert [v.message for v in rep.violations] == []
 
@@ -26,7 +26,7 @@ def test_clean_floor_has_no_violation(jurisdiction: str, game: str) -> None:
 @pytest.mark.parametrize(("jurisdiction", "game"), GAMES)
 def test_injected_faults_are_found_exactly(jurisdiction: str, game: str) -> None:
     floor = Floor(4, 80, seed=202, inject=0.3, jurisdiction=jurisdiction, game=game)
-    rep = audit_events(floor.events())
+    rep = audit_events(floor.events(), keys=floor.registry())
     found = Counter((v.code, v.table_id, v.round_id) for v in rep.violations)
     injected = Counter((t["code"], t["table_id"], t["round_id"]) for t in floor.truth)
     assert len(injected) > 40

@@ -47,6 +47,8 @@ from pitwatch.events.model import (
 ints = st.integers(min_value=0, max_value=2**31 - 1)
 cents = st.integers(min_value=0, max_value=10**12)
 small = st.integers(min_value=0, max_value=12)
+seat = st.integers(min_value=1, max_value=12)  # seats are numbered from 1
+opt_seat = st.none() | seat
 text = st.text(alphabet=string.ascii_letters + string.digits + "-", min_size=1, max_size=12)
 opt_small = st.none() | small
 
@@ -69,19 +71,20 @@ payloads = st.one_of(
     st.builds(TableOpened, st.sampled_from(sorted(JURISDICTIONS)), st.sampled_from(sorted(GAMES)),
               rules),
     st.builds(ShoeLoaded, text, st.integers(1, 8)),
-    st.builds(RoundStarted, text, st.lists(small, max_size=7).map(tuple)),
-    *(st.builds(cls, small, small, kinds, cents)
+    st.builds(RoundStarted, text, st.lists(seat, max_size=7).map(tuple)),
+    *(st.builds(cls, seat, small, kinds, cents)
       for cls in (WagerPlaced, PayoutMade, WagerCollected, WagerReturned)),
-    st.builds(CardDealt, st.sampled_from(["PLAYER", "DEALER"]), opt_small, opt_small,
+    st.builds(CardDealt, st.sampled_from(["PLAYER", "DEALER"]), opt_seat, opt_small,
               st.sampled_from(RANKS), st.sampled_from(SUITS), st.booleans()),
-    st.just(InsuranceOffered()), st.builds(SwitchOffered, small),
+    st.just(InsuranceOffered()), st.builds(SwitchOffered, seat),
     st.builds(HoleCardInserted, st.booleans()), st.just(HoleCardRevealed()),
-    st.builds(PlayerDecision, small, small, st.sampled_from(sorted(DECISIONS))),
-    st.builds(CardsCleared, opt_small, opt_small), st.just(RoundEnded()),
+    st.builds(PlayerDecision, seat, small, st.sampled_from(sorted(DECISIONS))),
+    st.builds(CardsCleared, opt_seat, opt_small), st.just(RoundEnded()),
 )
 events = st.builds(
     Event, st.uuids().map(str), text, text, st.integers(1, 2**40),
-    st.integers(0, 2**42), st.none() | text, st.none() | st.binary(min_size=32, max_size=32),
+    st.integers(0, 2**32 * 1000 - 1), st.none() | text,
+    st.none() | st.binary(min_size=32, max_size=32),
     payloads,
 )
 

@@ -33,7 +33,7 @@ from pitwatch.events.model import (
 )
 from pitwatch.packs.registry import select
 from producers.inject import CATALOGUE, CODES, NOT_INJECTED
-from producers.simulate import simulate_floor
+from producers.simulate import floor_registry, simulate_floor
 
 #: (tables, rounds, jurisdiction, game) of the floors dealt with a fault in every round.
 #: Free Bet gets more rounds: EVEN_MONEY_CARDS_REMOVED needs a Push 22 wager at a seat
@@ -50,9 +50,11 @@ def floors() -> list[Floor]:
     return [simulate_floor(t, r, SEED, 1.0, jurisdiction=j, game=g) for t, r, j, g in FLOORS]
 
 
-def _audit(events: list[Event]) -> list[Violation]:
+def _audit(events: list[Event], seed: int = SEED) -> list[Violation]:
+    """With the floor's keys: the forgery fault is found by its signatures."""
     found: list[Violation] = []
-    auditor = Auditor(select, found.append, lambda _: None)
+    keys = floor_registry(seed, {ev.device_id for ev in events})
+    auditor = Auditor(select, found.append, lambda _: None, keys=keys)
     for ev in events:
         auditor.feed(ev)
     auditor.finish()
@@ -60,7 +62,7 @@ def _audit(events: list[Event]) -> list[Violation]:
 
 
 def test_catalogue() -> None:
-    assert len(CODES) == len(set(CODES)) == 34
+    assert len(CODES) == len(set(CODES)) == 35
     assert "INSURANCE_PAID_BEFORE_COLLECTION" in NOT_INJECTED
     assert not set(NOT_INJECTED) & set(CODES)
     packs = {(p.jurisdiction, p.game): p for p in
@@ -190,7 +192,7 @@ def test_record_faults_are_the_only_breaks(floors: list[Floor]) -> None:
 
 def test_clean_floor_passes_the_audit() -> None:
     events, truth = simulate_floor(4, 30, 5)
-    assert truth == [] and _audit(events) == []
+    assert truth == [] and _audit(events, seed=5) == []
 
 
 def test_audit_finds_exactly_the_faults(floors: list[Floor]) -> None:

@@ -1,0 +1,183 @@
+"""Signed device records: the checkpoint message, and the registry of device keys.
+
+A device signs its own chain with Ed25519 (docs/events.md, "Signed checkpoints"): every
+`checkpoint_every` events and after its last event of every round it emits a
+`Checkpoint` naming the chain head it covers (`head_seq`, `head_digest`), the key that
+signed, and the signature over `checkpoint_message(...)`. The auditor holds only public
+keys, so it can check a signature and cannot make one.
+
+The registry is a JSON file:
+
+    {"version": 1, "algorithm": "Ed25519", "checkpoint_every": 32,
+     "devices": {"AC-BJ-01-rfid": [
+        {"key_id": "AC-BJ-01-rfid/1", "public_key": "<base64, 32 bytes>",
+         "from_seq": 1, "until_seq": 5000},
+        {"key_id": "AC-BJ-01-rfid/2", "public_key": "...", "from_seq": 5001,
+         "until_seq": null}]}}
+
+A key signs checkpoints whose `head_seq` is within [from_seq, until_seq] (until_seq
+null: no end yet), so keys rotate by device seq, the device's own order of record
+(its clock is not trusted for that).
+"""
+
+from __future__ import annotations
+
+import base64
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import (
+    Ed25519PrivateKey,
+    Ed25519PublicKey,
+)
+
+#: The domain tag that starts every signed checkpoint message (so a signature made for
+#: anything else never passes for a checkpoint).
+DOMAIN: Final = b"pitwatch checkpoint v1\x00"
+ALGORITHM: Final = "Ed25519"
+REGISTRY_VERSION: Final = 1
+#: How many events a device emits at most between two checkpoints, unless the
+#: registry posts another figure.
+CHECKPOINT_EVERY: Final = 32
+#: The registry's name beside a floor's events (`pitwatch simulate --out DIR`): never
+#: read as events when DIR is audited.
+KEYS_FILE: Final = "keys.json"
+#: The environment variable the worker reads the registry's path from.
+KEYS_ENV: Final = "PITWATCH_KEYS"
+
+
+class KeyRegistryError(ValueError):
+    """A key registry file that cannot be used; the message says where and why."""
+
+
+def checkpoint_message(table_id: str, device_id: str, head_seq: int,
+                       head_digest: bytes) -> bytes:
+    """The exact bytes a checkpoint signs: DOMAIN, then table and device ids (UTF-8, each
+    after its length as 4 bytes big-endian), head_seq (8 bytes big-endian, signed) and
+    the 32-byte head digest."""
+    t, d = table_id.encode(), device_id.encode()
+    return b"".join((DOMAIN, struct.pack(">I", len(t)), t, struct.pack(">I", len(d)), d,
+                     struct.pack(">q", head_seq), head_digest))
+
+
+def sign_checkpoint(key: Ed25519PrivateKey, table_id: str, device_id: str, head_seq: int,
+                    head_digest: bytes) -> bytes:
+    return key.sign(checkpoint_message(table_id, device_id, head_seq, head_digest))
+
+
+def public_bytes(key: Ed25519PrivateKey) -> bytes:
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+    return key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceKey:
+    key_id: str
+    public_key: bytes  # raw 32 bytes
+    from_seq: int = 1
+    until_seq: int | None = None
+
+    def covers(self, seq: int) -> bool:
+        return self.from_seq <= seq and (self.until_seq is None or seq <= self.until_seq)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"key_id": self.key_id,
+                "public_key": base64.b64encode(self.public_key).decode(),
+                "from_seq": self.from_seq, "until_seq": self.until_seq}
+
+
+class KeyRegistry:
+    """Devices and their public keys. `check` judges one checkpoint."""
+
+    def __init__(self, devices: dict[str, list[DeviceKey]],
+                 checkpoint_every: int = CHECKPOINT_EVERY) -> None:
+        if checkpoint_every < 1:
+            raise KeyRegistryError(f"checkpoint_every must be at least 1, not {checkpoint_every}")
+        self.devices = devices
+        self.checkpoint_every = checkpoint_every
+        self._loaded: dict[bytes, Ed25519PublicKey] = {}
+
+    def signs(self, device_id: str) -> bool:
+        """Whether the device is in the registry (and so must sign its chain)."""
+        return device_id in self.devices
+
+    def check(self, table_id: str, device_id: str, head_seq: int, head_digest: bytes,
+              key_id: str, signature: bytes) -> str | None:
+        """None when the signature is good; else why not (for the violation's message)."""
+        keys = self.devices.get(device_id)
+        if keys is None:
+            return f"{device_id} is not in the key registry"
+        key = next((k for k in keys if k.key_id == key_id), None)
+        if key is None:
+            return f"key {key_id!r} is not one of {device_id}'s keys"
+        if not key.covers(head_seq):
+            until = "on" if key.until_seq is None else f"to {key.until_seq}"
+            return (f"key {key_id!r} signs {device_id} seq {key.from_seq} {until}, "
+                    f"not seq {head_seq}")
+        pub = self._loaded.get(key.public_key)
+        if pub is None:
+            pub = self._loaded[key.public_key] = Ed25519PublicKey.from_public_bytes(
+                key.public_key)
+        try:
+            pub.verify(signature, checkpoint_message(table_id, device_id, head_seq,
+                                                     head_digest))
+        except InvalidSignature:
+            return f"the signature of {device_id} seq {head_seq} by key {key_id!r} is not valid"
+        return None
+
+    # --- the file ---------------------------------------------------------------------
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": REGISTRY_VERSION, "algorithm": ALGORITHM,
+                "checkpoint_every": self.checkpoint_every,
+                "devices": {d: [k.to_json() for k in keys]
+                            for d, keys in sorted(self.devices.items())}}
+
+    def write(self, path: Path) -> None:
+        path.write_bytes(orjson.dumps(self.to_json(), option=orjson.OPT_INDENT_2) + b"\n")
+
+    @classmethod
+    def from_json(cls, d: Any, where: str = "key registry") -> KeyRegistry:
+        if not isinstance(d, dict) or d.get("version") != REGISTRY_VERSION:
+            raise KeyRegistryError(f"{where}: not a version {REGISTRY_VERSION} key registry")
+        if d.get("algorithm", ALGORITHM) != ALGORITHM:
+            raise KeyRegistryError(f"{where}: algorithm {d.get('algorithm')!r}, "
+                                   f"pitwatch verifies {ALGORITHM}")
+        devices: dict[str, list[DeviceKey]] = {}
+        raw = d.get("devices")
+        if not isinstance(raw, dict):
+            raise KeyRegistryError(f"{where}: 'devices' is not an object")
+        for device, keys in raw.items():
+            if not isinstance(keys, list) or not keys:
+                raise KeyRegistryError(f"{where}: {device}: not a list of keys")
+            out = devices[str(device)] = []
+            for n, k in enumerate(keys, 1):
+                try:
+                    pub = base64.b64decode(k["public_key"], validate=True)
+                    until = k.get("until_seq")
+                    key = DeviceKey(str(k["key_id"]), pub, int(k.get("from_seq", 1)),
+                                    None if until is None else int(until))
+                    Ed25519PublicKey.from_public_bytes(pub)
+                except (KeyError, TypeError, ValueError) as e:
+                    raise KeyRegistryError(f"{where}: {device} key {n}: {e}") from e
+                out.append(key)
+        try:
+            every = int(d.get("checkpoint_every", CHECKPOINT_EVERY))
+        except (TypeError, ValueError) as e:
+            raise KeyRegistryError(f"{where}: checkpoint_every: {e}") from e
+        return cls(devices, every)
+
+    @classmethod
+    def load(cls, path: str | Path) -> KeyRegistry:
+        try:
+            data = orjson.loads(Path(path).read_bytes())
+        except OSError as e:
+            raise KeyRegistryError(f"cannot read key registry {path}: {e.strerror}") from e
+        except orjson.JSONDecodeError as e:
+            raise KeyRegistryError(f"{path}: not JSON: {e}") from e
+        return cls.from_json(data, str(path))
