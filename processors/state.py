@@ -13,6 +13,12 @@ are skipped by offset, however far the snapshot is ahead of the committed offset
 restore invents nothing. A snapshot of another version, or a damaged one, is dropped:
 the table is folded again from the start of the partition. Violations found on the way
 go out again with the same ids, so the store counts them once.
+
+The consumer can hand the audit a partition with a hole in it (Faust resuming a
+partition around a rebalance from its fetch position before it seeks to the committed
+offset: the records it had fetched are cleared, and offsets are skipped). The caller
+says so (`skipped`): the partition's tables are restored as after a take-over, so the
+skipped events are folded from the partition, never lost.
 """
 
 from __future__ import annotations
