@@ -45,7 +45,7 @@ from ..events.files import AVRO_SUFFIXES, Rejected, expand
 from ..events.jsonl import InvalidEvent, from_json, loads
 from ..events.keys import KeyRegistry
 from ..events.model import Event
-from ..store.base import Params, StoreError
+from ..store.base import Params, StoreError, to_columns
 from ..store.embedded import EmbeddedStore, stage
 from .run import AuditReport, audit_events
 
@@ -217,7 +217,11 @@ class _StoreProxy:
 
     def insert(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
         if rows:
-            self.conn.send(("file", table, str(stage(self.staging, table, rows))))
+            self.insert_columns(table, to_columns(table, rows))
+
+    def insert_columns(self, table: str, cols: Sequence[Sequence[Any]]) -> None:
+        if cols and len(cols[0]):
+            self.conn.send(("file", table, str(stage(self.staging, table, cols))))
 
     def query(self, sql: str, params: Params | None = None) -> list[dict[str, Any]]:
         self.conn.send(("query", sql, None if params is None else dict(params)))

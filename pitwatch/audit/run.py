@@ -18,12 +18,16 @@ from ..packs.registry import select
 from ..store.base import BatchWriter, Store
 from ..store.history import continue_history
 from ..store.order import Positions, TableClock
-from ..store.rows import event_row, round_row, violation_row
+from ..store.rows import event_values, round_row, violation_row
 
 #: A round is incomplete once a later event of its table carries a device ts this much
 #: after the round's last event (docs/procedure.md, "When a round is incomplete"); the
 #: streaming worker applies the same rule, and its processing-time rule on top.
 DEFAULT_ROUND_TIMEOUT_MS = 15 * 60 * 1000
+#: Rows a batch into the store. chDB spends about 0.1 s of CPU an insert whatever its
+#: size (measured on 214k events: 5.6 s in 5,000-row batches, 2.4 s in 25,000, 1.4 s in
+#: 100,000); 50,000 event rows hold about 35 MB while they wait.
+BATCH_ROWS = 50_000
 
 
 @dataclass
@@ -106,7 +110,7 @@ def audit_events(
     that goes on would wait for its time-out instead)."""
     rep = report or AuditReport()
     rep.signing_devices = None if keys is None else len(keys.devices)
-    writer = BatchWriter(store) if store is not None else None
+    writer = BatchWriter(store, BATCH_ROWS) if store is not None else None
     positions = Positions(store)
 
     def violation(v: Violation) -> None:
@@ -148,7 +152,7 @@ def audit_events(
                     positions.tables[ev.table_id] = TableClock()
             pos = positions.of(ev)
             auditor.feed(ev)
-            writer.add("events", event_row(ev, pos))
+            writer.add_values("events", event_values(ev, pos))
     if finish:
         auditor.finish()
     rep.events += n

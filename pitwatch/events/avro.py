@@ -7,6 +7,7 @@ binary under the schema it was written with.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 from collections.abc import Iterable, Iterator
@@ -221,7 +222,12 @@ def message_bytes(ev: Event) -> bytes:
 
 def writer_fingerprint(ev: Event) -> str:
     """The hex fingerprint of the schema the event's bytes were written under."""
-    return (ev.writer or single_object_header()[2:]).hex()
+    return ev.writer.hex() if ev.writer else _current_fingerprint()
+
+
+@functools.cache
+def _current_fingerprint() -> str:
+    return single_object_header()[2:].hex()
 
 
 def decode_single(message: bytes) -> Event:

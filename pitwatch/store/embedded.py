@@ -5,7 +5,8 @@ array per column, typed from the DDL), staged as an Arrow IPC file in the data d
 and inserted with `INSERT ... SELECT ... FROM file(..., Arrow)`; no value is ever spliced
 into SQL text. (Measured in bench/audit.py's history, 5,000 rows a batch: the Arrow file
 takes a third of the time of the JSONEachRow file it replaced, and chDB's `Python()`
-table function over the same Arrow table takes longer than the file.)
+table function over the same Arrow table takes longer than the file. The audit hands
+its batches already as columns, `insert_columns`, with no dict a row.)
 """
 
 from __future__ import annotations
@@ -42,20 +43,25 @@ def _arrow_schema(table: str) -> Any:
 
 
 def arrow_table(table: str, rows: Sequence[dict[str, Any]]) -> Any:
-    """The rows of `table` as an Arrow table, typed from the DDL (Arrow's own conversion
-    of the row dicts, a little faster than a Python list per column)."""
+    """The rows of `table` as an Arrow table, typed from the DDL."""
+    return arrow_columns(table, to_columns(table, rows))
+
+
+def arrow_columns(table: str, cols: Sequence[Sequence[Any]]) -> Any:
+    """A batch of `table` given as one sequence per column (DDL order) as an Arrow table,
+    one typed array a column; a value a column refuses is a StoreError naming it."""
     import pyarrow as pa
 
-    try:
-        return pa.Table.from_pylist(list(rows), schema=_arrow_schema(table))
-    except (pa.ArrowException, OverflowError, TypeError):
-        pass
-    for col, (name, t) in zip(to_columns(table, rows), column_types(table), strict=True):
-        try:  # which column refused: said in the error
-            pa.array(col, type=_arrow_type(t))
+    types = column_types(table)
+    if len(cols) != len(types):
+        raise StoreError(f"chDB: {len(cols)} columns for {table}, which has {len(types)}")
+    arrays = []
+    for col, (name, t) in zip(cols, types, strict=True):
+        try:
+            arrays.append(pa.array(col, type=_arrow_type(t)))
         except (pa.ArrowException, OverflowError, TypeError) as e:
             raise StoreError(f"chDB: {table}.{name} ({t}): {e}") from e
-    raise StoreError(f"chDB: rows of {table} that Arrow refuses")
+    return pa.Table.from_arrays(arrays, schema=_arrow_schema(table))
 
 
 def _param_values(params: Params) -> dict[str, Any]:
@@ -74,12 +80,13 @@ def _param_values(params: Params) -> dict[str, Any]:
 _staged = itertools.count()
 
 
-def stage(staging: Path, table: str, rows: Sequence[dict[str, Any]]) -> Path:
-    """Write a batch of `table`'s rows as an Arrow IPC file in `staging`; its path (named
-    for this process, so the workers of `audit --jobs` never share one)."""
+def stage(staging: Path, table: str, cols: Sequence[Sequence[Any]]) -> Path:
+    """Write a batch of `table` (one sequence per column, DDL order) as an Arrow IPC file
+    in `staging`; its path (named for this process, so the workers of `audit --jobs`
+    never share one)."""
     import pyarrow.ipc
 
-    data = arrow_table(table, rows)
+    data = arrow_columns(table, cols)
     path = staging / f"{table}-{os.getpid()}-{next(_staged)}.arrow"
     with pyarrow.ipc.new_file(path, data.schema) as w:
         w.write_table(data)
@@ -109,9 +116,13 @@ class EmbeddedStore:
             self._run(stmt)
 
     def insert(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
-        if not rows:
-            return
-        self.insert_staged(table, stage(self.staging, table, rows))
+        if rows:
+            self.insert_columns(table, to_columns(table, rows))
+
+    def insert_columns(self, table: str, cols: Sequence[Sequence[Any]]) -> None:
+        """A batch as one sequence per column, in DDL order."""
+        if cols and len(cols[0]):
+            self.insert_staged(table, stage(self.staging, table, cols))
 
     def insert_staged(self, table: str, staged: Path) -> None:
         """Insert a batch `stage` wrote (by this process or another), then remove it."""

@@ -4,7 +4,7 @@ and chDB share)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from ..engine.auditor import RoundSummary
 from ..engine.violation import Violation
@@ -12,19 +12,25 @@ from ..events.avro import writer_fingerprint
 from ..events.jsonl import dumps
 from ..events.model import Event
 
+#: The columns of `events`, in DDL order: what `event_values` gives, in that order.
+EVENT_COLUMNS: Final = ("event_id", "table_id", "device_id", "seq", "ts", "ts_ms", "round_id",
+                        "type", "seat", "hand", "kind", "amount", "pos", "body", "writer")
+
+
+def event_values(ev: Event, pos: int) -> tuple[Any, ...]:
+    """The event's row of `events` as a tuple in DDL order (`EVENT_COLUMNS`): what a
+    batch writer transposes into columns, with no dict a row."""
+    p = ev.payload
+    hand = getattr(p, "hand", None)
+    ts = ev.ts
+    return (ev.event_id, ev.table_id, ev.device_id, ev.seq, ts // 1000, ts % 1000,
+            ev.round_id or "", type(p).__name__, getattr(p, "seat", None) or 0,
+            -1 if hand is None else hand, getattr(p, "kind", ""), getattr(p, "amount", 0),
+            pos, dumps(ev).decode(), writer_fingerprint(ev))
+
 
 def event_row(ev: Event, pos: int) -> dict[str, Any]:
-    p = ev.payload
-    seat = getattr(p, "seat", None)
-    hand = getattr(p, "hand", None)
-    return {
-        "event_id": ev.event_id, "table_id": ev.table_id, "device_id": ev.device_id,
-        "seq": ev.seq, "ts": ev.ts // 1000, "ts_ms": ev.ts % 1000,
-        "round_id": ev.round_id or "", "type": type(p).__name__,
-        "seat": seat or 0, "hand": -1 if hand is None else hand,
-        "kind": getattr(p, "kind", ""), "amount": getattr(p, "amount", 0),
-        "pos": pos, "body": dumps(ev).decode(), "writer": writer_fingerprint(ev),
-    }
+    return dict(zip(EVENT_COLUMNS, event_values(ev, pos), strict=True))
 
 
 def round_row(s: RoundSummary) -> dict[str, Any]:

@@ -76,11 +76,18 @@ class ServerStore:
             self._execute(stmt)
 
     def insert(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
-        if not rows:
-            return
-        cols = self._cols.get(table) or columns(table)  # the three, or e.g. triage
-        data = [[_utc(r[c]) for r in rows] if c in _TIME_COLUMNS else [r[c] for r in rows]
-                for c in cols]
+        if rows:
+            cols = self._cols.get(table) or columns(table)  # the three, or e.g. triage
+            self._insert(table, cols, [[r[c] for r in rows] for c in cols])
+
+    def insert_columns(self, table: str, data: Sequence[Sequence[Any]]) -> None:
+        """A batch as one sequence per column, in DDL order."""
+        if data and len(data[0]):
+            self._insert(table, self._cols.get(table) or columns(table), data)
+
+    def _insert(self, table: str, cols: Sequence[str], data: Sequence[Sequence[Any]]) -> None:
+        data = [[_utc(x) for x in col] if c in _TIME_COLUMNS else col
+                for c, col in zip(cols, data, strict=True)]
         try:
             self.client.execute(f"INSERT INTO {table} ({', '.join(cols)}) VALUES", data,
                                 columnar=True)

@@ -126,3 +126,52 @@ def test_server_columnar_insert_round_trips() -> None:
     finally:
         s.query(f"DROP DATABASE IF EXISTS {db}")
         s.close()
+
+
+def test_event_values_are_the_events_columns_in_ddl_order() -> None:
+    from pitwatch.events.jsonl import loads
+    from pitwatch.store.rows import EVENT_COLUMNS, event_row, event_values
+
+    assert EVENT_COLUMNS == tuple(columns("events"))
+    ev = loads(b'{"type":"WagerPlaced","event_id":"e1","table_id":"NJ-BJ-01",'
+               b'"device_id":"NJ-BJ-01-rfid","seq":3,"ts":1764547200123,"round_id":"r1",'
+               b'"prev_digest":null,"seat":2,"hand":0,"kind":"MAIN","amount":2500}')
+    row = event_row(ev, 7)
+    assert tuple(row.values()) == event_values(ev, 7)
+    assert (row["ts"], row["ts_ms"], row["seat"], row["hand"], row["amount"], row["pos"]) \
+        == (1764547200, 123, 2, 0, 2500, 7)
+
+
+class _RowsOnly:
+    """A store with `insert` only: the batch writer hands it dicts."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+
+    def insert(self, table: str, rows: list[dict[str, Any]]) -> None:
+        self.rows.extend(rows)
+
+
+def test_batch_writer_hands_columns_to_a_columnar_store_and_rows_to_others(
+        store: EmbeddedStore) -> None:
+    from pitwatch.store.base import BatchWriter
+
+    rows = [_violation(i) for i in range(7)]
+    plain = _RowsOnly()
+    for target in (store, plain):
+        w = BatchWriter(target, batch_rows=3)  # type: ignore[arg-type]
+        for r in rows:
+            w.add("violations", r)
+        w.flush()
+        assert w.written["violations"] == 7
+    assert plain.rows == rows
+    got = store.query("SELECT * FROM violations FINAL ORDER BY violation_id")
+    assert [g["violation_id"] for g in got] == [r["violation_id"] for r in rows]
+    assert [g["evidence"] for g in got] == [r["evidence"] for r in rows]
+
+
+def test_a_batch_with_a_value_its_column_refuses_names_the_column(store: EmbeddedStore) -> None:
+    cols = to_columns("violations", [_violation(1)])
+    cols[columns("violations").index("seat")] = [300]
+    with pytest.raises(StoreError, match=r"violations\.seat \(UInt8\)"):
+        store.insert_columns("violations", cols)
