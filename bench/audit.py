@@ -12,8 +12,10 @@ Targets (issue 9): --no-store <= 1.8x the bare read on one job; --jobs 2 >= 1.7x
 than --jobs 1 on 2 cores; into chDB <= 1.3x --no-store, peak RSS <= 2x --no-store's.
 
 --scaling audits each size (--no-store) at --jobs 1 and 2 beside a bare read of the same
-file, prints the table and draws docs/scaling-audit.png (matplotlib: pip install
-'pitwatch[bench]').
+file, with the peak RSS of a --jobs 1 run in a fresh process, prints the table and draws
+docs/scaling-audit.png (matplotlib: pip install 'pitwatch[bench]'). Sizes past 1M events
+are copies of the 1M floor under other table ids (`big_file`: the simulator signs every
+checkpoint and would take over an hour for 5M); the files are cached in .cache/bench.
 """
 
 from __future__ import annotations
@@ -24,9 +26,15 @@ import resource
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import fastavro
+
+if TYPE_CHECKING:
+    from pitwatch.events.model import Event
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / ".cache" / "bench"
@@ -52,6 +60,74 @@ def floor_file(events: int) -> Path:
     path.with_suffix(".truth.json").write_text(json.dumps(floor.truth))
     tmp.rename(path)
     return path
+
+
+def big_file(events: int) -> Path:
+    """About `events` events for sizes the simulator is too slow to deal (it signs every
+    checkpoint: about 1 ms an event on the shared machine, 80 minutes for 5M): copies of
+    the 1M-event floor under other table ids (`AC-BJ-01` becomes `AC-BJ-01X1`, and its
+    devices, rounds and shoes with it; event ids get the copy's number as their first
+    character), each device's digest chain re-linked over the re-encoded events (a
+    prev_digest the floor broke on purpose stays broken), streamed from the floor's file
+    to this one. Checkpoint signatures are not re-made: the audit has no key registry
+    here, so it does not verify them. The truth is the floor's, once a copy."""
+    base = floor_file(1_000_000)
+    copies = max(1, round(events / 1_000_000))
+    if copies == 1:
+        return base
+    path = CACHE / f"{base.stem}-x{copies}.avro"
+    if path.exists() and path.with_suffix(".truth.json").exists():
+        return path
+    from pitwatch.events.avro import digest, read_container, write_container
+    from pitwatch.events.model import Checkpoint, Event, ShoeLoaded
+
+    def copy(i: int) -> Iterator[Event]:
+        # device: its latest digests, as read and as re-made (a few: a redelivery or a
+        # conflicting copy is not the head of the chain the next event links to)
+        made: dict[str, dict[bytes, bytes]] = {}
+        with open(base, "rb") as f:
+            for ev in read_container(f):
+                if i == 0:
+                    yield ev
+                    continue
+                t, new = ev.table_id, f"{ev.table_id}X{i}"
+                chain = made.setdefault(ev.device_id, {})
+                prev = ev.prev_digest
+                p = ev.payload
+                if isinstance(p, Checkpoint):
+                    p = replace(p, head_digest=chain.get(p.head_digest, p.head_digest))
+                elif isinstance(p, ShoeLoaded):
+                    p = replace(p, shoe_id=p.shoe_id.replace(t, new, 1))
+                out = Event(str(i) + ev.event_id[1:], new, ev.device_id.replace(t, new, 1),
+                            ev.seq, ev.ts,
+                            None if ev.round_id is None else ev.round_id.replace(t, new, 1),
+                            None if prev is None else chain.get(prev, prev), p)
+                chain[digest(ev)] = digest(out)
+                if len(chain) > 64:
+                    del chain[next(iter(chain))]
+                yield out
+
+    def all_copies() -> Iterator[Event]:
+        for i in range(copies):
+            yield from copy(i)
+
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "wb") as f:
+        write_container(f, all_copies(), sync_marker=b"pitwatch-bench-1")
+    truth = json.loads(base.with_suffix(".truth.json").read_text())
+    path.with_suffix(".truth.json").write_text(json.dumps(
+        [t | ({} if i == 0 else {"table_id": f"{t['table_id']}X{i}",
+                                 "round_id": t["round_id"].replace(t["table_id"],
+                                                                   f"{t['table_id']}X{i}", 1),
+                                 "event_id": str(i) + t["event_id"][1:]})
+         for i in range(copies) for t in truth]))
+    tmp.rename(path)
+    return path
+
+
+def bench_file(events: int) -> Path:
+    """The simulated floor up to 1M events, copies of it beyond (`big_file`)."""
+    return floor_file(events) if events <= 1_000_000 else big_file(events)
 
 
 def cpu_s() -> float:
@@ -137,19 +213,21 @@ def scaling(sizes: list[int], repeat: int) -> None:
     print(f"audit scaling: --no-store, best of {repeat} each, bare read as the baseline")
     print("  (wall seconds; in brackets the CPU seconds of the busiest process)")
     print(f"  {'events':>10}  {'bare s':>13}  {'jobs 1 s':>13}  {'jobs 2 s':>13}  "
-          f"{'j1/bare':>7}  {'j1/j2':>6}  {'j1/j2 cpu':>9}")
+          f"{'j1/bare':>7}  {'j1/bare cpu':>11}  {'j1/j2':>6}  {'j1/j2 cpu':>9}  "
+          f"{'RSS j1':>7}")
     for size in sizes:
-        path = floor_file(size)
+        path = bench_file(size)
         n, t_bare, c_bare = min((bare_decode(path) for _ in range(repeat)),
                                 key=lambda r: r[1])
         _, t1, _, _, c1 = min((audit(path, None, 1) for _ in range(repeat)),
                               key=lambda r: r[1])
         _, t2, _, _, c2 = min((audit(path, None, 2) for _ in range(repeat)),
                               key=lambda r: r[1])
+        rss = peak_rss_mb(path, "audit")  # the input streams: flat in its size
         rows.append((n, t_bare, t1, t2, c1, c2))
         print(f"  {n:10,}  {t_bare:6.2f} [{c_bare:5.2f}]  {t1:6.2f} [{c1:5.2f}]  "
-              f"{t2:6.2f} [{c2:5.2f}]  {t1 / t_bare:6.2f}x  {t1 / t2:5.2f}x  "
-              f"{c1 / c2:8.2f}x", flush=True)
+              f"{t2:6.2f} [{c2:5.2f}]  {t1 / t_bare:6.2f}x  {c1 / c_bare:10.2f}x  "
+              f"{t1 / t2:5.2f}x  {c1 / c2:8.2f}x  {rss:4.0f} MB", flush=True)
     import matplotlib
 
     matplotlib.use("Agg")
