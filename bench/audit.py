@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / ".cache" / "bench"
+#: The last --scaling run's figures, which --replot draws again.
+SCALING = CACHE / "scaling.json"
 TABLES = 40
 EVENTS_PER_ROUND = 40.6  # what the simulator deals on average
 
@@ -228,6 +230,13 @@ def scaling(sizes: list[int], repeat: int) -> None:
         print(f"  {n:10,}  {t_bare:6.2f} [{c_bare:5.2f}]  {t1:6.2f} [{c1:5.2f}]  "
               f"{t2:6.2f} [{c2:5.2f}]  {t1 / t_bare:6.2f}x  {c1 / c_bare:10.2f}x  "
               f"{t1 / t2:5.2f}x  {c1 / c2:8.2f}x  {rss:4.0f} MB", flush=True)
+    SCALING.write_text(json.dumps({"repeat": repeat, "rows": rows}))
+    plot(rows, repeat)
+
+
+def plot(rows: list[tuple[int, float, float, float, float, float]], repeat: int) -> None:
+    """docs/scaling-audit.png from the rows of `scaling` (events, bare, --jobs 1 and 2
+    seconds, their CPU seconds)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -266,7 +275,13 @@ def main() -> None:
                     help="audit time against input size at --jobs 1 and 2, and the PNG")
     ap.add_argument("--sizes", default="100000,1000000,5000000",
                     help="events of each --scaling file (comma-separated)")
+    ap.add_argument("--replot", action="store_true",
+                    help="draw docs/scaling-audit.png again from the last --scaling run")
     args = ap.parse_args()
+    if args.replot:
+        last = json.loads(SCALING.read_text())
+        plot([tuple(r) for r in last["rows"]], last["repeat"])
+        return
     if args.scaling:
         scaling([int(x) for x in args.sizes.split(",")], args.repeat)
         return

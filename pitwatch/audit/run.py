@@ -25,9 +25,10 @@ from ..store.rows import event_values, round_row, violation_row
 #: streaming worker applies the same rule, and its processing-time rule on top.
 DEFAULT_ROUND_TIMEOUT_MS = 15 * 60 * 1000
 #: Rows a batch into the store. chDB spends about 0.1 s of CPU an insert whatever its
-#: size (measured on 214k events: 5.6 s in 5,000-row batches, 2.4 s in 25,000, 1.4 s in
-#: 100,000); 50,000 event rows hold about 35 MB while they wait.
-BATCH_ROWS = 50_000
+#: size (measured on 214k events, the inserts alone: 5.6 s in 5,000-row batches, 2.4 s
+#: in 25,000, 1.4 s in 100,000); the whole audit into chDB, CPU and peak RSS: 26.6 s and
+#: 597 MB at 5,000, 24.4 s and 628 MB at 20,000, 23.1 s and 700 MB at 50,000.
+BATCH_ROWS = 20_000
 
 
 @dataclass
