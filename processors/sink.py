@@ -206,7 +206,7 @@ async def run_sink(settings: Settings, store_factory: Callable[[], Store],
 
     from pitwatch.connect import KafkaAuth
 
-    auth = KafkaAuth.from_env().aiokafka()
+    auth = KafkaAuth.sink_from_env().aiokafka()  # its own principal when configured
     consumer = AIOKafkaConsumer(
         settings.events_topic, settings.alerts_topic, settings.rounds_topic,
         bootstrap_servers=settings.kafka, group_id=f"{settings.app_id}-sink",

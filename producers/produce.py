@@ -69,7 +69,14 @@ examples:
         yield from floor.events()
 
     def run(self, args: argparse.Namespace) -> int:
-        created = ensure_topics(args.kafka, args.partitions, args.topic_prefix)
+        from kafka.errors import AuthorizationError
+
+        try:
+            created = ensure_topics(args.kafka, args.partitions, args.topic_prefix)
+        except AuthorizationError:  # a device's login may only write the events topic
+            created = []
+            print("pitwatch produce: this Kafka user may not create or configure the "
+                  "topics; the worker (or an admin) makes them", file=sys.stderr)
         if created:
             print(f"created topics: {', '.join(created)}", file=sys.stderr)
         producer = make_producer(args.kafka)
