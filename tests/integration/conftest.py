@@ -212,8 +212,13 @@ class Pipeline:
             time.sleep(0.5)
             got = self.counts()
         logs = "\n".join(p.read_text()[-3000:] for p in self.tmp.glob("worker-*.log"))
-        raise AssertionError(f"ClickHouse has {got}, expected {want} after {timeout:.0f}s"
-                             f"\n{logs}")
+        warnings = "\n".join(line for line in self.logs().splitlines()
+                             if "WARNING" in line or "ERROR" in line)[-6000:]
+        missing = sorted(set(expected.round_rows) - set(self.rounds()))
+        raise AssertionError(f"ClickHouse has {got}, expected {want} after {timeout:.0f}s; "
+                             f"rounds missing: {missing[:20]}\n"
+                             f"{self.explain(expected, self.violation_ids(), 'ClickHouse')}"
+                             f"\nwarnings and errors:\n{warnings}\nlog tails:\n{logs}")
 
     def alerted_ids(self) -> list[str]:
         from pitwatch.engine.alerts import decode_violation
