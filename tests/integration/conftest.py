@@ -14,7 +14,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -36,12 +36,22 @@ STALL_S = 30
 #: rounds compared field by field: money, counts, completeness
 ROUND_FIELDS = ("wagered", "paid", "collected", "returned", "events", "violations", "complete")
 
+T = TypeVar("T")
 
-def wait_until(what: str, ok: Callable[[], bool], timeout: float = 180.0,
-               every: float = 0.25) -> None:
-    """Poll `ok` until it holds; fail naming `what` after `timeout` seconds."""
+
+def wait_until(what: str, ok: Callable[[], T], timeout: float = 180.0, every: float = 0.25,
+               ignore: tuple[type[Exception], ...] = ()) -> T:
+    """Poll `ok` until it returns something true, and return that; fail naming `what`
+    after `timeout` seconds. Exceptions of the `ignore` types count as not yet (a
+    service still starting)."""
     deadline = time.monotonic() + timeout
-    while not ok():
+    while True:
+        try:
+            got = ok()
+            if got:
+                return got
+        except ignore:
+            pass
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
         time.sleep(every)
