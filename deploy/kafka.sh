@@ -76,16 +76,16 @@ take no SCRAM), whose only user is PITWATCH_KAFKA_USER.
 Authorization (secure mode): KRaft's StandardAuthorizer, PITWATCH_KAFKA_USER its only
 super user (the admin, and the broker's own login); everyone else may do only what an
 ACL allows. A role's user is created (SCRAM-SHA-512) when the storage is formatted if
-PITWATCH_KAFKA_<ROLE>_USER and PITWATCH_KAFKA_<ROLE>_PASSWORD are set, and `grant`
+PITWATCH_KAFKA_<ROLE>_USER and PITWATCH_KAFKA_<ROLE>_PASSWORD are set, and 'grant'
 gives it its role's ACLs:
-  DEVICE    write table-events (a table device, `pitwatch produce`)
+  DEVICE    write table-events (a table device, 'pitwatch produce')
   WORKER    read table-events; write alerts, rounds and dead-letters; read and write
             its changelog and Faust's leader topic; create and configure its topics;
             its consumer group (the app id)
   SINK      read table-events, alerts and rounds; write dead-letters; its group
             (APP_ID-sink). The worker starts its sink as this user when
             PITWATCH_SINK_KAFKA_USER and its password are set in the worker's environment
-  CONSOLE   read alerts (`pitwatch serve --kafka`)
+  CONSOLE   read alerts ('pitwatch serve --kafka')
 EOF
 }
 
