@@ -132,7 +132,7 @@ def test_event_values_are_the_events_columns_in_ddl_order() -> None:
     from pitwatch.events.jsonl import loads
     from pitwatch.store.rows import EVENT_COLUMNS, event_row, event_values
 
-    assert EVENT_COLUMNS == tuple(columns("events"))
+    assert tuple(columns("events")) == EVENT_COLUMNS
     ev = loads(b'{"type":"WagerPlaced","event_id":"e1","table_id":"NJ-BJ-01",'
                b'"device_id":"NJ-BJ-01-rfid","seq":3,"ts":1764547200123,"round_id":"r1",'
                b'"prev_digest":null,"seat":2,"hand":0,"kind":"MAIN","amount":2500}')
