@@ -229,7 +229,7 @@ class TableAuditor:
             timeout = self.round_timeout_ms
             if timeout is not None and r is not None and not r.ended \
                     and ts - r.last_ts > timeout:
-                self._incomplete(r, r.last_event_id, ts,
+                self._incomplete(r, ts,
                                  f"the table's clock passed {timeout / 1000:g} s after its "
                                  "last event")
         self._route(ev)
@@ -249,7 +249,7 @@ class TableAuditor:
                                    f"{ev.type} for round {rid} after it ended")
                 return
             if r is not None and not r.ended:
-                self._incomplete(r, ev.event_id, ev.ts, f"the table moved on to round {rid}")
+                self._incomplete(r, ev.ts, f"the table moved on to round {rid}", ev.event_id)
             r = self.round = self._open_round(rid)
             if not self.table.opened:  # no rule pack: say so, do not pass it silently
                 self._raise_record("TABLE_NOT_OPENED", ev, rid,
@@ -308,7 +308,7 @@ class TableAuditor:
         clock: see `expire_idle` for processing time)."""
         r = self.round
         if r is not None and not r.ended and now_ms - r.last_ts > timeout_ms:
-            self._incomplete(r, r.last_event_id, now_ms,
+            self._incomplete(r, now_ms,
                              f"no RoundEnded within {timeout_ms / 1000:g} s of its last event")
 
     def expire_idle(self, timeout_ms: int) -> bool:
@@ -319,7 +319,7 @@ class TableAuditor:
         r = self.round
         if r is None or r.ended:
             return False
-        self._incomplete(r, r.last_event_id, r.last_ts + timeout_ms,
+        self._incomplete(r, r.last_ts + timeout_ms,
                          f"nothing arrived for the table for {timeout_ms / 1000:g} s "
                          "(processing time, partition caught up)")
         return True
@@ -348,7 +348,7 @@ class TableAuditor:
         after its last checkpoint are a truncated chain."""
         r = self.round
         if r is not None and not r.ended:
-            self._incomplete(r, r.last_event_id, r.last_ts, "the input ended before RoundEnded")
+            self._incomplete(r, r.last_ts, "the input ended before RoundEnded")
         if self.keys is not None:
             for device_id, dev in self.devices.items():
                 if dev.unsigned:
@@ -588,10 +588,16 @@ class TableAuditor:
         r.violations = self.early.pop(round_id, 0)
         return r
 
-    def _incomplete(self, r: Round, event_id: str, ts: int, why: str) -> None:
+    def _incomplete(self, r: Round, ts: int, why: str, shown_by: str | None = None) -> None:
+        """The round ends incomplete. Whichever rule found it (docs/procedure.md), the
+        violation cites the round's last event, so its id is one function of the
+        table's stream: a worker that died after a processing-time verdict, before its
+        snapshot, has a successor that gives the same id when the table moves on. The
+        event that showed it, if another, is its evidence."""
         severity, citation = self.pack.record_citations["ROUND_INCOMPLETE"]
-        self._emit_raw(r, "ROUND_INCOMPLETE", severity, citation, event_id, ts,
-                       Finding(f"round {r.round_id} has no RoundEnded: {why}"))
+        self._emit_raw(r, "ROUND_INCOMPLETE", severity, citation, r.last_event_id, ts,
+                       Finding(f"round {r.round_id} has no RoundEnded: {why}",
+                               evidence=() if shown_by is None else (shown_by,)))
         self._close(r, complete=False)
 
     def _close(self, r: Round, complete: bool) -> None:
