@@ -211,6 +211,8 @@ class TableAuditor:
         #: routed since, so a snapshot can hold the open round as its events
         self._base: tuple[TableState, TableOpened | None, dict[str, int]] | None = None
         self._since: list[Event] = []
+        #: `import_state` folding the open round again: nothing it finds is news
+        self._refolding = False
 
     # --- input -----------------------------------------------------------------------
 
@@ -410,12 +412,12 @@ class TableAuditor:
         self._rid = None if rid is None else str(rid)
         self.round, self._base, self._since = None, None, []
         quiet_v, quiet_r = self.on_violation, self.on_round
-        self.on_violation, self.on_round = _drop, _drop
-        try:  # the open round, folded again: what it raised went out when first found
-            for ev in since:
+        self.on_violation, self.on_round, self._refolding = _drop, _drop, True
+        try:  # the open round, folded again: what it raised (findings, engine errors)
+            for ev in since:  # went out when first found
                 self._route(ev)
         finally:
-            self.on_violation, self.on_round = quiet_v, quiet_r
+            self.on_violation, self.on_round, self._refolding = quiet_v, quiet_r, False
         self.early = early_now
         if self.round is not None and self.round_open:
             self.round.violations = round_violations
@@ -615,6 +617,8 @@ class TableAuditor:
     # --- emitting ----------------------------------------------------------------------
 
     def _engine_error(self, ev: Event, where: str, exc: Exception) -> None:
+        if self._refolding:  # counted, logged and sent when first found
+            return
         self.engine_errors += 1
         e = engine_error(ev, where, exc, self.pack.name, self.pack.version)
         if self.on_engine_error is not None:
