@@ -35,6 +35,7 @@ from pitwatch.store.rows import round_row
 
 from .catch_up import PartitionReader
 from .dead_letters import dead_letter
+from .gaps import unread_before
 from .metrics import Metrics
 from .settings import Settings
 from .state import Found, TableStates
@@ -88,7 +89,7 @@ def create_app(settings: Settings) -> faust.App:
         log.warning("no key registry (--keys / PITWATCH_KEYS): device signatures are not "
                     "required")
     states = TableStates(open_rounds, select, timeout_ms, keys)
-    catch_up = PartitionReader(settings.kafka)
+    catch_up = PartitionReader(settings.kafka, group=settings.app_id)
     metrics = Metrics(app, states, settings)
     states.on_engine_error = metrics.engine_error
     lock = asyncio.Lock()  # the agent and the timer take turns on the auditors
@@ -115,12 +116,12 @@ def create_app(settings: Settings) -> faust.App:
         for t in tables:
             states.snapshot(t)
 
-    async def reject(msg: Any, reason: str) -> None:
+    async def reject(topic: str, partition: int, offset: int, key: bytes | None,
+                     value: bytes | None, reason: str) -> None:
         metrics.dead_letters += 1
-        await dead.send(key=msg.key, value=dead_letter(reason, msg.topic, msg.partition,
-                                                       msg.offset, msg.key, msg.value))
-        log.warning("dead letter at %s[%d]@%d: %s", msg.topic, msg.partition, msg.offset,
-                    reason)
+        await dead.send(key=key, value=dead_letter(reason, topic, partition, offset, key,
+                                                   value))
+        log.warning("dead letter at %s[%d]@%d: %s", topic, partition, offset, reason)
 
     @app.on_partitions_revoked.connect
     async def on_revoked(sender: Any, revoked: Any, **kwargs: Any) -> None:
@@ -131,46 +132,66 @@ def create_app(settings: Settings) -> faust.App:
 
     acks: list[Any] = []
 
+    async def handle(topic: str, partition: int, offset: int, key: bytes | None,
+                     value: bytes | None) -> None:
+        """One message of the events topic, in its partition's order."""
+        position[(topic, partition)] = offset
+        metrics.events += 1
+        if value is None:
+            await reject(topic, partition, offset, key, value,
+                         "tombstone: a null value is not an event")
+            return
+        try:
+            ev = decode_single(value)
+        except DecodeError as e:
+            await reject(topic, partition, offset, key, value, str(e))
+            return
+        if key != ev.table_id.encode():
+            await reject(topic, partition, offset, key, value,
+                         f"key {key!r} is not the event's table_id {ev.table_id!r}: its "
+                         "table's order is not kept")
+            return
+        async with lock:
+            try:
+                found = await states.process(ev, topic, partition, offset, catch_up.read)
+            except Exception:  # the partition could not be read back, say
+                log.exception("could not audit %s[%d]@%d; restarting the worker clean (it "
+                              "resumes from the committed offset)", topic, partition, offset)
+                restart_self()
+            acks.extend(await send(found))
+            due = states.verdicts(topic, partition)
+            if ev.table_id not in due and states.due(ev.table_id, ev):
+                due.append(ev.table_id)
+            if due:
+                await snapshot(due, acks)
+                acks.clear()
+            elif len(acks) > 10_000:  # keep the list short; acknowledged ones go
+                acks[:] = [a for a in acks if not a.done()]
+
+    async def read_back(topic: str, partition: int, offset: int) -> None:
+        """Before the message at `offset`: what the consumer skipped (processors/gaps.py),
+        read back from the partition and handled in order."""
+        unread = await unread_before(position, topic, partition, offset,
+                                     catch_up.start_offset, catch_up.read)
+        if unread:
+            log.warning("%s[%d]: offsets %d..%d were skipped by the consumer; handling "
+                        "them from the partition first", topic, partition, unread[0][0],
+                        offset - 1)
+        for o, key, value in unread:
+            await handle(topic, partition, o, key or None, value)
+
     @app.agent(events)
     async def audit(stream: Any) -> None:
         async for event in stream.events():
             msg = event.message
-            last = position.get((msg.topic, msg.partition))
-            if last is not None and msg.offset > last + 1:
-                async with lock:
-                    states.skipped(msg.topic, msg.partition, last + 1, msg.offset)
-            position[(msg.topic, msg.partition)] = msg.offset
-            metrics.events += 1
-            if msg.value is None:
-                await reject(msg, "tombstone: a null value is not an event")
-                continue
             try:
-                ev = decode_single(msg.value)
-            except DecodeError as e:
-                await reject(msg, str(e))
-                continue
-            if msg.key != ev.table_id.encode():
-                await reject(msg, f"key {msg.key!r} is not the event's table_id "
-                                  f"{ev.table_id!r}: its table's order is not kept")
-                continue
-            async with lock:
-                try:
-                    found = await states.process(ev, msg.topic, msg.partition, msg.offset,
-                                                 catch_up.read)
-                except Exception:  # the partition could not be read back, say
-                    log.exception("could not audit %s[%d]@%d; restarting the worker clean "
-                                  "(it resumes from the committed offset)", msg.topic,
-                                  msg.partition, msg.offset)
-                    restart_self()
-                acks.extend(await send(found))
-                due = states.verdicts(msg.topic, msg.partition)
-                if ev.table_id not in due and states.due(ev.table_id, ev):
-                    due.append(ev.table_id)
-                if due:
-                    await snapshot(due, acks)
-                    acks.clear()
-                elif len(acks) > 10_000:  # keep the list short; acknowledged ones go
-                    acks[:] = [a for a in acks if not a.done()]
+                await read_back(msg.topic, msg.partition, msg.offset)
+            except Exception:  # Kafka could not give the stretch back
+                log.exception("could not read back the offsets before %s[%d]@%d; "
+                              "restarting the worker clean (it resumes from the committed "
+                              "offset)", msg.topic, msg.partition, msg.offset)
+                restart_self()
+            await handle(msg.topic, msg.partition, msg.offset, msg.key, msg.value)
 
     def caught_up(topic: str, partition: int) -> bool:
         from faust.types import TP
