@@ -55,9 +55,10 @@ examples:
         pace.add_argument("--rate", type=float, help="events per second")
         pace.add_argument("--live", action="store_true", help="follow the events' ts gaps")
         pace.add_argument("--speed", type=float, default=1.0, help="with --live: speed-up")
-        p.add_argument("--outage-timeout", type=float, default=OUTAGE_S, metavar="S",
-                       help="retry through a broker outage for up to S seconds "
-                            "(default %(default)s)")
+        p.add_argument("--outage-timeout", type=float, metavar="S",
+                       default=float(os.environ.get("PITWATCH_OUTAGE_TIMEOUT", OUTAGE_S)),
+                       help="retry through a broker outage for up to S seconds (env "
+                            "PITWATCH_OUTAGE_TIMEOUT; default %(default)g)")
         p.add_argument("--quiet", action="store_true", help="no progress bar")
         add_connection_flags(p, clickhouse=False)
 
