@@ -91,6 +91,7 @@ def create_app(settings: Settings) -> faust.App:
     states = TableStates(open_rounds, select, timeout_ms, keys)
     catch_up = PartitionReader(settings.kafka, group=settings.app_id)
     metrics = Metrics(app, states, settings)
+    states.on_engine_error = metrics.engine_error
     lock = asyncio.Lock()  # the agent and the timer take turns on the auditors
     position: dict[tuple[str, int], int] = {}  # (topic, partition) -> last offset read
 

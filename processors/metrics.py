@@ -2,7 +2,8 @@
 
     GET /health    200 "ok" while the worker runs (and says whether its sink is alive)
     GET /metrics   Prometheus text: lag per partition, events and alerts (totals and
-                   per second), dead letters, snapshots, open rounds, sink batch age
+                   per second), dead letters, engine errors, snapshots, open rounds, sink
+                   batch age
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pitwatch.engine.errors import EngineError
+
     from .settings import Settings
     from .state import TableStates
 
@@ -30,7 +33,12 @@ class Metrics:
         self.events = 0
         self.alerts = 0
         self.dead_letters = 0
+        self.engine_errors = 0
         self._last: tuple[float, int, int] = (self.started, 0, 0)
+
+    def engine_error(self, _e: EngineError) -> None:
+        """An auditor's engine error (logged by the engine): counted."""
+        self.engine_errors += 1
 
     def _rates(self) -> tuple[float, float]:
         now = time.monotonic()
@@ -65,6 +73,10 @@ class Metrics:
             "# HELP pitwatch_dead_letters_total Messages sent to the dead-letter topic.",
             "# TYPE pitwatch_dead_letters_total counter",
             f"pitwatch_dead_letters_total {self.dead_letters}",
+            "# HELP pitwatch_engine_errors_total Exceptions in the engine's checks or fold "
+            "(bugs in pitwatch, not findings; each logged with its event).",
+            "# TYPE pitwatch_engine_errors_total counter",
+            f"pitwatch_engine_errors_total {self.engine_errors}",
             "# HELP pitwatch_snapshots_total Table snapshots written.",
             "# TYPE pitwatch_snapshots_total counter",
             f"pitwatch_snapshots_total {self.states.snapshots}",

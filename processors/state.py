@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import orjson
 
 from pitwatch.engine.auditor import PackSelector, RoundSummary, StateError, TableAuditor
+from pitwatch.engine.errors import EngineError, EngineErrorSink
 from pitwatch.engine.violation import Violation
 from pitwatch.events.avro import DecodeError, decode_single
 from pitwatch.events.keys import KeyRegistry
@@ -92,6 +93,8 @@ class TableStates:
         self.snapshots = 0
         self.restored = 0
         self.evicted = 0
+        #: each engine error of every auditor (the worker's metrics count them)
+        self.on_engine_error: EngineErrorSink | None = None
 
     def forget(self) -> None:
         """After a rebalance: what is in memory may be stale; restore on next use."""
@@ -107,8 +110,12 @@ class TableStates:
 
     def _new_auditor(self, table_id: str) -> TableAuditor:
         return TableAuditor(table_id, self.select_pack, self._violations.append,
-                            self._rounds.append, round_timeout_ms=self.round_timeout_ms,
-                            keys=self.keys)
+                            self._rounds.append, self._engine_error,
+                            round_timeout_ms=self.round_timeout_ms, keys=self.keys)
+
+    def _engine_error(self, e: EngineError) -> None:
+        if self.on_engine_error is not None:
+            self.on_engine_error(e)
 
     async def _restore(self, table_id: str, topic: str, partition: int, offset: int,
                        catch_up: CatchUp) -> _Table:

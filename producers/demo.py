@@ -7,9 +7,10 @@ import argparse
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import IO
 
 from pitwatch.audit import report
-from pitwatch.audit.run import audit_events
+from pitwatch.audit.run import AuditReport, audit_events
 from pitwatch.events.keys import KEYS_FILE, KeyRegistry
 from pitwatch.store.embedded import EmbeddedStore
 
@@ -83,20 +84,19 @@ store answers SQL afterwards with `pitwatch query --data DATA "..."`."""
         return 0
 
     @staticmethod
-    def _first_look(rep: report.AuditReport, truth: list[dict[str, str]], out: object
-                    ) -> None:
+    def _first_look(rep: AuditReport, truth: list[dict[str, str]], out: IO[str]) -> None:
         vs = rep.violations
         critical = [v for v in vs if v.severity == "CRITICAL"]
-        print(f"\nmoney moved wrongly ({len(critical)}):", file=out)  # type: ignore[arg-type]
-        report.table(critical, out, limit=10)  # type: ignore[arg-type]
+        print(f"\nmoney moved wrongly ({len(critical)}):", file=out)
+        report.table(critical, out, limit=10)
         high = [v for v in vs if v.severity == "HIGH"]
-        print(f"\nwagers that should not stand ({len(high)}):", file=out)  # type: ignore[arg-type]
-        report.table(high, out, limit=5)  # type: ignore[arg-type]
+        print(f"\nwagers that should not stand ({len(high)}):", file=out)
+        report.table(high, out, limit=5)
         found = Counter((v.code, v.round_id) for v in vs)
         injected = Counter((t["code"], t["round_id"]) for t in truth)
         hit = sum((found & injected).values())
         print(f"\nagainst the injected truth: {hit} of {sum(injected.values())} faults found, "
-              f"{sum((found - injected).values())} other findings", file=out)  # type: ignore[arg-type]
+              f"{sum((found - injected).values())} other findings", file=out)
 
 
 command = _Demo()

@@ -61,8 +61,7 @@ class InjectContext:
 
 
 Targets = Callable[[InjectContext], list[Any]]
-#: Edits the script; returns the step the audit sees the fault on, or None for "the
-#: next event of the table" (ROUND_INCOMPLETE).
+#: Edits the script; returns the step the audit sees the fault on (None: none of its own).
 Apply = Callable[[InjectContext, Any], Step | None]
 
 
@@ -626,9 +625,11 @@ def _conflict_apply(ctx: InjectContext, step: Step) -> Step:
 
 
 def _incomplete_apply(ctx: InjectContext, _t: object) -> Step | None:
+    """No RoundEnded. The violation cites the round's last event, whichever rule finds
+    it (the next round's start, the time-out, the input's end: docs/procedure.md)."""
     s = ctx.script
     s.remove(s.find("end"))
-    return s.first("dealer_clear") if ctx.last_round else None
+    return s.steps[-1]
 
 
 def _forgery_targets(ctx: InjectContext) -> list[Any]:

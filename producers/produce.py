@@ -12,7 +12,7 @@ from pitwatch.connect import add_connection_flags
 from pitwatch.events.files import Rejected, expand, read_files
 from pitwatch.events.model import Event
 
-from .kafka_out import Pacing, ensure_topics, make_producer, send_events
+from .kafka_out import OUTAGE_S, DeliveryError, Pacing, ensure_topics, make_producer, send_events
 from .simulate import Floor
 
 
@@ -29,12 +29,18 @@ Either simulate a floor (the flags of `pitwatch simulate`) or name event files.
 By default as fast as possible; --rate paces to N events/s, --live keeps the gaps of
 the events' own device clock (scaled by --speed).
 
+<<<<<<< HEAD
 A simulated floor's devices sign their chains (Ed25519 checkpoints, keys made from the
 seed). --keys-out FILE writes their public keys, the registry the worker verifies them
 against (`pitwatch worker --keys FILE`, or PITWATCH_KEYS), before anything is sent;
 without it no file is written (produce has no folder to put one beside), and a worker
 without a registry does not require signatures. Event files bring their own registry:
 `pitwatch simulate --out DIR` writes DIR/keys.json.
+=======
+Through a broker outage the records wait and are retried in order for up to
+--outage-timeout seconds; an event Kafka never acknowledged is an error (exit 1)
+naming the first one, never dropped in silence.
+>>>>>>> stream-drills
 
 examples:
   pitwatch produce --tables 8 --rounds 50 --seed 1 --inject 0.1
@@ -64,6 +70,10 @@ examples:
         pace.add_argument("--rate", type=float, help="events per second")
         pace.add_argument("--live", action="store_true", help="follow the events' ts gaps")
         pace.add_argument("--speed", type=float, default=1.0, help="with --live: speed-up")
+        p.add_argument("--outage-timeout", type=float, metavar="S",
+                       default=float(os.environ.get("PITWATCH_OUTAGE_TIMEOUT", OUTAGE_S)),
+                       help="retry through a broker outage for up to S seconds (env "
+                            "PITWATCH_OUTAGE_TIMEOUT; default %(default)g)")
         p.add_argument("--quiet", action="store_true", help="no progress bar")
         add_connection_flags(p, clickhouse=False)
 
@@ -108,7 +118,7 @@ examples:
                   "topics; the worker (or an admin) makes them", file=sys.stderr)
         if created:
             print(f"created topics: {', '.join(created)}", file=sys.stderr)
-        producer = make_producer(args.kafka)
+        producer = make_producer(args.kafka, args.outage_timeout)
         bar = None
         if not args.quiet and sys.stderr.isatty():
             from tqdm import tqdm
@@ -118,6 +128,9 @@ examples:
             n = send_events(producer, args.topic_prefix + "table-events", self.events(args),
                             Pacing(args.rate, args.live, args.speed),
                             None if bar is None else bar.update)
+        except DeliveryError as e:
+            print(f"pitwatch produce: error: {e}", file=sys.stderr)
+            return 1
         finally:
             if bar is not None:
                 bar.close()

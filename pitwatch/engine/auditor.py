@@ -211,6 +211,8 @@ class TableAuditor:
         #: routed since, so a snapshot can hold the open round as its events
         self._base: tuple[TableState, TableOpened | None, dict[str, int]] | None = None
         self._since: list[Event] = []
+        #: `import_state` folding the open round again: nothing it finds is news
+        self._refolding = False
 
     # --- input -----------------------------------------------------------------------
 
@@ -229,7 +231,7 @@ class TableAuditor:
             timeout = self.round_timeout_ms
             if timeout is not None and r is not None and not r.ended \
                     and ts - r.last_ts > timeout:
-                self._incomplete(r, r.last_event_id, ts,
+                self._incomplete(r, ts,
                                  f"the table's clock passed {timeout / 1000:g} s after its "
                                  "last event")
         self._route(ev)
@@ -249,7 +251,7 @@ class TableAuditor:
                                    f"{ev.type} for round {rid} after it ended")
                 return
             if r is not None and not r.ended:
-                self._incomplete(r, ev.event_id, ev.ts, f"the table moved on to round {rid}")
+                self._incomplete(r, ev.ts, f"the table moved on to round {rid}", ev.event_id)
             r = self.round = self._open_round(rid)
             if not self.table.opened:  # no rule pack: say so, do not pass it silently
                 self._raise_record("TABLE_NOT_OPENED", ev, rid,
@@ -308,7 +310,7 @@ class TableAuditor:
         clock: see `expire_idle` for processing time)."""
         r = self.round
         if r is not None and not r.ended and now_ms - r.last_ts > timeout_ms:
-            self._incomplete(r, r.last_event_id, now_ms,
+            self._incomplete(r, now_ms,
                              f"no RoundEnded within {timeout_ms / 1000:g} s of its last event")
 
     def expire_idle(self, timeout_ms: int) -> bool:
@@ -319,7 +321,7 @@ class TableAuditor:
         r = self.round
         if r is None or r.ended:
             return False
-        self._incomplete(r, r.last_event_id, r.last_ts + timeout_ms,
+        self._incomplete(r, r.last_ts + timeout_ms,
                          f"nothing arrived for the table for {timeout_ms / 1000:g} s "
                          "(processing time, partition caught up)")
         return True
@@ -348,7 +350,7 @@ class TableAuditor:
         after its last checkpoint are a truncated chain."""
         r = self.round
         if r is not None and not r.ended:
-            self._incomplete(r, r.last_event_id, r.last_ts, "the input ended before RoundEnded")
+            self._incomplete(r, r.last_ts, "the input ended before RoundEnded")
         if self.keys is not None:
             for device_id, dev in self.devices.items():
                 if dev.unsigned:
@@ -410,12 +412,12 @@ class TableAuditor:
         self._rid = None if rid is None else str(rid)
         self.round, self._base, self._since = None, None, []
         quiet_v, quiet_r = self.on_violation, self.on_round
-        self.on_violation, self.on_round = _drop, _drop
-        try:  # the open round, folded again: what it raised went out when first found
-            for ev in since:
+        self.on_violation, self.on_round, self._refolding = _drop, _drop, True
+        try:  # the open round, folded again: what it raised (findings, engine errors)
+            for ev in since:  # went out when first found
                 self._route(ev)
         finally:
-            self.on_violation, self.on_round = quiet_v, quiet_r
+            self.on_violation, self.on_round, self._refolding = quiet_v, quiet_r, False
         self.early = early_now
         if self.round is not None and self.round_open:
             self.round.violations = round_violations
@@ -588,10 +590,16 @@ class TableAuditor:
         r.violations = self.early.pop(round_id, 0)
         return r
 
-    def _incomplete(self, r: Round, event_id: str, ts: int, why: str) -> None:
+    def _incomplete(self, r: Round, ts: int, why: str, shown_by: str | None = None) -> None:
+        """The round ends incomplete. Whichever rule found it (docs/procedure.md), the
+        violation cites the round's last event, so its id is one function of the
+        table's stream: a worker that died after a processing-time verdict, before its
+        snapshot, has a successor that gives the same id when the table moves on. The
+        event that showed it, if another, is its evidence."""
         severity, citation = self.pack.record_citations["ROUND_INCOMPLETE"]
-        self._emit_raw(r, "ROUND_INCOMPLETE", severity, citation, event_id, ts,
-                       Finding(f"round {r.round_id} has no RoundEnded: {why}"))
+        self._emit_raw(r, "ROUND_INCOMPLETE", severity, citation, r.last_event_id, ts,
+                       Finding(f"round {r.round_id} has no RoundEnded: {why}",
+                               evidence=() if shown_by is None else (shown_by,)))
         self._close(r, complete=False)
 
     def _close(self, r: Round, complete: bool) -> None:
@@ -609,6 +617,8 @@ class TableAuditor:
     # --- emitting ----------------------------------------------------------------------
 
     def _engine_error(self, ev: Event, where: str, exc: Exception) -> None:
+        if self._refolding:  # counted, logged and sent when first found
+            return
         self.engine_errors += 1
         e = engine_error(ev, where, exc, self.pack.name, self.pack.version)
         if self.on_engine_error is not None:

@@ -194,16 +194,17 @@ def record_and_common_faults(d: Deal) -> None:
     d.round("PAYOUT_WRONG", payout)
     limits_faults(d)
     # ROUND_INCOMPLETE: the round has no RoundEnded and the table moves on; the next
-    # round's first event shows it.
+    # round's first event shows it, and the violation cites the round's last event
+    # (docs/procedure.md: the same id whichever rule finds it).
     sc.shoe()
     sc.round_id = sc.round_name("ROUND_INCOMPLETE")
     incomplete(sc)
     d.labels.add("ROUND_INCOMPLETE")
     incomplete_id = sc.round_id
+    last = next(e for e in reversed(sc.events) if e.round_id == incomplete_id)
     d.round("OK-after-incomplete", ok)
-    first = next(e for e in sc.events if e.round_id == sc.round_name("OK-after-incomplete"))
     d.expected.append({"table_id": sc.table_id, "round_id": incomplete_id,
-                       "code": "ROUND_INCOMPLETE", "event_id": first.event_id, "seat": None,
+                       "code": "ROUND_INCOMPLETE", "event_id": last.event_id, "seat": None,
                        "hand": None})
 
 

@@ -263,6 +263,7 @@ def test_health_and_metrics_on_the_web_port(pipeline: Pipeline, floor: Floor) ->
     assert values["pitwatch_events_total"] == len(events)
     assert values["pitwatch_alerts_total"] >= len(exp.violation_ids)
     assert values["pitwatch_snapshots_total"] >= 4
+    assert values["pitwatch_engine_errors_total"] == 0
     lags = [v for k, v in values.items() if k.startswith("pitwatch_lag{")]
     assert len(lags) == 4 and all(v == 0 for v in lags)
     assert "pitwatch_sink_batch_age_seconds" in values

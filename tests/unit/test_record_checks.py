@@ -226,16 +226,22 @@ def test_digest_mismatch_on_a_first_event_that_claims_a_predecessor() -> None:
 @pytest.mark.parametrize("kind", KINDS)
 def test_round_incomplete_when_the_next_round_starts(kind: str) -> None:
     """design/violations.md: a round with no RoundEnded after the table moved on. Raised
-    on the next round's first event; the next round itself is clean."""
+    on the next round's first event (its evidence, and its time), cited on the round's
+    last event as every ROUND_INCOMPLETE is (docs/procedure.md); the next round itself
+    is clean."""
     sc = TableScript.opened(kind, "T-01")
     plain_round(sc, 1, end=False)
     sc.clear()
+    last = sc.events[-1]
     nxt = len(sc.events)
     plain_round(sc, 2)
     shown = sc.events[nxt]
     v = only(audit(sc.events), "ROUND_INCOMPLETE")
-    expect(v, code="ROUND_INCOMPLETE", severity="LOW", citation=INCOMPLETE, event=shown,
-           seat=None, hand=None, pack=PACKS[kind], round_id="T-01-000001")
+    assert (v.code, v.severity, v.citation, v.pack) == (
+        "ROUND_INCOMPLETE", "LOW", INCOMPLETE, PACKS[kind])
+    assert (v.table_id, v.round_id, v.seat, v.hand) == ("T-01", "T-01-000001", None, None)
+    assert (v.event_id, v.evidence, v.detected_at) == (
+        last.event_id, (shown.event_id,), shown.ts)
     assert v.message == ("round T-01-000001 has no RoundEnded: the table moved on to round "
                          "T-01-000002")
 
