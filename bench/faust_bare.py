@@ -19,7 +19,7 @@ from faust.worker import Worker
 def main() -> None:
     topic_name, n = sys.argv[1], int(sys.argv[2])
     app_id = "fb" + uuid.uuid4().hex[:8]
-    app = faust.App(app_id, broker="kafka://127.0.0.1:19092", store="memory://",
+    app = faust.App(app_id, broker="kafka://" + os.environ.get("PITWATCH_KAFKA", "127.0.0.1:19092"), store="memory://",
                     web_enabled=False, key_serializer="raw", value_serializer="raw",
                     consumer_auto_offset_reset="earliest", datadir=f"/tmp/{app_id}")
     topic = app.topic(topic_name, key_type=bytes, value_type=bytes)
