@@ -9,18 +9,33 @@ send time as an Avro long (zig-zag varint) and the SHA-256 of the device's previ
 message body as it was sent (so every device's digest chain stays whole): a few
 microseconds, no fastavro, no Event objects.
 
-    Spliced.of(events) -> Spliced;  spliced.restamp(i, ts_ms) -> message bytes
+    Spliced.of(events) -> Spliced;  spliced.restamp(i, ts_ms) -> (key, message)
+
+Also what bench/stream.py and bench/latency.py share: the services' addresses (from
+PITWATCH_KAFKA and CLICKHOUSE_TCP_PORT, as deploy/services.sh reads them), the bench's
+producer, starting and stopping workers, CPU seconds from /proc.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
-from pitwatch.events.avro import encode
-from pitwatch.events.model import Event
-from pitwatch.events.schema import single_object_header
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from pitwatch.events.avro import encode  # noqa: E402
+from pitwatch.events.model import Event  # noqa: E402
+from pitwatch.events.schema import single_object_header  # noqa: E402
 
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:
@@ -101,3 +116,107 @@ class Spliced:
         msg = c.head + zigzag_long(ts_ms) + c.mid + pd + c.tail
         self._last[c.device] = hashlib.sha256(memoryview(msg)[10:]).digest()
         return c.key, msg
+
+
+# --- what the streaming benches share --------------------------------------------------
+
+KAFKA = os.environ.get("PITWATCH_KAFKA", "127.0.0.1:19092")
+CH = ("127.0.0.1", int(os.environ.get("CLICKHOUSE_TCP_PORT", "19000")))
+
+
+def services_up() -> bool:
+    return subprocess.run([str(ROOT / "deploy/services.sh"), "status"],
+                          capture_output=True).returncode == 0
+
+
+def floor_events(n: int, tables: int = 40, seed: int = 3, inject: float = 0.02) -> list[Event]:
+    """The first n events of a simulated floor (unsigned: a restamped chain keeps no
+    device signature)."""
+    from producers.simulate import Floor
+
+    return [ev for ev, _ in zip(Floor(tables, 100_000, seed=seed, inject=inject,
+                                      sign=False).events(), range(n), strict=False)]
+
+
+def bench_producer() -> Any:
+    """kafka-python, acks=all, batching, no compression: the bench's own producer."""
+    from kafka import KafkaProducer
+
+    return KafkaProducer(bootstrap_servers=KAFKA, acks="all", linger_ms=2,
+                         batch_size=512 * 1024, buffer_memory=256 << 20,
+                         max_in_flight_requests_per_connection=5)
+
+
+def send_spliced(topic: str, feed: Spliced, start: int, n: int,
+                 rate: float | None = None) -> tuple[int, float]:
+    """Send events start..start+n of the feed, each restamped to its send time, at
+    `rate` events/s (None: as fast as possible); returns (sent, seconds incl. flush)."""
+    producer = bench_producer()
+    t0 = time.monotonic()
+    for k in range(n):
+        if rate:
+            ahead = t0 + k / rate - time.monotonic()
+            if ahead > 0.001:
+                time.sleep(ahead)
+        key, msg = feed.restamp(start + k, int(time.time() * 1000))
+        producer.send(topic, key=key, value=msg)
+    producer.flush()
+    dt = time.monotonic() - t0
+    producer.close()
+    return n, dt
+
+
+def start_worker(run_id: str, *extra: str) -> subprocess.Popen[bytes]:
+    """One `pitwatch worker` of group `run_id` on its own topics and database."""
+    tag = uuid.uuid4().hex[:4]
+    with open(f"/tmp/{run_id}-{tag}.log", "wb") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "pitwatch.cli", "worker", "--app-id", run_id,
+             "--kafka", KAFKA, "--clickhouse", f"{CH[0]}:{CH[1]}",
+             "--topic-prefix", f"{run_id}-", "--clickhouse-db", run_id,
+             "--data-dir", f"/tmp/{run_id}-{tag}", "--web-port",
+             str(17000 + uuid.uuid4().int % 3000), "--loglevel", "warning", *extra],
+            stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True)
+
+
+def stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        try:
+            p.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+
+
+def drop_database(name: str) -> None:
+    from pitwatch.store.server import ServerStore
+
+    store = ServerStore(*CH, database="default")
+    try:
+        store._execute(f"DROP DATABASE IF EXISTS {name}")
+    finally:
+        store.close()
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system) of a process and its children, from /proc."""
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+            for task in Path(f"/proc/{p}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+def pct(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(p / 100 * len(xs)))] if xs else float("nan")

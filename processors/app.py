@@ -94,8 +94,8 @@ def create_app(settings: Settings) -> faust.App:
         value_serializer="raw",
         **KafkaAuth.from_env().faust(),
     )
-    raw = {"key_type": bytes, "value_type": bytes, "key_serializer": "raw",
-           "value_serializer": "raw"}
+    raw: dict[str, Any] = {"key_type": bytes, "value_type": bytes, "key_serializer": "raw",
+                           "value_serializer": "raw"}
     events = app.topic(settings.events_topic, partitions=settings.partitions, **raw)
     alerts = app.topic(settings.alerts_topic, **raw)
     rounds = app.topic(settings.rounds_topic, **raw)
@@ -145,7 +145,7 @@ def create_app(settings: Settings) -> faust.App:
                                                               msg.key, msg.value))
 
     @app.on_partitions_revoked.connect
-    async def on_revoked(sender: Any, revoked: Any, **kwargs: Any) -> None:
+    async def on_revoked(sender: Any, /, *args: Any, signal: Any, **kwargs: Any) -> None:
         async with lock:
             states.forget()
             position.clear()
@@ -226,7 +226,6 @@ def create_app(settings: Settings) -> faust.App:
             return False
         return highwater is not None and read + 1 >= highwater
 
-    @app.timer(interval=settings.idle_check_s)
     async def expire_idle() -> None:
         """The processing-time rule (the time-out measured on this worker's clock,
         only for tables whose partition is caught up). A verdict goes into the table's
@@ -238,6 +237,8 @@ def create_app(settings: Settings) -> faust.App:
             if found:
                 acks.extend(await send(found))
             states.evict_idle()  # live state stays bounded (processors/state.py)
+
+    app.timer(interval=settings.idle_check_s)(expire_idle)
 
     frozen = Frozen(settings.session_timeout_s)
     stalled = Stalled(settings.stall_timeout_s)
@@ -253,7 +254,6 @@ def create_app(settings: Settings) -> faust.App:
         committed = getattr(app.consumer, "_committed_offset", {}).get(tp)
         return -1 if committed is None else int(committed)
 
-    @app.timer(interval=1.0)
     async def watchdog() -> None:
         """A worker that was frozen (SIGSTOP, a paused VM) for longer than its session
         has lost its partitions, and Faust does not always recover its consumer from
@@ -289,5 +289,6 @@ def create_app(settings: Settings) -> faust.App:
                 log_tasks()
                 restart_self()
 
+    app.timer(interval=1.0)(watchdog)
     metrics.install(position)
     return app

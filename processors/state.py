@@ -140,6 +140,7 @@ class TableStates:
         if raw is None and hole is None:
             return _Table(a, topic, partition, covered=-1, snapshot_offset=None)
         if raw is None:  # its first events may be among those the stream skipped
+            assert hole is not None
             done, how = hole - 1, f"no snapshot, skipped offsets from {hole}"
         else:
             try:
