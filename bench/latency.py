@@ -28,12 +28,12 @@ from stream_feed import (
     KAFKA,
     ROOT,
     Spliced,
+    Worker,
     drop_database,
     floor_events,
     pct,
     send_spliced,
     services_up,
-    start_worker,
     stop,
 )
 
@@ -110,7 +110,7 @@ def latency(rates: list[float], seconds: float) -> dict[str, Any]:
     run = "bl" + uuid.uuid4().hex[:8]
     prefix = f"{run}-"
     ensure_topics(KAFKA, 4, prefix)
-    procs = [start_worker(run)]  # with its ClickHouse sink, as deployed
+    procs = [Worker(run)]  # with its ClickHouse sink, as deployed
     alerts, bare = Watch(prefix + "alerts", True), Watch(prefix + "table-events", False)
     rows = []
     ctx = mp.get_context("fork")

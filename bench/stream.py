@@ -4,9 +4,9 @@ everything on this machine, every figure beside baselines measured in the same r
 1. throughput: N pre-encoded events on the topic; events/s audited and landed in
    ClickHouse (events, and every round closed) by 1 and by 2 workers, beside a bare
    kafka-python consumer and a Faust agent that only counts (bench/faust_bare.py), all
-   reading the same topic, each timed from its first event read (or row landed) so
-   that no group join is in any figure; and CPU microseconds per event (worker and
-   sink processes against the bare Faust agent's);
+   reading the same topic, each timed from its first event read (the workers': their
+   /metrics) so that no group join is in any figure; and CPU microseconds per event
+   (worker and sink processes against the bare Faust agent's);
 2. alert latency, device ts -> alert consumed, p50/p99 at 1,000, 2,500 and 5,000
    events/s with one worker and its sink (bench/latency.py: pre-encoded events,
    restamped by splicing, the producer's own maximum printed first);
@@ -33,12 +33,12 @@ from stream_feed import (
     CH,
     KAFKA,
     ROOT,
+    Worker,
     bench_producer,
     cpu_seconds,
     drop_database,
     floor_events,
     services_up,
-    start_worker,
     stop,
 )
 
@@ -76,24 +76,27 @@ def faust_bare(topic: str, n: int) -> tuple[float, float]:
 
 def workers(topic_run: str, n: int, rounds: int, count: int) -> tuple[float, float]:
     """`count` workers of a new group on the loaded topic: events/s from the first
-    event row in ClickHouse to the n-th with every round landed, and CPU microseconds
-    per event (workers and their sinks)."""
+    event read by any of them (their /metrics: the group join is not timed, as for the
+    baselines) to the n-th event in ClickHouse with every round landed, and CPU
+    microseconds per event (workers and their sinks) over the same span."""
     run = f"{topic_run}w{count}{uuid.uuid4().hex[:4]}"
     store = ServerStore(*CH, database=run)
     store.setup()
     # the workers read the loaded topics: same prefix, a group and database of their own
-    procs = [start_worker(run, "--topic-prefix", f"{topic_run}-", "--app-id", run)
+    procs = [Worker(run, "--topic-prefix", f"{topic_run}-", "--app-id", run)
              for _ in range(count)]
 
     def landed(table: str = "events") -> int:
         for p in procs:
             if p.poll() is not None:
-                raise SystemExit(f"a worker stopped (log in /tmp/{run}-*.log)")
+                raise SystemExit(f"a worker stopped (log in {p.log})")
         return int(store.query(f"SELECT count() AS n FROM {table}")[0]["n"])
 
     try:
         deadline = time.monotonic() + 1200
-        while (first := landed()) == 0 and time.monotonic() < deadline:
+        while (first := sum(p.events_read() for p in procs)) == 0 \
+                and time.monotonic() < deadline:
+            landed()
             time.sleep(0.05)
         t, cpu = time.perf_counter(), sum(cpu_seconds(p.pid) for p in procs)
         while (landed() < n or landed("rounds") < rounds) and time.monotonic() < deadline:

@@ -139,47 +139,115 @@ def floor_events(n: int, tables: int = 40, seed: int = 3, inject: float = 0.02) 
 
 
 def bench_producer() -> Any:
-    """kafka-python, acks=all, batching, no compression: the bench's own producer."""
+    """kafka-python, acks=all, batching, no compression: loads a topic before a run."""
     from kafka import KafkaProducer
 
     return KafkaProducer(bootstrap_servers=KAFKA, acks="all", linger_ms=2,
-                         batch_size=512 * 1024, buffer_memory=256 << 20,
+                         batch_size=512 * 1024,
                          max_in_flight_requests_per_connection=5)
 
 
 def send_spliced(topic: str, feed: Spliced, start: int, n: int,
                  rate: float | None = None) -> tuple[int, float]:
-    """Send events start..start+n of the feed, each restamped to its send time, at
-    `rate` events/s (None: as fast as possible); returns (sent, seconds incl. flush)."""
-    producer = bench_producer()
-    t0 = time.monotonic()
-    for k in range(n):
-        if rate:
-            ahead = t0 + k / rate - time.monotonic()
-            if ahead > 0.001:
-                time.sleep(ahead)
-        key, msg = feed.restamp(start + k, int(time.time() * 1000))
-        producer.send(topic, key=key, value=msg)
-    producer.flush()
-    dt = time.monotonic() - t0
-    producer.close()
-    return n, dt
+    """Send events start..start+n of the feed at `rate` events/s (None: as fast as it
+    can), each restamped to its send time; returns (sent, seconds incl. acks).
+
+    aiokafka's batch API (records appended to a per-partition batch in C, one request
+    per batch), partitioned like kafka-python's default (murmur2 of the key): the
+    events due at each tick (every millisecond or so) go out together, stamped then."""
+    import asyncio
+
+    return asyncio.run(_send(topic, feed, start, n, rate))
 
 
-def start_worker(run_id: str, *extra: str) -> subprocess.Popen[bytes]:
+async def _send(topic: str, feed: Spliced, start: int, n: int,
+                rate: float | None) -> tuple[int, float]:
+    import asyncio
+
+    from aiokafka import AIOKafkaProducer
+    from kafka.partitioner.default import murmur2
+
+    producer = AIOKafkaProducer(bootstrap_servers=KAFKA, acks="all", linger_ms=0,
+                                max_batch_size=1 << 20, max_request_size=8 << 20)
+    await producer.start()
+    try:
+        parts = sorted(await producer.partitions_for(topic))
+        where: dict[bytes, int] = {}
+        acks = []
+        t0 = time.monotonic()
+        k = 0
+        while k < n:
+            due = min(n, k + 5000) if not rate else \
+                min(n, int((time.monotonic() - t0) * rate) + 1)
+            if due <= k:
+                await asyncio.sleep(0.0005)
+                continue
+            now = int(time.time() * 1000)
+            batches: dict[int, Any] = {}
+            for i in range(start + k, start + due):
+                key, msg = feed.restamp(i, now)
+                p = where.get(key)
+                if p is None:
+                    p = where[key] = parts[(murmur2(key) & 0x7FFFFFFF) % len(parts)]
+                b = batches.get(p)
+                if b is None:
+                    b = batches[p] = producer.create_batch()
+                if b.append(key=key, value=msg, timestamp=None) is None:  # full
+                    acks.append(await producer.send_batch(b, topic, partition=p))
+                    b = batches[p] = producer.create_batch()
+                    b.append(key=key, value=msg, timestamp=None)
+            for p, b in batches.items():
+                acks.append(await producer.send_batch(b, topic, partition=p))
+            k = due
+        await asyncio.gather(*acks)
+        return n, time.monotonic() - t0
+    finally:
+        await producer.stop()
+
+
+class Worker:
     """One `pitwatch worker` of group `run_id` on its own topics and database."""
-    tag = uuid.uuid4().hex[:4]
-    with open(f"/tmp/{run_id}-{tag}.log", "wb") as log:
-        return subprocess.Popen(
-            [sys.executable, "-m", "pitwatch.cli", "worker", "--app-id", run_id,
-             "--kafka", KAFKA, "--clickhouse", f"{CH[0]}:{CH[1]}",
-             "--topic-prefix", f"{run_id}-", "--clickhouse-db", run_id,
-             "--data-dir", f"/tmp/{run_id}-{tag}", "--web-port",
-             str(17000 + uuid.uuid4().int % 3000), "--loglevel", "warning", *extra],
-            stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True)
+
+    def __init__(self, run_id: str, *extra: str) -> None:
+        tag = uuid.uuid4().hex[:4]
+        self.port = 17000 + uuid.uuid4().int % 3000
+        self.log = f"/tmp/{run_id}-{tag}.log"
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "pitwatch.cli", "worker", "--app-id", run_id,
+                 "--kafka", KAFKA, "--clickhouse", f"{CH[0]}:{CH[1]}",
+                 "--topic-prefix", f"{run_id}-", "--clickhouse-db", run_id,
+                 "--data-dir", f"/tmp/{run_id}-{tag}", "--web-port", str(self.port),
+                 "--loglevel", "warning", *extra],
+                stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True)
+        self.pid = self.proc.pid
+
+    def events_read(self) -> int:
+        """The worker's count of events read (its /metrics), 0 while it is not up."""
+        import urllib.request
+
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics",
+                                        timeout=2) as r:
+                body = r.read().decode()
+        except OSError:
+            return 0
+        for line in body.splitlines():
+            if line.startswith("pitwatch_events_total "):
+                return int(line.split()[1])
+        return 0
+
+    def poll(self) -> int | None:
+        return self.proc.poll()
+
+    def terminate(self) -> None:
+        self.proc.terminate()
+
+    def wait(self, timeout: float) -> int:
+        return self.proc.wait(timeout=timeout)
 
 
-def stop(procs: list[subprocess.Popen[bytes]]) -> None:
+def stop(procs: list[Worker]) -> None:
     for p in procs:
         p.terminate()
     for p in procs:
