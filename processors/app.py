@@ -39,6 +39,7 @@ from pitwatch.store.rows import round_row
 
 from .catch_up import PartitionReader
 from .dead_letters import dead_letter
+from .gaps import unread_before
 from .metrics import Metrics
 from .settings import Settings
 from .state import Found, TableStates
@@ -109,7 +110,7 @@ def create_app(settings: Settings) -> faust.App:
         log.warning("no key registry (--keys / PITWATCH_KEYS): device signatures are not "
                     "required")
     states = TableStates(open_rounds, select, timeout_ms, keys)
-    catch_up = PartitionReader(settings.kafka)
+    catch_up = PartitionReader(settings.kafka, group=settings.app_id)
     metrics = Metrics(app, states, settings)
     lock = asyncio.Lock()  # the agent and the timer take turns on the auditors
     position: dict[tuple[str, int], int] = {}  # (topic, partition) -> last offset read
@@ -136,13 +137,12 @@ def create_app(settings: Settings) -> faust.App:
             with in_hand(event):
                 states.snapshot(t)
 
-    async def reject(msg: Any, reason: str) -> Any:
+    async def reject(topic: str, partition: int, offset: int, key: bytes | None,
+                     value: bytes | None, reason: str) -> Any:
         metrics.dead_letters += 1
-        log.warning("dead letter at %s[%d]@%d: %s", msg.topic, msg.partition, msg.offset,
-                    reason)
-        return await dead.send(key=msg.key, value=dead_letter(reason, msg.topic,
-                                                              msg.partition, msg.offset,
-                                                              msg.key, msg.value))
+        log.warning("dead letter at %s[%d]@%d: %s", topic, partition, offset, reason)
+        return await dead.send(key=key, value=dead_letter(reason, topic, partition, offset,
+                                                          key, value))
 
     @app.on_partitions_revoked.connect
     async def on_revoked(sender: Any, /, *args: Any, signal: Any, **kwargs: Any) -> None:
@@ -153,58 +153,76 @@ def create_app(settings: Settings) -> faust.App:
 
     acks: list[Any] = []
 
-    async def fold(event: Any, due: dict[str, Any]) -> None:
-        """One message of a batch, in its partition's order: the offset check, the
-        decode (or a dead letter), the fold; what it found goes to the producer."""
-        msg = event.message
-        tp = (msg.topic, msg.partition)
-        last = position.get(tp)
-        if last is not None and msg.offset > last + 1:
-            states.skipped(msg.topic, msg.partition, last + 1, msg.offset)
-            for t in [t for t, e in due.items() if e.message.partition == msg.partition
-                      and e.message.topic == msg.topic]:
-                del due[t]  # dropped from memory: restored from its snapshot instead
-        position[tp] = msg.offset
-        if msg.value is None:
-            acks.append(await reject(msg, "tombstone: a null value is not an event"))
+    async def handle(topic: str, partition: int, offset: int, key: bytes | None,
+                     value: bytes | None, due: dict[str, Any], event: Any) -> None:
+        """One message of the events topic, in its partition's order: the decode (or a
+        dead letter) and the fold; what it found goes to the producer without waiting,
+        and a table that wants a snapshot goes into `due` with `event`, the message in
+        hand on its partition (whose context the changelog write takes)."""
+        position[(topic, partition)] = offset
+        metrics.events += 1
+        if value is None:
+            acks.append(await reject(topic, partition, offset, key, value,
+                                     "tombstone: a null value is not an event"))
             return
         try:
-            ev = decode_single(msg.value)
+            ev = decode_single(value)
         except DecodeError as e:
-            acks.append(await reject(msg, str(e)))
+            acks.append(await reject(topic, partition, offset, key, value, str(e)))
             return
-        if msg.key != ev.table_id.encode():
-            acks.append(await reject(msg, f"key {msg.key!r} is not the event's table_id "
-                                    f"{ev.table_id!r}: its table's order is not kept"))
+        if key != ev.table_id.encode():
+            acks.append(await reject(topic, partition, offset, key, value,
+                                     f"key {key!r} is not the event's table_id "
+                                     f"{ev.table_id!r}: its table's order is not kept"))
             return
         try:
-            found = await states.process(ev, msg.topic, msg.partition, msg.offset,
-                                         catch_up.read)
+            found = await states.process(ev, topic, partition, offset, catch_up.read)
         except Exception:  # the partition could not be read back, say
-            log.exception("could not audit %s[%d]@%d; restarting the worker clean "
-                          "(it resumes from the committed offset)", msg.topic,
-                          msg.partition, msg.offset)
+            log.exception("could not audit %s[%d]@%d; restarting the worker clean (it "
+                          "resumes from the committed offset)", topic, partition, offset)
             restart_self()
         if found:
             acks.extend(await send(found))
         if ev.table_id in due or states.due(ev.table_id, ev):
             due[ev.table_id] = event
 
+    async def read_back(event: Any, due: dict[str, Any]) -> None:
+        """Before the message in hand: what the consumer skipped (processors/gaps.py),
+        read back from the partition and handled in order."""
+        msg = event.message
+        topic, partition, offset = msg.topic, msg.partition, msg.offset
+        try:
+            unread = await unread_before(position, topic, partition, offset,
+                                         catch_up.start_offset, catch_up.read)
+        except Exception:  # Kafka could not give the stretch back
+            log.exception("could not read back the offsets before %s[%d]@%d; restarting "
+                          "the worker clean (it resumes from the committed offset)", topic,
+                          partition, offset)
+            restart_self()
+        if unread:
+            log.warning("%s[%d]: offsets %d..%d were skipped by the consumer; handling "
+                        "them from the partition first", topic, partition, unread[0][0],
+                        offset - 1)
+        for o, key, value in unread:
+            await handle(topic, partition, o, key or None, value, due, event)
+
     @app.agent(events)
     async def audit(stream: Any) -> None:
         """Batches of up to BATCH messages (or what came within BATCH_WITHIN_S): each
-        message folded in order, what was found sent without waiting, then, if any
-        table wants a snapshot, one wait for Kafka's acknowledgements and one changelog
-        write per table. Faust acknowledges the batch's offsets after it."""
+        message, after whatever the consumer skipped before it, handled in its
+        partition's order, what was found sent without waiting; then, if any table wants
+        a snapshot, one wait for Kafka's acknowledgements and one changelog write per
+        table. Faust acknowledges the batch's offsets after it."""
         async for batch in stream.take_events(BATCH, within=BATCH_WITHIN_S):
             async with lock:
-                due: dict[str, Any] = {}  # table -> its last event of the batch
-                for event in batch:
-                    await fold(event, due)
-                metrics.events += len(batch)
+                due: dict[str, Any] = {}  # table -> the last message in hand for it
                 last_of: dict[tuple[str, int], Any] = {}
                 for event in batch:
-                    last_of[event.message.topic, event.message.partition] = event
+                    msg = event.message
+                    await read_back(event, due)
+                    await handle(msg.topic, msg.partition, msg.offset, msg.key, msg.value,
+                                 due, event)
+                    last_of[msg.topic, msg.partition] = event
                 for (topic, partition), event in last_of.items():
                     for t in states.verdicts(topic, partition):
                         due.setdefault(t, event)

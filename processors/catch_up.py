@@ -7,14 +7,20 @@ from typing import Any
 
 from pitwatch.connect import KafkaAuth
 
+#: (offset, key, value) of one message; value None for a tombstone
+Record = tuple[int, bytes, bytes | None]
+
 
 class PartitionReader:
-    """Reads outside any consumer group: a stretch of a partition (a consumer per
-    read), or its end offset (one consumer, kept)."""
+    """Reads outside the consumer group's membership: a stretch of a partition (a
+    consumer per read), its end offset (one consumer, kept), or where the group's
+    reading of it starts (one group-bound consumer that never joins or commits)."""
 
-    def __init__(self, bootstrap: str) -> None:
+    def __init__(self, bootstrap: str, group: str | None = None) -> None:
         self.bootstrap = bootstrap
+        self.group = group
         self._consumer: Any = None
+        self._group_consumer: Any = None
 
     async def _started(self) -> Any:
         from aiokafka import AIOKafkaConsumer
@@ -34,8 +40,26 @@ class PartitionReader:
         consumer = await self._started()
         return int((await consumer.end_offsets([tp]))[tp])
 
+    async def start_offset(self, topic: str, partition: int) -> int:
+        """The first offset the group has not processed on the partition: its committed
+        offset, else the partition's first offset (nothing committed yet)."""
+        from aiokafka import AIOKafkaConsumer, TopicPartition
+
+        tp = TopicPartition(topic, partition)
+        if self.group is not None:
+            if self._group_consumer is None:
+                self._group_consumer = AIOKafkaConsumer(
+                    bootstrap_servers=self.bootstrap, group_id=self.group,
+                    enable_auto_commit=False, **KafkaAuth.from_env().aiokafka())
+                await self._group_consumer.start()
+            committed = await self._group_consumer.committed(tp)
+            if committed is not None and committed >= 0:
+                return int(committed)
+        consumer = await self._started()
+        return int((await consumer.beginning_offsets([tp]))[tp])
+
     async def read(self, topic: str, partition: int, start: int, stop: int
-                   ) -> list[tuple[int, bytes, bytes]]:
+                   ) -> list[Record]:
         """The messages with offsets in [start, stop), as (offset, key, value), in
         order and without holes. A consumer of its own for each read: a reused one can
         hand back records it fetched for an earlier read of the same partition, and a
@@ -43,13 +67,16 @@ class PartitionReader:
         from aiokafka import AIOKafkaConsumer, TopicPartition
 
         consumer = AIOKafkaConsumer(bootstrap_servers=self.bootstrap,
-                                    enable_auto_commit=False, group_id=None)
+                                    enable_auto_commit=False, group_id=None,
+                                    **KafkaAuth.from_env().aiokafka())
         await consumer.start()
         try:
             tp = TopicPartition(topic, partition)
             consumer.assign([tp])
+            # what retention already deleted cannot be read: start at what is left
+            start = max(start, int((await consumer.beginning_offsets([tp]))[tp]))
             consumer.seek(tp, start)
-            out: list[tuple[int, bytes, bytes]] = []
+            out: list[Record] = []
             expected = start
             for _ in range(60):  # the messages before `stop` exist: a minute at most
                 batch = await consumer.getmany(tp, timeout_ms=1000)
@@ -61,7 +88,7 @@ class PartitionReader:
                     if m.offset > expected:  # a hole: read from the expected offset again
                         consumer.seek(tp, expected)
                         break
-                    out.append((m.offset, m.key or b"", m.value or b""))
+                    out.append((m.offset, m.key or b"", m.value))
                     expected = m.offset + 1
                 if expected >= stop:
                     return out
@@ -71,6 +98,7 @@ class PartitionReader:
             await consumer.stop()
 
     async def stop(self) -> None:
-        if self._consumer is not None:
-            await self._consumer.stop()
-            self._consumer = None
+        for consumer in (self._consumer, self._group_consumer):
+            if consumer is not None:
+                await consumer.stop()
+        self._consumer = self._group_consumer = None

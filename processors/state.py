@@ -14,11 +14,11 @@ restore invents nothing. A snapshot of another version, or a damaged one, is dro
 the table is folded again from the start of the partition. Violations found on the way
 go out again with the same ids, so the store counts them once.
 
-The consumer can hand the audit a partition with a hole in it (Faust resuming a
-partition around a rebalance from its fetch position before it seeks to the committed
-offset: the records it had fetched are cleared, and offsets are skipped). The caller
-says so (`skipped`): the partition's tables are restored as after a take-over, so the
-skipped events are folded from the partition, never lost.
+The consumer can hand the audit a partition with a hole in it: around a rebalance Faust
+drops the records it fetched while the flow was stopped, and resumes from its fetch
+position, not from the committed offset, when the group committed nothing (or 0) there.
+The agent (processors/app.py) reads any such stretch back from the partition and feeds
+it here in order before the message in hand, so nothing is lost.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from pitwatch.events.model import Event
 
 log = logging.getLogger("pitwatch.worker")
 #: reads the partition's messages with offsets in [start, stop): (offset, key, value)
-CatchUp = Callable[[str, int, int, int], Awaitable[list[tuple[int, bytes, bytes]]]]
+CatchUp = Callable[[str, int, int, int], Awaitable[list[tuple[int, bytes, bytes | None]]]]
 #: A snapshot at a round's end once this many events of the table came since the last
 #: one (and always on a table event, a new table or a time-out verdict): the catch-up
 #: after a take-over reads at most about this many of the table's events.
@@ -91,29 +91,11 @@ class TableStates:
         self._rounds: list[RoundSummary] = []
         self.snapshots = 0
         self.restored = 0
-        #: (topic, partition) -> the first offset the stream skipped since the assignment
-        self.holes: dict[tuple[str, int], int] = {}
         self.evicted = 0
 
     def forget(self) -> None:
         """After a rebalance: what is in memory may be stale; restore on next use."""
         self.tables.clear()
-        self.holes.clear()
-
-    def skipped(self, topic: str, partition: int, start: int, stop: int) -> None:
-        """The stream handed over offset `stop` of the partition after `start - 1`: the
-        messages in [start, stop) never reached the audit (the consumer can move on
-        past records it fetched before a rebalance). Its tables in memory are dropped,
-        to be restored from their snapshots and the partition on their next event, and
-        a table without a snapshot folds the partition from `start`."""
-        log.warning("%s[%d]: offsets %d..%d never reached the audit; its tables are "
-                    "restored from their snapshots and the partition", topic, partition,
-                    start, stop - 1)
-        for k in [k for k, t in self.tables.items()
-                  if t.topic == topic and t.partition == partition]:
-            del self.tables[k]
-        key = (topic, partition)
-        self.holes[key] = min(start, self.holes.get(key, start))
 
     def _take(self) -> Found:
         """What was found since the last take: each caller takes its own, synchronously
@@ -136,24 +118,19 @@ class TableStates:
         the partition's start when its snapshot cannot be read."""
         a = self._new_auditor(table_id)
         raw = self.table.get(table_id.encode())
-        hole = self.holes.get((topic, partition))
-        if raw is None and hole is None:
+        if raw is None:
             return _Table(a, topic, partition, covered=-1, snapshot_offset=None)
-        if raw is None:  # its first events may be among those the stream skipped
-            assert hole is not None
-            done, how = hole - 1, f"no snapshot, skipped offsets from {hole}"
-        else:
-            try:
-                snap = orjson.loads(raw)
-                a.import_state(snap["state"])
-                done = int(snap["offset"])
-                how = f"snapshot at {topic}[{partition}]@{done}"
-            except (orjson.JSONDecodeError, StateError, KeyError, TypeError, ValueError) as e:
-                log.warning("snapshot of table %s dropped (%s): folding the partition from "
-                            "its start", table_id, e)
-                a, done, how = self._new_auditor(table_id), -1, "unreadable snapshot dropped"
+        try:
+            snap = orjson.loads(raw)
+            a.import_state(snap["state"])
+            done = int(snap["offset"])
+            how = f"snapshot at {topic}[{partition}]@{done}"
+        except (orjson.JSONDecodeError, StateError, KeyError, TypeError, ValueError) as e:
+            log.warning("snapshot of table %s dropped (%s): folding the partition from "
+                        "its start", table_id, e)
+            a, done, how = self._new_auditor(table_id), -1, "unreadable snapshot dropped"
         t = _Table(a, topic, partition, covered=done,
-                   snapshot_offset=None if raw is None or done < 0 else done)
+                   snapshot_offset=None if done < 0 else done)
         folded = 0
         if done + 1 < offset:
             key = table_id.encode()

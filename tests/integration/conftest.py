@@ -14,7 +14,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -36,12 +36,22 @@ STALL_S = 30
 #: rounds compared field by field: money, counts, completeness
 ROUND_FIELDS = ("wagered", "paid", "collected", "returned", "events", "violations", "complete")
 
+T = TypeVar("T")
 
-def wait_until(what: str, ok: Callable[[], bool], timeout: float = 180.0,
-               every: float = 0.25) -> None:
-    """Poll `ok` until it holds; fail naming `what` after `timeout` seconds."""
+
+def wait_until(what: str, ok: Callable[[], T], timeout: float = 180.0, every: float = 0.25,
+               ignore: tuple[type[Exception], ...] = ()) -> T:
+    """Poll `ok` until it returns something true, and return that; fail naming `what`
+    after `timeout` seconds. Exceptions of the `ignore` types count as not yet (a
+    service still starting)."""
     deadline = time.monotonic() + timeout
-    while not ok():
+    while True:
+        try:
+            got = ok()
+            if got:
+                return got
+        except ignore:
+            pass
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
         time.sleep(every)
@@ -212,8 +222,13 @@ class Pipeline:
             time.sleep(0.5)
             got = self.counts()
         logs = "\n".join(p.read_text()[-3000:] for p in self.tmp.glob("worker-*.log"))
-        raise AssertionError(f"ClickHouse has {got}, expected {want} after {timeout:.0f}s"
-                             f"\n{logs}")
+        warnings = "\n".join(line for line in self.logs().splitlines()
+                             if "WARNING" in line or "ERROR" in line)[-6000:]
+        missing = sorted(set(expected.round_rows) - set(self.rounds()))
+        raise AssertionError(f"ClickHouse has {got}, expected {want} after {timeout:.0f}s; "
+                             f"rounds missing: {missing[:20]}\n"
+                             f"{self.explain(expected, self.violation_ids(), 'ClickHouse')}"
+                             f"\nwarnings and errors:\n{warnings}\nlog tails:\n{logs}")
 
     def alerted_ids(self) -> list[str]:
         from pitwatch.engine.alerts import decode_violation

@@ -12,7 +12,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,6 +26,8 @@ from pitwatch.engine.alerts import encode_violation
 from pitwatch.engine.violation import Violation
 from pitwatch.store.server import ServerStore
 from producers.simulate import Floor
+
+from .conftest import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / ".run" / "artifacts"
@@ -48,20 +49,6 @@ def _get(url: str) -> Any:
 
     with urllib.request.urlopen(url, timeout=5) as r:
         return orjson.loads(r.read())
-
-
-def wait_until(what: str, check: Any, timeout: float = 120.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            got = check()
-            if got:
-                return got
-        except OSError:
-            pass
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 @dataclass
@@ -100,7 +87,8 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
     url = f"http://127.0.0.1:{port}"
     try:
         wait_until("the console to read the alerts topic",
-                   lambda: _get(f"{url}/api/health")["kafka"] == "live")
+                   lambda: _get(f"{url}/api/health")["kafka"] == "live", 120, every=0.1,
+                   ignore=(OSError,))
         yield Console(url, tag, topic, store, proc)
     finally:
         proc.terminate()

@@ -13,8 +13,9 @@ import pytest
 
 from pitwatch.engine.auditor import STATE_VERSION, StateError, TableAuditor
 from pitwatch.engine.violation import Violation
-from pitwatch.events.avro import encode_single
+from pitwatch.events.avro import decode_single, encode_single
 from pitwatch.packs.registry import select
+from processors.gaps import unread_before
 from processors.state import TableStates
 from producers.simulate import Floor
 
@@ -140,72 +141,88 @@ def test_an_unknown_state_version_is_refused() -> None:
         a.import_state({"version": 99})
 
 
-def test_a_stream_that_skips_offsets_loses_nothing() -> None:
+def _delivered_with_holes(events: list, holes: list[range], committed: int | None,
+                          read_back: bool) -> set[str]:
+    """A worker whose consumer delivers `events` (offset = index) except the offsets in
+    `holes`, with the group's committed offset `committed` (None: nothing committed)
+    when the partition was assigned; with `read_back`, it handles what
+    processors/gaps.py says was skipped before each message, as the agent does."""
+    log = [(i, ev.table_id.encode(), encode_single(ev)) for i, ev in enumerate(events)]
+    states = TableStates({}, select, 15 * 60 * 1000)
+    position: dict[tuple[str, int], int] = {}
+    found: list[Violation] = []
+
+    async def read(topic: str, partition: int, a: int, b: int) -> list:
+        return [m for m in log if a <= m[0] < b]
+
+    async def start_offset(topic: str, partition: int) -> int:
+        return 0 if committed is None else committed
+
+    async def handle(i: int, value: bytes) -> None:
+        position[(TOPIC, PARTITION)] = i
+        ev = decode_single(value)
+        found.extend((await states.process(ev, TOPIC, PARTITION, i, read)).violations)
+        if states.due(ev.table_id, ev):
+            states.snapshot(ev.table_id)
+
+    async def go() -> None:
+        for i, _, value in log:
+            if any(i in h for h in holes) or (committed is not None and i < committed):
+                continue
+            if read_back:
+                for o, _, v in await unread_before(position, TOPIC, PARTITION, i,
+                                                   start_offset, read):
+                    await handle(o, v)
+            await handle(i, value)
+
+    asyncio.run(go())
+    return {v.violation_id for v in found}
+
+
+def test_offsets_skipped_mid_stream_are_read_back_and_lose_nothing() -> None:
     """The consumer moved past records it had fetched (a rebalance): offsets 150..399
-    never reach the audit. Told so, the states refold every table of the partition
-    from its snapshot (or, without one, from the hole) and the partition, and find
-    what one uninterrupted worker finds; not told, the skipped events are lost."""
+    never reach the agent. Reading them back before offset 400, the worker finds what
+    one uninterrupted worker finds; without that, the skipped events are lost."""
     events = list(Floor(3, 25, seed=33, inject=0.3).events())
     whole: list[Violation] = []
     _run(events, {}, 0, len(events), whole)
-    log = [(i, ev.table_id.encode(), encode_single(ev)) for i, ev in enumerate(events)]
-
-    async def catch_up(topic: str, partition: int, a: int, b: int) -> list:
-        return [m for m in log if a <= m[0] < b]
-
-    def run(told: bool) -> set[str]:
-        found: list[Violation] = []
-        states = TableStates({}, select, 15 * 60 * 1000)
-
-        async def go() -> None:
-            for i, ev in enumerate(events):
-                if 150 <= i < 400:
-                    continue
-                if i == 400 and told:
-                    states.skipped(TOPIC, PARTITION, 150, 400)
-                found.extend((await states.process(ev, TOPIC, PARTITION, i, catch_up))
-                             .violations)
-                if states.due(ev.table_id, ev):
-                    states.snapshot(ev.table_id)
-
-        asyncio.run(go())
-        return {v.violation_id for v in found}
-
-    assert run(told=True) == {v.violation_id for v in whole}
-    assert run(told=False) != {v.violation_id for v in whole}
+    want = {v.violation_id for v in whole}
+    assert _delivered_with_holes(events, [range(150, 400)], None, read_back=True) == want
+    assert _delivered_with_holes(events, [range(150, 400)], None, read_back=False) != want
 
 
-def test_a_table_first_seen_in_the_skipped_offsets_folds_from_the_hole() -> None:
-    """A table with no snapshot whose first events the stream skipped: it is folded
-    from the first skipped offset, not started from the middle of its stream."""
-    events = list(Floor(2, 3, seed=34, inject=0.0).events())
-    second = events[1].table_id
-    first_of_second = next(i for i, e in enumerate(events) if e.table_id == second)
-    log = [(i, ev.table_id.encode(), encode_single(ev)) for i, ev in enumerate(events)]
+def test_a_partition_handed_over_from_its_middle_reads_its_start_back() -> None:
+    """Nothing committed, and the consumer's first message is not the partition's first
+    (Faust resumes from its fetch position, dropping what it fetched while the flow
+    was stopped): the tables' TableOpened and first events are read back from the
+    partition's start, so no table is judged without its posted rules."""
+    events = list(Floor(3, 4, seed=34, inject=0.0).events())
+    assert _delivered_with_holes(events, [range(0, 40)], None, read_back=True) == set()
+    assert _delivered_with_holes(events, [range(0, 40)], None, read_back=False) != set()
 
-    async def catch_up(topic: str, partition: int, a: int, b: int) -> list:
-        return [m for m in log if a <= m[0] < b]
 
-    hole = range(first_of_second, first_of_second + 5)
+def test_a_committed_offset_is_where_reading_back_starts() -> None:
+    """With the group's offset committed at 30 (what was before it is audited and in
+    the snapshots), a first message at 60 reads back 30..59 only."""
+    seen: list[tuple[int, int]] = []
 
-    def run(told: bool) -> list[Violation]:
-        states = TableStates({}, select, 15 * 60 * 1000)
-        found: list[Violation] = []
+    async def read(topic: str, partition: int, a: int, b: int) -> list:
+        seen.append((a, b))
+        return []
 
-        async def go() -> None:
-            for i, ev in enumerate(events):
-                if i in hole:
-                    continue
-                if i == hole.stop and told:
-                    states.skipped(TOPIC, PARTITION, hole.start, hole.stop)
-                found.extend((await states.process(ev, TOPIC, PARTITION, i, catch_up))
-                             .violations)
+    async def start_offset(topic: str, partition: int) -> int:
+        return 30
 
-        asyncio.run(go())
-        return found
+    async def go() -> None:
+        assert await unread_before({}, TOPIC, PARTITION, 30, start_offset, read) == []
+        await unread_before({}, TOPIC, PARTITION, 60, start_offset, read)
+        await unread_before({(TOPIC, PARTITION): 70}, TOPIC, PARTITION, 71, start_offset,
+                            read)
+        await unread_before({(TOPIC, PARTITION): 70}, TOPIC, PARTITION, 75, start_offset,
+                            read)
 
-    assert run(told=True) == []  # a clean floor: nothing out of order, no gap
-    assert run(told=False) != []  # started mid-stream: its first events missing
+    asyncio.run(go())
+    assert seen == [(30, 60), (71, 75)]
 
 
 def test_a_snapshot_packs_only_canonical_uuid_ids_and_keeps_the_rest_as_written() -> None:
