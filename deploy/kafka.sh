@@ -16,7 +16,12 @@ KAFKA_START_TIMEOUT="${KAFKA_START_TIMEOUT:-120}"
 KAFKA_STOP_TIMEOUT="${KAFKA_STOP_TIMEOUT:-30}"
 JAVA="${JAVA:-java}"
 PITWATCH_TLS_DIR="${PITWATCH_TLS_DIR:-}"
-if [[ -n $PITWATCH_TLS_DIR ]]; then LISTENER=SASL_SSL; else LISTENER=PLAINTEXT; fi
+if [[ -n $PITWATCH_TLS_DIR ]]; then
+    LISTENER=SASL_SSL CONTROLLER_PROTOCOL=SASL_PLAINTEXT
+else
+    LISTENER=PLAINTEXT CONTROLLER_PROTOCOL=PLAINTEXT
+fi
+ROLES=(DEVICE WORKER SINK CONSOLE)
 
 HOME_DIR="$PITWATCH_CACHE/kafka-$KAFKA_VERSION"
 LIBS="$HOME_DIR/libs"
@@ -42,6 +47,10 @@ Commands:
   status         print state; exit 0 when running, 3 when stopped
   topics ARGS..  run the kafka-topics tool against the broker,
                  e.g. topics --create --topic t --partitions 4
+  grant          secure mode: give each role's user (below) the ACLs of its role on
+                 the topics of PITWATCH_APP_ID [pitwatch] and PITWATCH_TOPIC_PREFIX [];
+                 run once per app id and prefix, after start
+  acls ARGS..    run the kafka-acls tool as the admin, e.g. acls --list
   help           this text
 
 Environment (defaults in brackets):
@@ -61,7 +70,22 @@ on KAFKA_PORT is SASL_SSL with SCRAM-SHA-512, using the certificate in that dire
 The user PITWATCH_KAFKA_USER with password PITWATCH_KAFKA_PASSWORD (8 or more of
 A-Z a-z 0-9 . _ ~ + / = -) is created when the storage is formatted, and is also the
 broker's own inter-broker login; the topics command and the readiness probe use it.
-The controller listener stays plaintext on 127.0.0.1 (KRaft controllers take no SCRAM).
+The controller listener on 127.0.0.1 is SASL_PLAINTEXT with PLAIN (KRaft controllers
+take no SCRAM), whose only user is PITWATCH_KAFKA_USER.
+
+Authorization (secure mode): KRaft's StandardAuthorizer, PITWATCH_KAFKA_USER its only
+super user (the admin, and the broker's own login); everyone else may do only what an
+ACL allows. A role's user is created (SCRAM-SHA-512) when the storage is formatted if
+PITWATCH_KAFKA_<ROLE>_USER and PITWATCH_KAFKA_<ROLE>_PASSWORD are set, and 'grant'
+gives it its role's ACLs:
+  DEVICE    write table-events (a table device, 'pitwatch produce')
+  WORKER    read table-events; write alerts, rounds and dead-letters; read and write
+            its changelog and Faust's leader topic; create and configure its topics;
+            its consumer group (the app id)
+  SINK      read table-events, alerts and rounds; write dead-letters; its group
+            (APP_ID-sink). The worker starts its sink as this user when
+            PITWATCH_SINK_KAFKA_USER and its password are set in the worker's environment
+  CONSOLE   read alerts ('pitwatch serve --kafka')
 EOF
 }
 
@@ -203,7 +227,7 @@ listeners=$LISTENER://$LOOPBACK:$KAFKA_PORT,CONTROLLER://$LOOPBACK:$KAFKA_CONTRO
 advertised.listeners=$LISTENER://$LOOPBACK:$KAFKA_PORT
 inter.broker.listener.name=$LISTENER
 controller.listener.names=CONTROLLER
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,$LISTENER:$LISTENER
+listener.security.protocol.map=CONTROLLER:$CONTROLLER_PROTOCOL,$LISTENER:$LISTENER
 $(security_config)
 log.dirs=$DATA_DIR
 
@@ -300,11 +324,41 @@ check_secure() {
         die "secure mode (PITWATCH_TLS_DIR set) needs PITWATCH_KAFKA_USER (A-Z a-z 0-9 . _ -)"
     [[ ${PITWATCH_KAFKA_PASSWORD:-} =~ ^[A-Za-z0-9._~+/=-]{8,}$ ]] ||
         die "secure mode needs PITWATCH_KAFKA_PASSWORD: 8 or more of A-Z a-z 0-9 . _ ~ + / = - (its value is not shown)"
+    local role user password
+    for role in "${ROLES[@]}"; do
+        user=$(role_user "$role")
+        [[ -n $user ]] || continue
+        password="PITWATCH_KAFKA_${role}_PASSWORD"
+        [[ $user =~ ^[A-Za-z0-9._-]+$ && $user != "$PITWATCH_KAFKA_USER" ]] ||
+            die "PITWATCH_KAFKA_${role}_USER: A-Z a-z 0-9 . _ -, and not the admin PITWATCH_KAFKA_USER"
+        [[ ${!password:-} =~ ^[A-Za-z0-9._~+/=-]{8,}$ ]] ||
+            die "PITWATCH_KAFKA_${role}_USER is set: $password needs 8 or more of A-Z a-z 0-9 . _ ~ + / = - (its value is not shown)"
+    done
 }
 
 jaas() {
     printf 'org.apache.kafka.common.security.scram.ScramLoginModule required username="%s" password="%s";' \
         "$PITWATCH_KAFKA_USER" "$PITWATCH_KAFKA_PASSWORD"
+}
+
+# The controller listener's PLAIN login: the admin, both as the broker's client login
+# and as the listener's only user.
+controller_jaas() {
+    printf 'org.apache.kafka.common.security.plain.PlainLoginModule required username="%s" password="%s" user_%s="%s";' \
+        "$PITWATCH_KAFKA_USER" "$PITWATCH_KAFKA_PASSWORD" "$PITWATCH_KAFKA_USER" "$PITWATCH_KAFKA_PASSWORD"
+}
+
+# role_user ROLE: the role's user name, empty when the role has none.
+role_user() { local v="PITWATCH_KAFKA_${1}_USER"; echo "${!v:-}"; }
+
+# The SCRAM users made at format: the admin, and each role that has a user.
+scram_users() {
+    local role user
+    echo "$PITWATCH_KAFKA_USER"
+    for role in "${ROLES[@]}"; do
+        user=$(role_user "$role")
+        [[ -z $user ]] || echo "$user"
+    done
 }
 
 # The broker's TLS and SASL settings (secure mode only). The key and cert are read as
@@ -318,6 +372,12 @@ security_config() {
 sasl.enabled.mechanisms=SCRAM-SHA-512
 sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512
 listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=$(jaas)
+sasl.mechanism.controller.protocol=PLAIN
+listener.name.controller.sasl.enabled.mechanisms=PLAIN
+listener.name.controller.plain.sasl.jaas.config=$(controller_jaas)
+authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+super.users=User:$PITWATCH_KAFKA_USER
+allow.everyone.if.no.acl.found=false
 ssl.keystore.type=PEM
 ssl.keystore.location=$RUN_DIR/keystore.pem
 ssl.truststore.type=PEM
@@ -342,8 +402,8 @@ EOF
 format_storage() {
     if [[ -f $DATA_DIR/meta.properties ]]; then
         # SCRAM users are created only at format: a store formatted otherwise cannot serve
-        if secure && [[ $(cat "$RUN_DIR/scram.user" 2>/dev/null) != "$PITWATCH_KAFKA_USER" ]]; then
-            die "$DATA_DIR was formatted without the SCRAM user $PITWATCH_KAFKA_USER: stop Kafka and remove $DATA_DIR (or use another PITWATCH_RUN)"
+        if secure && [[ $(cat "$RUN_DIR/scram.user" 2>/dev/null) != "$(scram_users)" ]]; then
+            die "$DATA_DIR was formatted with other SCRAM users than $(scram_users | paste -sd' '): stop Kafka and remove $DATA_DIR (or use another PITWATCH_RUN)"
         fi
         return 0
     fi
@@ -357,15 +417,21 @@ format_storage() {
     cluster_id=$(<"$RUN_DIR/cluster.id")
     log "formatting storage in $DATA_DIR (cluster id $cluster_id, $tool)"
     local -a scram=()
-    if secure; then # the SCRAM credential, in the metadata from the start
+    if secure; then # the SCRAM credentials, in the metadata from the start
         scram=(--add-scram "SCRAM-SHA-512=[name=$PITWATCH_KAFKA_USER,password=$PITWATCH_KAFKA_PASSWORD]")
+        local role user password
+        for role in "${ROLES[@]}"; do
+            user=$(role_user "$role")
+            password="PITWATCH_KAFKA_${role}_PASSWORD"
+            [[ -z $user ]] || scram+=(--add-scram "SCRAM-SHA-512=[name=$user,password=${!password}]")
+        done
     fi
     run_tool "$tool" format --ignore-formatted -t "$cluster_id" -c "$CONFIG" "${scram[@]}" \
         >"$LOG_DIR/format.log" 2>&1 || {
         show_tail "$LOG_DIR/format.log"
         die "storage format failed"
     }
-    if secure; then echo "$PITWATCH_KAFKA_USER" >"$RUN_DIR/scram.user"; else rm -f "$RUN_DIR/scram.user"; fi
+    if secure; then scram_users >"$RUN_DIR/scram.user"; else rm -f "$RUN_DIR/scram.user"; fi
 }
 
 is_running() { pid_alive "$PIDFILE" "$CONFIG"; }
@@ -459,12 +525,67 @@ cmd_topics() {
     run_tool "$tool" --bootstrap-server "$BOOTSTRAP" "${conf[@]}" "$@"
 }
 
+acl_tool() { find_class kafka.admin.AclCommand org.apache.kafka.tools.AclCommand; }
+
+cmd_acls() {
+    secure || die "ACLs are for secure mode (set PITWATCH_TLS_DIR)"
+    is_running || die "Kafka is not running: deploy/kafka.sh start"
+    run_tool "$(acl_tool)" --bootstrap-server "$BOOTSTRAP" --command-config "$RUN_DIR/probe.properties" "$@"
+}
+
+# allow USER OPERATIONS... -- RESOURCE ARGS...: one kafka-acls call.
+allow() {
+    local user=$1 ops=() arg
+    shift
+    while [[ $1 != -- ]]; do ops+=(--operation "$1"); shift; done
+    shift
+    cmd_acls --add --allow-principal "User:$user" "${ops[@]}" "$@" >/dev/null ||
+        die "could not add the ACLs of $user on $*"
+}
+
+cmd_grant() {
+    secure || die "grant is for secure mode (set PITWATCH_TLS_DIR)"
+    local app="${PITWATCH_APP_ID:-pitwatch}" pre="${PITWATCH_TOPIC_PREFIX:-}" user
+    local events="${pre}table-events" alerts="${pre}alerts" rounds="${pre}rounds"
+    local dead="${pre}dead-letters"
+    # Faust's topics: each table's changelog, and the partition assignor's leader topic
+    local changelog="$app-${pre}open-rounds-changelog" leader="$app-__assignor-__leader"
+    local manage=(Describe Create AlterConfigs DescribeConfigs)
+    user=$(role_user DEVICE)
+    if [[ -n $user ]]; then
+        allow "$user" Write Describe -- --topic "$events"
+        log "device user $user: may write $events"
+    fi
+    user=$(role_user WORKER)
+    if [[ -n $user ]]; then
+        allow "$user" Read "${manage[@]}" -- --topic "$events"
+        allow "$user" Write "${manage[@]}" -- --topic "$alerts" --topic "$rounds" --topic "$dead"
+        allow "$user" Read Write "${manage[@]}" -- --topic "$changelog" --topic "$leader"
+        allow "$user" Read Describe -- --group "$app"
+        log "worker user $user: reads $events; writes $alerts, $rounds, $dead; $changelog, $leader; group $app"
+    fi
+    user=$(role_user SINK)
+    if [[ -n $user ]]; then
+        allow "$user" Read Describe -- --topic "$events" --topic "$alerts" --topic "$rounds"
+        allow "$user" Write Describe -- --topic "$dead"
+        allow "$user" Read Describe -- --group "$app-sink"
+        log "sink user $user: reads $events, $alerts, $rounds; writes $dead; group $app-sink"
+    fi
+    user=$(role_user CONSOLE)
+    if [[ -n $user ]]; then
+        allow "$user" Read Describe -- --topic "$alerts"
+        log "console user $user: reads $alerts"
+    fi
+}
+
 case "${1:-help}" in
     fetch) cmd_fetch ;;
     start) cmd_start ;;
     stop) cmd_stop ;;
     status) cmd_status ;;
     topics) shift; cmd_topics "$@" ;;
+    grant) cmd_grant ;;
+    acls) shift; cmd_acls "$@" ;;
     help | -h | --help) usage ;;
     *) usage >&2; exit 2 ;;
 esac

@@ -24,7 +24,7 @@ import argparse
 import os
 import ssl
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +112,22 @@ class KafkaAuth:
                 "PITWATCH_KAFKA_SECURITY=SASL_SSL needs PITWATCH_KAFKA_USER and "
                 "PITWATCH_KAFKA_PASSWORD (or PITWATCH_KAFKA_PASSWORD_FILE)")
         return auth
+
+    @classmethod
+    def sink_from_env(cls, env: Mapping[str, str] | None = None) -> KafkaAuth:
+        """The worker's ClickHouse sink logs in as PITWATCH_SINK_KAFKA_USER, with
+        PITWATCH_SINK_KAFKA_PASSWORD (or _FILE), when that is set (a principal of its
+        own, with the sink's ACLs); otherwise as the worker does."""
+        env = os.environ if env is None else env
+        auth = cls.from_env(env)
+        user = env.get("PITWATCH_SINK_KAFKA_USER", "")
+        if not user:
+            return auth
+        password = _password(env, "SINK_KAFKA")
+        if not password:
+            raise ConnectionConfigError("PITWATCH_SINK_KAFKA_USER needs PITWATCH_SINK_KAFKA_"
+                                        "PASSWORD (or PITWATCH_SINK_KAFKA_PASSWORD_FILE)")
+        return replace(auth, user=user, password=password)
 
     @property
     def sasl(self) -> bool:

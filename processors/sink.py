@@ -72,10 +72,12 @@ class Batches:
                                          and now - self.first_at >= max_wait)
 
 
-def to_row(topic: str, settings: Settings, value: bytes | None, positions: Positions
-           ) -> tuple[str, dict[str, Any]] | None:
+def to_row(topic: str, settings: Settings, value: bytes | None, positions: Positions,
+           key: bytes | None = None) -> tuple[str, dict[str, Any]] | None:
     """The table and row of a message; None for what the audit agent dead-letters (a
-    bad message on the events topic). Raises Rejected for a bad alert or round."""
+    bad message on the events topic, or an event under another table's `key`: the
+    audit never folds it, so it is no record). Raises Rejected for a bad alert or
+    round."""
     if topic == settings.events_topic:
         if value is None:
             return None
@@ -83,6 +85,8 @@ def to_row(topic: str, settings: Settings, value: bytes | None, positions: Posit
             ev = decode_single(value)
         except DecodeError:
             return None  # the audit agent sends it to the dead-letter topic
+        if key is not None and key != ev.table_id.encode():
+            return None  # so it does with an event under another table's key
         return "events", event_row(ev, positions.of(ev))  # the order of record, as audits
     if value is None:
         raise Rejected("tombstone: a null value is not a " +
@@ -202,7 +206,7 @@ async def run_sink(settings: Settings, store_factory: Callable[[], Store],
 
     from pitwatch.connect import KafkaAuth
 
-    auth = KafkaAuth.from_env().aiokafka()
+    auth = KafkaAuth.sink_from_env().aiokafka()  # its own principal when configured
     consumer = AIOKafkaConsumer(
         settings.events_topic, settings.alerts_topic, settings.rounds_topic,
         bootstrap_servers=settings.kafka, group_id=f"{settings.app_id}-sink",
@@ -232,7 +236,7 @@ async def run_sink(settings: Settings, store_factory: Callable[[], Store],
                 for m in msgs:
                     src = Source(tp.topic, tp.partition, m.offset, m.key, m.value)
                     try:
-                        row = to_row(tp.topic, settings, m.value, positions)
+                        row = to_row(tp.topic, settings, m.value, positions, m.key)
                     except Rejected as e:
                         await writer.dead(src, str(e))
                         continue

@@ -6,12 +6,14 @@ import argparse
 import os
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 from pitwatch.connect import add_connection_flags
 from pitwatch.events.files import Rejected, expand, read_files
 from pitwatch.events.model import Event
 
 from .kafka_out import Pacing, ensure_topics, make_producer, send_events
+from .simulate import Floor
 
 
 class _Produce:
@@ -27,8 +29,16 @@ Either simulate a floor (the flags of `pitwatch simulate`) or name event files.
 By default as fast as possible; --rate paces to N events/s, --live keeps the gaps of
 the events' own device clock (scaled by --speed).
 
+A simulated floor's devices sign their chains (Ed25519 checkpoints, keys made from the
+seed). --keys-out FILE writes their public keys, the registry the worker verifies them
+against (`pitwatch worker --keys FILE`, or PITWATCH_KEYS), before anything is sent;
+without it no file is written (produce has no folder to put one beside), and a worker
+without a registry does not require signatures. Event files bring their own registry:
+`pitwatch simulate --out DIR` writes DIR/keys.json.
+
 examples:
   pitwatch produce --tables 8 --rounds 50 --seed 1 --inject 0.1
+  pitwatch produce --tables 8 --rounds 50 --seed 1 --keys-out floor-keys.json
   pitwatch produce floor/events.jsonl --rate 2000
   pitwatch produce --tables 4 --rounds 1000 --live --speed 10"""
 
@@ -47,12 +57,31 @@ examples:
         sim.add_argument("--inject", type=float, default=0.0)
         sim.add_argument("--jurisdiction")
         sim.add_argument("--game")
+        sim.add_argument("--keys-out", metavar="FILE",
+                         help="write the devices' public keys (the key registry for "
+                         "`pitwatch worker --keys`) to FILE; default: none written")
         pace = p.add_argument_group("pacing")
         pace.add_argument("--rate", type=float, help="events per second")
         pace.add_argument("--live", action="store_true", help="follow the events' ts gaps")
         pace.add_argument("--speed", type=float, default=1.0, help="with --live: speed-up")
         p.add_argument("--quiet", action="store_true", help="no progress bar")
         add_connection_flags(p, clickhouse=False)
+
+    def floor(self, args: argparse.Namespace) -> Floor:
+        return Floor(args.tables, args.rounds, args.seed, args.inject,
+                     jurisdiction=args.jurisdiction, game=args.game)
+
+    def write_keys(self, args: argparse.Namespace) -> str | None:
+        """The simulated floor's key registry to --keys-out (None when not asked)."""
+        if not args.keys_out:
+            return None
+        if args.paths:
+            raise ValueError("--keys-out is for a simulated floor; event files come with "
+                             "their own registry (pitwatch simulate writes DIR/keys.json)")
+        keys = self.floor(args).registry()
+        assert keys is not None  # a simulated floor signs
+        keys.write(Path(args.keys_out))
+        return str(args.keys_out)
 
     def events(self, args: argparse.Namespace) -> Iterator[Event]:
         if args.paths:
@@ -62,14 +91,21 @@ examples:
 
             yield from read_files(expand(args.paths), reject)
             return
-        from .simulate import Floor
-
-        floor = Floor(args.tables, args.rounds, args.seed, args.inject,
-                      jurisdiction=args.jurisdiction, game=args.game)
-        yield from floor.events()
+        yield from self.floor(args).events()
 
     def run(self, args: argparse.Namespace) -> int:
-        created = ensure_topics(args.kafka, args.partitions, args.topic_prefix)
+        written = self.write_keys(args)
+        if written:
+            print(f"wrote the devices' public keys to {written}: give it to the worker "
+                  f"(--keys {written} or PITWATCH_KEYS)", file=sys.stderr)
+        from kafka.errors import AuthorizationError
+
+        try:
+            created = ensure_topics(args.kafka, args.partitions, args.topic_prefix)
+        except AuthorizationError:  # a device's login may only write the events topic
+            created = []
+            print("pitwatch produce: this Kafka user may not create or configure the "
+                  "topics; the worker (or an admin) makes them", file=sys.stderr)
         if created:
             print(f"created topics: {', '.join(created)}", file=sys.stderr)
         producer = make_producer(args.kafka)

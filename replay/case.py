@@ -18,11 +18,12 @@ from typing import Any
 
 from pitwatch.citations import Quote, quote
 from pitwatch.engine.violation import Severity, Violation
+from pitwatch.events.keys import KeyRegistry
 from pitwatch.packs.registry import all_packs
 from pitwatch.store.base import Store
 from pitwatch.store.history import round_span
 
-from .rebuild import Rebuilt, rebuild_span
+from .rebuild import Rebuilt, rebuild_span, signature_verdict
 
 SEVERITIES = [s.value for s in Severity]  # worst first
 
@@ -128,6 +129,9 @@ class Case:
     rounds: list[Rebuilt]
     stored_only: dict[str, list[Violation]] = field(default_factory=dict)
     generated_ms: int = 0
+    #: the key registry the signatures were verified against, and its file's SHA-256
+    keys: KeyRegistry | None = None
+    keys_sha256: str | None = None
 
     def findings(self, rb: Rebuilt) -> list[Finding]:
         out = [Finding(v, "rebuilt and stored" if v.violation_id in rb.stored_violation_ids
@@ -159,6 +163,16 @@ class Case:
         return (f"digest chains BROKEN in {len(broken)} of {devices}: "
                 + ", ".join(f"{d} in {r}" for r, d in broken))
 
+    @property
+    def signature_verdict(self) -> str:
+        return signature_verdict(self.rounds, self.keys)
+
+    @property
+    def signatures_hold(self) -> bool | None:
+        """True: verified, none bad; False: a bad one; None: not checked."""
+        v = self.signature_verdict
+        return True if " HOLD" in v else False if " FAIL" in v else None
+
     def packs(self) -> list[dict[str, str]]:
         titles = {p.label: p.title for p in all_packs()}
         labels = sorted({rb.pack for rb in self.rounds if rb.pack})
@@ -177,7 +191,8 @@ def software_version() -> str:
 
 
 def build_case(store: Store, selection: Selection, store_identity: str,
-               generated_ms: int, max_rounds: int = 500) -> Case:
+               generated_ms: int, max_rounds: int = 500, keys: KeyRegistry | None = None,
+               keys_sha256: str | None = None) -> Case:
     picked = selection.round_ids(store)
     if not picked:
         raise LookupError(f"no round in the store matches: {selection.describe()}")
@@ -193,9 +208,10 @@ def build_case(store: Store, selection: Selection, store_identity: str,
         if not spans:
             continue
         got = rebuild_span(store, table, min(s[1] for s in spans), max(s[2] for s in spans),
-                           ids)
+                           ids, keys=keys)
         rounds += [got[r] for r in ids if r in got]
-    case = Case(selection, store_identity, rounds, generated_ms=generated_ms)
+    case = Case(selection, store_identity, rounds, generated_ms=generated_ms, keys=keys,
+                keys_sha256=keys_sha256)
     case.stored_only = _stored_only(store, rounds)
     return case
 
@@ -244,6 +260,9 @@ def manifest(case: Case, files: dict[str, bytes]) -> bytes:
         "packs": case.packs(),
         "replay": case.replay_verdict,
         "chains": case.chain_verdict,
+        "signatures": case.signature_verdict,
+        "key_registry": None if case.keys is None else {
+            "sha256": case.keys_sha256, "devices": len(case.keys.devices)},
         "files": {name: {"sha256": sha256(data), "bytes": len(data)}
                   for name, data in sorted(files.items())},
     }

@@ -137,6 +137,7 @@ def render_html(case: Case) -> bytes:
     findings = case.all_findings
     packs = ", ".join(f"{p['name']} {p['version']}" for p in case.packs()) or "none"
     chain_ok = "VERIFIED" in case.chain_verdict
+    sig_class = {True: "ok", False: "bad", None: ""}[case.signatures_hold]
     head = [
         "<!doctype html>", '<html lang="en"><head><meta charset="utf-8">',
         f"<title>pitwatch case: {escape(case.selection.describe())}</title>",
@@ -154,6 +155,8 @@ def render_html(case: Case) -> bytes:
         f"<tr><td>replay</td><td>{escape(case.replay_verdict)}</td></tr>",
         f'<tr><td>digest chains</td><td class="{"ok" if chain_ok else "bad"}">'
         f"{escape(case.chain_verdict)}</td></tr>",
+        f'<tr><td>signatures</td><td class="{sig_class}">'
+        f"{escape(case.signature_verdict)}</td></tr>",
         "</table>",
         "<h2>Findings</h2>",
     ]

@@ -187,6 +187,7 @@ def render_pdf(case: Case) -> bytes:
     findings = case.all_findings
     packs = ", ".join(f"{p['name']} {p['version']}" for p in case.packs()) or "none"
     chain_colour = "#006600" if "VERIFIED" in case.chain_verdict else "#aa0000"
+    sig_colour = {True: "#006600", False: "#aa0000", None: "#000000"}[case.signatures_hold]
     facts = [
         ("selection", _e(case.selection.describe())), ("rounds", str(len(case.rounds))),
         ("findings", str(len(findings))), ("rule packs", _e(packs)),
@@ -195,6 +196,8 @@ def render_pdf(case: Case) -> bytes:
         ("replay", _e(case.replay_verdict)),
         ("digest chains", f'<font color="{chain_colour}"><b>{_e(case.chain_verdict)}'
                           "</b></font>"),
+        ("signatures", f'<font color="{sig_colour}"><b>'
+                       f"{_e(case.signature_verdict)}</b></font>"),
     ]
     head = Table([[_p(k, SMALL), _p(v, SMALL)] for k, v in facts],
                  colWidths=[38 * mm, width - 38 * mm])

@@ -6,10 +6,12 @@ import argparse
 import sys
 from typing import IO
 
+from pitwatch.events.keys import KeyRegistry, KeyRegistryError
 from pitwatch.money import dollars
 
+from .keys import add_keys_option, load_keys
 from .present import decisions, describe, device_time, rules_lines
-from .rebuild import Rebuilt, rebuild
+from .rebuild import Rebuilt, rebuild, signature_verdict
 from .stores import add_store_options, open_store
 
 
@@ -23,33 +25,43 @@ rules, the shoe's counts, each device's previous event), and print it step by st
 device time (UTC, to the millisecond) and event id of each event as the devices sent it,
 what it says (cards as cards, money in dollars), and each violation at the event that
 shows it, with its citation. Each device's digest chain is verified and given a verdict,
-and the rebuilt violations are compared with those stored when the round was audited.
+with --keys the devices' signed checkpoints too (the round's signatures hold or fail),
+and the rebuilt violations are compared with those stored when the round was audited
+(give the registry the audit had, or a SIGNATURE_INVALID it stored is not rebuilt).
 
-exit status: 0 the rebuild matches the store, 3 it differs, 1 no such round.
+exit status: 0 the rebuild matches the store, 3 it differs, 1 no such round, 2 a key
+registry that cannot be read.
 For a case file (HTML, PDF, evidence, manifest) see `pitwatch investigate`.
 
 examples:
   pitwatch replay AC-BJ-01-000042
-  pitwatch replay AC-BJ-01-000042 --clickhouse 127.0.0.1:19000 --clickhouse-db pitwatch"""
+  pitwatch replay AC-BJ-01-000042 --clickhouse 127.0.0.1:19000 --clickhouse-db pitwatch
+  pitwatch replay AC-BJ-01-000042 --keys floor/keys.json"""
 
     def configure(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("round_id", metavar="ROUND_ID")
+        add_keys_option(p)
         add_store_options(p)
 
     def run(self, args: argparse.Namespace) -> int:
+        try:
+            keys, _ = load_keys(args)
+        except KeyRegistryError as e:
+            print(f"pitwatch replay: {e}", file=sys.stderr)
+            return 2
         store = open_store(args)
         try:
-            rb = rebuild(store, args.round_id)
+            rb = rebuild(store, args.round_id, keys=keys)
         except LookupError as e:
             print(f"pitwatch replay: {e}", file=sys.stderr)
             return 1
         finally:
             store.close()
-        show(rb, sys.stdout)
+        show(rb, sys.stdout, keys)
         return 0 if rb.matches_store else 3
 
 
-def show(rb: Rebuilt, out: IO[str]) -> None:
+def show(rb: Rebuilt, out: IO[str], keys: KeyRegistry | None = None) -> None:
     s = rb.summary
     print(f"round {rb.round_id} at table {rb.table_id}: {len(rb.steps)} events, "
           f"judged by {rb.pack or 'no pack'}" + (f", dealer {s.dealer_id}" if s else ""),
@@ -79,6 +91,7 @@ def show(rb: Rebuilt, out: IO[str]) -> None:
         print(f"chain {c.device_id}: {c.verdict}", file=out)
     print("digest chains: " + ("VERIFIED for every device" if rb.chain_verified
                                else "BROKEN (see above)"), file=out)
+    print(signature_verdict([rb], keys), file=out)
     same = "match" if rb.matches_store else "DIFFER FROM"
     print(f"rebuilt violations {same} the stored ones "
           f"({len(rb.violations)} rebuilt, {len(rb.stored_violation_ids)} stored)", file=out)

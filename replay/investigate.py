@@ -8,8 +8,10 @@ import time
 from pathlib import Path
 
 from pitwatch.engine.violation import Severity
+from pitwatch.events.keys import KeyRegistryError
 
 from .case import Selection, build_case, parse_time
+from .keys import add_keys_option, load_keys
 from .stores import add_store_options, open_store, store_identity
 
 MAX_ROUNDS = 500
@@ -51,41 +53,51 @@ each from its events with the table context it had, and write a case folder:
                   ms) and event ids, the cards as cards, money in dollars, the decisions,
                   the posted rules in force, each finding at the event that proves it
                   with the regulation paragraph it cites quoted beside it, and each
-                  device's digest chain with its verdict
+                  device's digest chain with its verdict, and whether the signatures
+                  hold (with --keys)
   report.pdf      the same, for filing (ReportLab)
   evidence.jsonl  the events as the devices sent them, in the order of record
   violations.csv  the findings, each marked as rebuilt and stored, rebuilt only, or
                   stored only
   manifest.json   the SHA-256 of every file, the selection, the rule packs and versions,
-                  the software version, the store, and when it was made
+                  the software version, the store, the key registry (its SHA-256) and
+                  the signatures' verdict, and when it was made
 
 The same selection twice gives the same bytes except the marked generation time.
 At most {MAX_ROUNDS} rounds a case (narrow the selection).
 
 exit status: 0 written, and every round rebuilt to what was stored; 3 written, but a
-round rebuilt differently (the report says which); 1 nothing matches the selection.
+round rebuilt differently (the report says which); 1 nothing matches the selection;
+2 a key registry that cannot be read.
 
 examples:
   pitwatch investigate AC-BJ-01-000042 --out cases/0042
   pitwatch investigate --table AC-BJ-01 --from 2026-11-30T18:00 --to 2026-11-30T19:00 \\
       --out cases/ac1
   pitwatch investigate --dealer D137 --severity CRITICAL --out cases/d137
+  pitwatch investigate --code SIGNATURE_INVALID --keys floor/keys.json --out cases/sig
   pitwatch investigate --code INSURANCE_OVER_LIMIT --clickhouse 127.0.0.1:19000 --out cases/ins"""
 
     def configure(self, p: argparse.ArgumentParser) -> None:
         add_selection_options(p)
         p.add_argument("--out", required=True, type=Path, metavar="DIR",
                        help="the case folder (created; files in it are replaced)")
+        add_keys_option(p)
         add_store_options(p)
 
     def run(self, args: argparse.Namespace) -> int:
         from .case_files import write_case  # ReportLab only when a case is written
 
         sel = selection(args)
+        try:
+            keys, keys_sha256 = load_keys(args)
+        except KeyRegistryError as e:
+            print(f"pitwatch investigate: {e}", file=sys.stderr)
+            return 2
         store = open_store(args)
         try:
             case = build_case(store, sel, store_identity(args), int(time.time() * 1000),
-                              MAX_ROUNDS)
+                              MAX_ROUNDS, keys, keys_sha256)
         except LookupError as e:
             print(f"pitwatch investigate: {e}", file=sys.stderr)
             return 1
@@ -99,6 +111,7 @@ examples:
             print(f"  {name:15} {len(data):>9,} bytes")
         print(f"replay: {case.replay_verdict}")
         print(case.chain_verdict)
+        print(case.signature_verdict)
         return 0 if all(rb.matches_store for rb in case.rounds) else 3
 
 

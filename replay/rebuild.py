@@ -17,7 +17,8 @@ from pitwatch.engine.auditor import PackSelector, RoundSummary, TableAuditor
 from pitwatch.engine.rulepack import RulePack
 from pitwatch.engine.violation import Violation
 from pitwatch.events.avro import digest
-from pitwatch.events.model import Event, Rules
+from pitwatch.events.keys import KeyRegistry
+from pitwatch.events.model import Checkpoint, Event, Rules
 from pitwatch.packs.registry import select
 from pitwatch.store.base import Store
 from pitwatch.store.history import context, round_span, stream
@@ -75,6 +76,33 @@ class Rebuilt:
     def chain_verified(self) -> bool:
         return all(not c.breaks for c in self.chains.values())
 
+    @property
+    def checkpoints(self) -> int:
+        """The devices' signed checkpoints in the round's record."""
+        return sum(type(st.event.payload) is Checkpoint for st in self.steps)
+
+    @property
+    def bad_signatures(self) -> list[Violation]:
+        return [v for v in self.violations if v.code == "SIGNATURE_INVALID"]
+
+
+def signature_verdict(rounds: list[Rebuilt], keys: KeyRegistry | None) -> str:
+    """Whether the rounds' signatures hold, as a case file and replay state it: checked
+    only against a key registry (a rebuild without one judges no signature)."""
+    if keys is None:
+        return ("signatures NOT CHECKED: no key registry given (--keys FILE or "
+                "PITWATCH_KEYS)")
+    signing = {d for rb in rounds for d in rb.chains if keys.signs(d)}
+    bad = [(rb.round_id, v) for rb in rounds for v in rb.bad_signatures]
+    if bad:
+        return (f"signatures FAIL: {len(bad)} SIGNATURE_INVALID finding(s), in "
+                + ", ".join(sorted({r for r, _ in bad})))
+    if not signing:
+        return "signatures NOT CHECKED: no device of these rounds is in the key registry"
+    checkpoints = sum(rb.checkpoints for rb in rounds)
+    return (f"signatures HOLD: {checkpoints} checkpoint(s) of {len(signing)} signing "
+            "device(s) verified against the key registry")
+
 
 def pinned(pack: RulePack | None) -> PackSelector:
     """The registry's choice, except that a table of `pack`'s jurisdiction and game is
@@ -123,11 +151,12 @@ class _Chains:
 
 
 def rebuild_span(store: Store, table_id: str, first: int, last: int,
-                 wanted: Iterable[str] | None = None, pack: RulePack | None = None
-                 ) -> dict[str, Rebuilt]:
+                 wanted: Iterable[str] | None = None, pack: RulePack | None = None,
+                 keys: KeyRegistry | None = None) -> dict[str, Rebuilt]:
     """Rebuild the rounds of `table_id` whose events lie in positions first..last (or
     only those `wanted`), each with its table context, under the registry's packs or
-    `pack` for its own jurisdiction and game. Rounds come back in order."""
+    `pack` for its own jurisdiction and game, verifying the devices' signatures against
+    `keys` when given. Rounds come back in order."""
     want = None if wanted is None else set(wanted)
     out: dict[str, Rebuilt] = {}
     live = False  # past the context: findings now count
@@ -148,7 +177,7 @@ def rebuild_span(store: Store, table_id: str, first: int, last: int,
         if rb is not None:
             rb.summary = s
 
-    auditor = TableAuditor(table_id, pinned(pack), violation, round_done)
+    auditor = TableAuditor(table_id, pinned(pack), violation, round_done, keys=keys)
     for st in context(store, table_id, first):
         chains.see(st.event, None)
         auditor.feed(st.event)
@@ -196,10 +225,11 @@ def _stored(store: Store, rounds: dict[str, Rebuilt]) -> None:
         rounds[r["round_id"]].stored_violation_ids.add(r["violation_id"])
 
 
-def rebuild(store: Store, round_id: str, pack: RulePack | None = None) -> Rebuilt:
+def rebuild(store: Store, round_id: str, pack: RulePack | None = None,
+            keys: KeyRegistry | None = None) -> Rebuilt:
     """One round, rebuilt with its table context."""
     span = round_span(store, round_id)
     if span is None:
         raise LookupError(f"no events of round {round_id} in the store")
     table_id, first, last = span
-    return rebuild_span(store, table_id, first, last, [round_id], pack)[round_id]
+    return rebuild_span(store, table_id, first, last, [round_id], pack, keys)[round_id]

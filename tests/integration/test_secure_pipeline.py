@@ -37,6 +37,8 @@ pytestmark = pytest.mark.skipif(
     reason="needs openssl, java and clickhouse-server")
 
 HOST = "127.0.0.1"
+#: the Kafka principals deploy/kafka.sh makes and grants ACLs to, besides the admin
+ROLES = ("DEVICE", "WORKER", "SINK", "CONSOLE")
 
 
 def make_certificates(d: Path) -> None:
@@ -69,16 +71,17 @@ class Secure:
     def ca(self) -> str:
         return str(self.dir / "tls" / "ca.pem")
 
-    def client_env(self, ch_user: str) -> dict[str, str]:
+    def client_env(self, ch_user: str, kafka_role: str = "") -> dict[str, str]:
         """What a pitwatch command needs in its environment to log in (the password
-        of `ch_user`, and the Kafka user's)."""
+        of `ch_user`, and the Kafka user's: the admin's, or that of `kafka_role`)."""
         e = self.server_env
         ch_password = {"pitwatch_writer": e["PITWATCH_CLICKHOUSE_WRITER_PASSWORD"],
                        "pitwatch_reader": e["PITWATCH_CLICKHOUSE_READER_PASSWORD"]}[ch_user]
+        role = f"{kafka_role}_" if kafka_role else ""
         return {**os.environ, "PITWATCH_KAFKA": self.kafka,
                 "PITWATCH_KAFKA_SECURITY": "SASL_SSL",
-                "PITWATCH_KAFKA_USER": e["PITWATCH_KAFKA_USER"],
-                "PITWATCH_KAFKA_PASSWORD": e["PITWATCH_KAFKA_PASSWORD"],
+                "PITWATCH_KAFKA_USER": e[f"PITWATCH_KAFKA_{role}USER"],
+                "PITWATCH_KAFKA_PASSWORD": e[f"PITWATCH_KAFKA_{role}PASSWORD"],
                 "PITWATCH_KAFKA_CA_FILE": self.ca,
                 "PITWATCH_CLICKHOUSE_USER": ch_user,
                 "PITWATCH_CLICKHOUSE_PASSWORD": ch_password,
@@ -91,10 +94,22 @@ class Secure:
         return ServerStore(HOST, self.ch_port, database, auth=ClickHouseAuth(
             user, Secret(self.server_env[password]), secure=True, ca_file=self.ca))
 
-    def kafka_auth(self) -> KafkaAuth:
-        e = self.server_env
-        return KafkaAuth("SASL_SSL", "SCRAM-SHA-512", e["PITWATCH_KAFKA_USER"],
-                         Secret(e["PITWATCH_KAFKA_PASSWORD"]), self.ca)
+    def kafka_auth(self, role: str = "") -> KafkaAuth:
+        """The admin's Kafka login, or that of `role` (DEVICE, WORKER, SINK, CONSOLE)."""
+        e, r = self.server_env, f"{role}_" if role else ""
+        return KafkaAuth("SASL_SSL", "SCRAM-SHA-512", e[f"PITWATCH_KAFKA_{r}USER"],
+                         Secret(e[f"PITWATCH_KAFKA_{r}PASSWORD"]), self.ca)
+
+    def grant(self, app_id: str, prefix: str) -> None:
+        """Each role's ACLs on the topics of `app_id` and `prefix` (deploy/kafka.sh grant)."""
+        done = subprocess.run([str(ROOT / "deploy" / "kafka.sh"), "grant"], capture_output=True,
+                              text=True, timeout=300, env={
+                                  **self.server_env, "PITWATCH_APP_ID": app_id,
+                                  "PITWATCH_TOPIC_PREFIX": prefix})
+        assert done.returncode == 0, done.stdout + done.stderr
+        for k, v in self.server_env.items():
+            if "PASSWORD" in k:
+                assert v not in done.stdout + done.stderr
 
 
 def _stop(script: str, env: dict[str, str], pidfile: Path) -> None:
@@ -127,6 +142,8 @@ def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secure]:
            "CLICKHOUSE_TCP_SECURE_PORT": str(ch_port), "CLICKHOUSE_HTTP_PORT": str(http),
            "PITWATCH_KAFKA_USER": "pitwatch",
            "PITWATCH_KAFKA_PASSWORD": "k-" + secrets.token_hex(12),
+           **{f"PITWATCH_KAFKA_{role}_USER": role.lower() for role in ROLES},
+           **{f"PITWATCH_KAFKA_{role}_PASSWORD": "p-" + secrets.token_hex(12) for role in ROLES},
            "PITWATCH_CLICKHOUSE_ADMIN_PASSWORD": "a-" + secrets.token_hex(12),
            "PITWATCH_CLICKHOUSE_WRITER_PASSWORD": "w-" + secrets.token_hex(12),
            "PITWATCH_CLICKHOUSE_READER_PASSWORD": "r-" + secrets.token_hex(12)}
@@ -152,10 +169,15 @@ def test_the_pipeline_over_tls_lands_the_embedded_audits_violations(
     """produce (SASL_SSL, password from a file) -> worker and sink (writer over TLS) ->
     ClickHouse -> replay (reader over TLS): the violation ids are the embedded audit's."""
     run_id = "s" + secrets.token_hex(5)
+    secure.grant(run_id, run_id + "-")
     events = list(Floor(4, 12, 7, 0.2).events())
     expected = Expected(events)
     password_file = tmp_path / "kafka-password"
-    password_file.write_text(secure.server_env["PITWATCH_KAFKA_PASSWORD"] + "\n")
+    password_file.write_text(secure.server_env["PITWATCH_KAFKA_DEVICE_PASSWORD"] + "\n")
+    e = secure.server_env
+    worker_env = {**secure.client_env("pitwatch_writer", "WORKER"),  # and its sink:
+                  "PITWATCH_SINK_KAFKA_USER": e["PITWATCH_KAFKA_SINK_USER"],
+                  "PITWATCH_SINK_KAFKA_PASSWORD": e["PITWATCH_KAFKA_SINK_PASSWORD"]}
     worker_log = tmp_path / "worker.log"
     with worker_log.open("wb") as log:
         worker = subprocess.Popen(
@@ -164,14 +186,15 @@ def test_the_pipeline_over_tls_lands_the_embedded_audits_violations(
              "--app-id", run_id, "--topic-prefix", run_id + "-", "--partitions", "4",
              "--web-port", str(_free_port()), "--data-dir", str(tmp_path / "worker"),
              "--loglevel", "info"],
-            stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
-            env=secure.client_env("pitwatch_writer"))
+            stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=worker_env)
     try:
         files = tmp_path / "events.jsonl"
         from pitwatch.events.files import write_jsonl
 
         write_jsonl(files, events)
-        produce_env = secure.client_env("pitwatch_reader")
+        # the device may not create topics: the worker makes them when it starts
+        wait_until("the worker's topics", lambda: run_id + "-table-events" in _topics(secure), 120)
+        produce_env = secure.client_env("pitwatch_reader", "DEVICE")
         del produce_env["PITWATCH_KAFKA_PASSWORD"]  # from the file instead
         produced = subprocess.run(
             [sys.executable, "-m", "pitwatch.cli", "produce", str(files), "--kafka",
@@ -179,6 +202,7 @@ def test_the_pipeline_over_tls_lands_the_embedded_audits_violations(
              "--kafka-password-file", str(password_file)],
             cwd=ROOT, env=produce_env, capture_output=True, text=True, timeout=300)
         assert produced.returncode == 0, produced.stderr
+        assert "may not create or configure the topics" in produced.stderr
 
         reader = secure.store("pitwatch_reader", run_id)
 
@@ -222,6 +246,16 @@ def test_the_pipeline_over_tls_lands_the_embedded_audits_violations(
             assert v not in text, f"{k} in the worker's log"
 
 
+def _topics(secure: Secure) -> set[str]:
+    from kafka.admin import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=secure.kafka, **secure.kafka_auth().kafka_python())
+    try:
+        return set(admin.list_topics())
+    finally:
+        admin.close()
+
+
 def test_kafka_refuses_an_unauthenticated_client(secure: Secure) -> None:
     from kafka import KafkaProducer
     from kafka.errors import KafkaError
@@ -243,6 +277,44 @@ def test_kafka_refuses_an_unauthenticated_client(secure: Secure) -> None:
         ok.send("secure-probe", b"x").get(30)
     finally:
         ok.close()
+
+
+def test_a_device_may_write_only_the_events_topic(secure: Secure) -> None:
+    """ACLs (deploy/kafka.sh grant): an authenticated device writes table-events, and is
+    refused on the worker's changelog and on the alerts topic; the console reads alerts
+    and cannot write them."""
+    from kafka import KafkaConsumer, KafkaProducer
+    from kafka.errors import KafkaError, TopicAuthorizationFailedError
+
+    app = "a" + secrets.token_hex(5)
+    prefix = app + "-"
+    secure.grant(app, prefix)
+    admin = KafkaProducer(bootstrap_servers=secure.kafka, max_block_ms=30000,
+                          **secure.kafka_auth().kafka_python())
+    device = KafkaProducer(bootstrap_servers=secure.kafka, max_block_ms=30000,
+                           **secure.kafka_auth("DEVICE").kafka_python())
+    console = KafkaProducer(bootstrap_servers=secure.kafka, max_block_ms=30000,
+                            **secure.kafka_auth("CONSOLE").kafka_python())
+    changelog = f"{app}-{prefix}open-rounds-changelog"
+    try:
+        for topic in (prefix + "table-events", prefix + "alerts", changelog):
+            admin.send(topic, key=b"k", value=b"made by the admin").get(30)
+        device.send(prefix + "table-events", key=b"k", value=b"x").get(30)
+        for topic in (changelog, prefix + "alerts", prefix + "rounds"):
+            with pytest.raises(TopicAuthorizationFailedError):
+                device.send(topic, key=b"k", value=b"forged").get(30)
+        with pytest.raises(KafkaError, match="AuthorizationFailed"):  # no write anywhere
+            console.send(prefix + "alerts", key=b"k", value=b"forged").get(30)
+    finally:
+        for p in (admin, device, console):
+            p.close()
+    reader = KafkaConsumer(prefix + "alerts", bootstrap_servers=secure.kafka,
+                           auto_offset_reset="earliest", consumer_timeout_ms=30000,
+                           **secure.kafka_auth("CONSOLE").kafka_python())
+    try:
+        assert [m.value for m in reader][:1] == [b"made by the admin"]
+    finally:
+        reader.close()
 
 
 def test_clickhouse_refuses_an_unauthenticated_client(secure: Secure) -> None:

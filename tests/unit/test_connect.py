@@ -67,6 +67,21 @@ def test_sasl_ssl_without_a_password_names_what_is_missing(env: dict[str, str]) 
         KafkaAuth.from_env()
 
 
+def test_the_sink_logs_in_as_its_own_user_when_one_is_set(env: dict[str, str],
+                                                         tmp_path: Path) -> None:
+    env |= {"PITWATCH_KAFKA_SECURITY": "SASL_SSL", "PITWATCH_KAFKA_USER": "worker",
+            "PITWATCH_KAFKA_PASSWORD": PASSWORD}
+    assert KafkaAuth.sink_from_env() == KafkaAuth.from_env()  # none set: the worker's
+    env["PITWATCH_SINK_KAFKA_USER"] = "sink"
+    with pytest.raises(ConnectionConfigError, match="PITWATCH_SINK_KAFKA_PASSWORD"):
+        KafkaAuth.sink_from_env()
+    (tmp_path / "pw").write_text("sink-" + PASSWORD + "\n")
+    env["PITWATCH_SINK_KAFKA_PASSWORD_FILE"] = str(tmp_path / "pw")
+    kw = KafkaAuth.sink_from_env().kafka_python()
+    assert (kw["sasl_plain_username"], kw["sasl_plain_password"]) == ("sink", "sink-" + PASSWORD)
+    assert KafkaAuth.from_env().user == "worker"  # the worker itself is unchanged
+
+
 @pytest.mark.parametrize(("var", "value", "says"), [
     ("PITWATCH_KAFKA_SECURITY", "SASL_PLAINTEXT", "PLAINTEXT, SSL, SASL_SSL"),
     ("PITWATCH_KAFKA_SASL_MECHANISM", "PLAIN", "SCRAM-SHA-512"),

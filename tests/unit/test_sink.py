@@ -38,6 +38,20 @@ def test_bad_events_are_left_to_the_audit_agent() -> None:
     assert to_row("table-events", S, b"junk", NOPOS) is None
 
 
+def test_an_event_under_another_tables_key_is_no_record() -> None:
+    """The audit dead-letters an event whose key is not its table_id (it never folds
+    it), so the sink does not land it either; under its own key it lands."""
+    from pitwatch.events.avro import encode_single
+    from pitwatch.store.order import Positions
+    from producers.simulate import Floor
+
+    ev = next(iter(Floor(1, 1, 3, 0.0).events()))
+    value = encode_single(ev)
+    assert to_row("table-events", S, value, Positions(), b"another-table") is None
+    row = to_row("table-events", S, value, Positions(), ev.table_id.encode())
+    assert row is not None and row[0] == "events" and row[1]["event_id"] == ev.event_id
+
+
 def test_a_dead_letter_fits_the_broker_limit_and_names_the_original() -> None:
     value = bytes(range(256)) * 20_000  # 5 MB
     d = orjson.loads(dead_letter("why", "t", 1, 7, b"k" * 5000, value))

@@ -1,0 +1,132 @@
+"""Signatures in investigations (docs/events.md, "Signed checkpoints": "A regulator or
+auditor who holds the registry can check a signature and cannot make one"): `pitwatch
+replay` and `pitwatch investigate` take the key registry (`--keys`, PITWATCH_KEYS),
+rebuild with it what the audit found, and say whether the record's signatures hold; the
+case manifest names the registry by its SHA-256. `pitwatch produce --keys-out` writes
+the simulated floor's registry for the worker."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pitwatch.audit.run import audit_events
+from pitwatch.events.keys import KeyRegistry
+from pitwatch.store.embedded import EmbeddedStore
+from producers.produce import command as produce
+from producers.simulate import Floor
+from replay.rebuild import rebuild, signature_verdict
+
+
+@pytest.fixture(scope="module")
+def signed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
+    """A floor with forgeries (an amount changed, the chain recomputed), audited with
+    its registry into an embedded store: (store dir, registry file)."""
+    d = tmp_path_factory.mktemp("signed")
+    f = Floor(4, 4, seed=5, inject=0.3, jurisdiction="NJ", game="BLACKJACK")
+    events = list(f.events())
+    keys = f.registry()
+    assert keys is not None
+    keys.write(d / "keys.json")
+    store = EmbeddedStore(d / "data")
+    store.setup()
+    audit_events(events, store=store, keys=keys)
+    store.close()
+    yield d / "data", d / "keys.json"
+
+
+def _rounds(data: Path) -> tuple[str, str]:
+    """A round with a SIGNATURE_INVALID stored, and one with no finding at all."""
+    store = EmbeddedStore(data)
+    try:
+        forged = store.query("SELECT round_id FROM violations FINAL WHERE code = "
+                             "'SIGNATURE_INVALID' AND round_id != '' ORDER BY round_id LIMIT 1")
+        clean = store.query("SELECT round_id FROM rounds FINAL WHERE round_id NOT IN "
+                            "(SELECT round_id FROM violations FINAL) ORDER BY round_id LIMIT 1")
+    finally:
+        store.close()
+    assert forged and clean
+    return forged[0]["round_id"], clean[0]["round_id"]
+
+
+def test_a_forged_round_rebuilt_with_the_registry_fails_its_signatures(
+        signed: tuple[Path, Path]) -> None:
+    data, keys_file = signed
+    keys = KeyRegistry.load(keys_file)
+    forged, clean = _rounds(data)
+    store = EmbeddedStore(data)
+    try:
+        with_keys = rebuild(store, forged, keys=keys)
+        without = rebuild(store, forged)
+        ok = rebuild(store, clean, keys=keys)
+    finally:
+        store.close()
+    assert with_keys.matches_store and with_keys.bad_signatures
+    assert signature_verdict([with_keys], keys).startswith("signatures FAIL")
+    assert forged in signature_verdict([with_keys], keys)
+    # without the registry the stored SIGNATURE_INVALID is not rebuilt, and it says why
+    assert not without.matches_store and not without.bad_signatures
+    assert signature_verdict([without], None).startswith("signatures NOT CHECKED")
+    assert ok.matches_store and ok.checkpoints > 0
+    assert signature_verdict([ok], keys).startswith(
+        f"signatures HOLD: {ok.checkpoints} checkpoint(s) of ")
+
+
+def _pitwatch(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pitwatch.cli", *args], capture_output=True,
+                          text=True, timeout=300, env={**os.environ, **(env or {})})
+
+
+def test_replay_and_investigate_take_the_registry_and_say_so(
+        signed: tuple[Path, Path], tmp_path: Path) -> None:
+    data, keys_file = signed
+    forged, clean = _rounds(data)
+    r = _pitwatch("replay", forged, "--data", str(data), "--keys", str(keys_file))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "signatures FAIL" in r.stdout and "SIGNATURE_INVALID" in r.stdout
+    r = _pitwatch("replay", clean, "--data", str(data), env={"PITWATCH_KEYS": str(keys_file)})
+    assert r.returncode == 0 and "signatures HOLD" in r.stdout, r.stdout + r.stderr
+    r = _pitwatch("replay", forged, "--data", str(data))  # the audit had keys: it differs
+    assert r.returncode == 3 and "signatures NOT CHECKED" in r.stdout
+    (tmp_path / "bad.json").write_text("{")
+    r = _pitwatch("replay", forged, "--data", str(data), "--keys", str(tmp_path / "bad.json"))
+    assert r.returncode == 2 and "not JSON" in r.stderr
+
+    out = tmp_path / "case"
+    r = _pitwatch("investigate", "--code", "SIGNATURE_INVALID", "--data", str(data),
+                  "--keys", str(keys_file), "--out", str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["key_registry"]["sha256"] == hashlib.sha256(
+        keys_file.read_bytes()).hexdigest()
+    assert manifest["signatures"].startswith("signatures FAIL") and forged in \
+        manifest["signatures"]
+    assert manifest["signatures"] in (out / "report.html").read_text()
+    r = _pitwatch("investigate", clean, "--data", str(data), "--out", str(tmp_path / "c2"))
+    manifest = json.loads((tmp_path / "c2" / "manifest.json").read_text())
+    assert manifest["key_registry"] is None
+    assert manifest["signatures"].startswith("signatures NOT CHECKED")
+
+
+def test_produce_writes_the_floors_registry(tmp_path: Path) -> None:
+    """--keys-out writes the simulated devices' public keys: the same registry
+    `pitwatch simulate` writes for the same floor; nothing without it."""
+    p = argparse.ArgumentParser()
+    produce.configure(p)
+    args = p.parse_args(["--tables", "2", "--rounds", "3", "--seed", "9",
+                         "--keys-out", str(tmp_path / "k.json")])
+    assert produce.write_keys(args) == str(tmp_path / "k.json")
+    want = Floor(2, 3, 9).registry()
+    assert want is not None
+    assert KeyRegistry.load(tmp_path / "k.json").to_json() == want.to_json()
+    assert produce.write_keys(p.parse_args(["--tables", "2"])) is None
+    with pytest.raises(ValueError, match="own registry"):
+        produce.write_keys(p.parse_args(["floor/", "--keys-out", str(tmp_path / "x.json")]))
