@@ -1,14 +1,21 @@
-"""The streaming pipeline on real Kafka and ClickHouse (started here if not running):
+"""The streaming pipeline on real Kafka and ClickHouse (started here if not running),
+everything on this machine, every figure beside baselines measured in the same run:
 
-1. throughput: N simulated events on the topic, one worker started cold; events/s
-   end to end into ClickHouse, beside kafka-python consuming the same topic bare;
-2. the sink's rows/s (events, rounds and violations rows);
-3. alert latency at a fixed load (2,000 events/s): from the device's ts to the alert on
-   its topic, p50 and p99, beside the bare consumer's latency on the events topic.
+1. throughput: N pre-encoded events on the topic; events/s audited and landed in
+   ClickHouse (events, and every round closed) by 1 and by 2 workers, beside a bare
+   kafka-python consumer and a Faust agent that only counts (bench/faust_bare.py), all
+   reading the same topic, each timed from its first event read (the workers': their
+   /metrics) so that no group join is in any figure; and CPU microseconds per event
+   (worker and sink processes against the bare Faust agent's);
+2. alert latency, device ts -> alert consumed, p50/p99 at 1,000, 2,500 and 5,000
+   events/s with one worker and its sink (bench/latency.py: pre-encoded events,
+   restamped by splicing, the producer's own maximum printed first);
+3. the scaling table (printed, Markdown) and docs/scaling-stream.png (matplotlib).
 
-    .venv/bin/python bench/stream.py [--events 200000] [--rate 2000] [--seconds 30]
+    .venv/bin/python bench/stream.py [--events 100000] [--seconds 20] [--only ...]
 
-Targets (issue 4): >= 10,000 events/s through one worker; p99 <= 500 ms.
+Targets (issue 9): one worker >= 10,000 events/s into ClickHouse, or >= 1.3x the bare
+Faust agent; p99 <= 250 ms at 2,500 events/s.
 """
 
 from __future__ import annotations
@@ -17,208 +24,207 @@ import argparse
 import re
 import subprocess
 import sys
-import threading
 import time
 import uuid
-from collections.abc import Iterator
-from dataclasses import replace
-from pathlib import Path
+from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from latency import latency
+from stream_feed import (
+    CH,
+    KAFKA,
+    ROOT,
+    Worker,
+    bench_producer,
+    cpu_seconds,
+    drop_database,
+    floor_events,
+    services_up,
+    stop,
+)
 
-from kafka import KafkaConsumer  # noqa: E402
-
-from pitwatch.audit.run import audit_events  # noqa: E402
-from pitwatch.engine.alerts import decode_violation  # noqa: E402
-from pitwatch.events.avro import digest  # noqa: E402
-from pitwatch.events.model import Event  # noqa: E402
-from pitwatch.store.server import ServerStore  # noqa: E402
-from producers.kafka_out import Pacing, ensure_topics, make_producer, send_events  # noqa: E402
-from producers.simulate import Floor  # noqa: E402
-
-KAFKA, CH = "127.0.0.1:19092", ("127.0.0.1", 19000)
-
-
-def services_up() -> bool:
-    return subprocess.run([str(ROOT / "deploy/services.sh"), "status"],
-                          capture_output=True).returncode == 0
-
-
-def worker(run_id: str, log: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "pitwatch.cli", "worker", "--app-id", run_id,
-         "--topic-prefix", f"{run_id}-", "--clickhouse-db", run_id,
-         "--data-dir", f"/tmp/{run_id}", "--web-port", str(17000 + uuid.uuid4().int % 3000),
-         "--loglevel", "warning"],
-        stdout=open(log, "wb"), stderr=subprocess.STDOUT, cwd=ROOT)
+from pitwatch.audit.run import audit_events
+from pitwatch.events.avro import encode_single
+from pitwatch.store.server import ServerStore
+from producers.kafka_out import ensure_topics
 
 
 def bare_consume(topic: str, n: int) -> float:
+    """kafka-python, no decode: events/s from its first message to the n-th."""
+    from kafka import KafkaConsumer
+
     c = KafkaConsumer(topic, bootstrap_servers=KAFKA, auto_offset_reset="earliest",
                       group_id=f"bare-{uuid.uuid4().hex[:6]}", fetch_max_bytes=50 << 20,
                       max_partition_fetch_bytes=8 << 20)
-    t, got = time.perf_counter(), 0
+    t, got = 0.0, 0
     while got < n:
         for msgs in c.poll(timeout_ms=500, max_records=10_000).values():
+            if not got:
+                t = time.perf_counter()
             got += len(msgs)
     dt = time.perf_counter() - t
     c.close()
     return n / dt
 
 
-def restamped(events: Iterator[Event]) -> Iterator[Event]:
-    """The events as live devices would send them now: ts is the send time, and each
-    device's digest chain is recomputed over the restamped events."""
-    last: dict[str, Event] = {}
-    for ev in events:
-        prev = last.get(ev.device_id)
-        ev = replace(ev, ts=int(time.time() * 1000),
-                     prev_digest=None if prev is None else digest(prev), raw=None)
-        last[ev.device_id] = ev
-        yield ev
-
-
-def pct(xs: list[float], p: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(p / 100 * len(xs)))] if xs else float("nan")
-
-
-def throughput(n: int) -> None:
-    run = "bt" + uuid.uuid4().hex[:8]
-    topic = f"{run}-table-events"
-    ensure_topics(KAFKA, 4, f"{run}-")
-    events = []
-    for ev in Floor(40, 10_000, seed=3, inject=0.02).events():
-        events.append(ev)
-        if len(events) == n:
-            break
-    expected_rounds = audit_events(events, finish=False).rounds
-    producer = make_producer(KAFKA)
-    send_events(producer, topic, events)
-    producer.close()  # type: ignore[attr-defined]
-    bare = bare_consume(topic, n)
+def faust_bare(topic: str, n: int) -> tuple[float, float]:
     out = subprocess.run([sys.executable, str(ROOT / "bench/faust_bare.py"), topic, str(n)],
-                         capture_output=True, text=True, timeout=600, cwd=ROOT)
-    faust_bare = float(re.findall(r"RATE (\d+)", out.stdout + out.stderr)[-1])
+                         capture_output=True, text=True, timeout=1200, cwd=ROOT)
+    text = out.stdout + out.stderr
+    return (float(re.findall(r"RATE (\d+)", text)[-1]),
+            float(re.findall(r"CPU_US ([\d.]+)", text)[-1]))
+
+
+def workers(topic_run: str, n: int, rounds: int, count: int) -> tuple[float, float]:
+    """`count` workers of a new group on the loaded topic: events/s from the first
+    event read by any of them (their /metrics: the group join is not timed, as for the
+    baselines) to the n-th event in ClickHouse with every round landed, and CPU
+    microseconds per event (workers and their sinks) over the same span."""
+    run = f"{topic_run}w{count}{uuid.uuid4().hex[:4]}"
     store = ServerStore(*CH, database=run)
     store.setup()
-    proc = worker(run, Path(f"/tmp/{run}.log"))
+    # the workers read the loaded topics: same prefix, a group and database of their own
+    procs = [Worker(run, "--topic-prefix", f"{topic_run}-", "--app-id", run)
+             for _ in range(count)]
 
     def landed(table: str = "events") -> int:
-        if proc.poll() is not None:
-            raise SystemExit(f"the worker stopped:\n{Path(f'/tmp/{run}.log').read_text()}")
+        for p in procs:
+            if p.poll() is not None:
+                raise SystemExit(f"a worker stopped (log in {p.log})")
         return int(store.query(f"SELECT count() AS n FROM {table}")[0]["n"])
 
     try:
-        # sustained rate: from the first batch in ClickHouse (the worker is up, the sink
-        # writing) to the last event landed
-        deadline = time.monotonic() + 900
-        while (first := landed()) == 0 and time.monotonic() < deadline:
-            time.sleep(0.1)
-        t = time.perf_counter()
-        while (landed() < n or landed("rounds") < expected_rounds) \
+        deadline = time.monotonic() + 1200
+        while (first := sum(p.events_read() for p in procs)) == 0 \
                 and time.monotonic() < deadline:
-            time.sleep(0.2)  # the sink has the events, the audit has closed every round
+            landed()
+            time.sleep(0.05)
+        t, cpu = time.perf_counter(), sum(cpu_seconds(p.pid) for p in procs)
+        while (landed() < n or landed("rounds") < rounds) and time.monotonic() < deadline:
+            time.sleep(0.1)
         dt = time.perf_counter() - t
-        n_timed = n - first
-        rows, last = 0, -1
-        while rows != last:  # rounds and violations land right behind the events
-            last = rows
-            time.sleep(2)
-            rows = sum(landed(tb) for tb in ("events", "rounds", "violations"))
+        cpu = sum(cpu_seconds(p.pid) for p in procs) - cpu
+        if time.monotonic() >= deadline:
+            raise SystemExit(f"{count} worker(s) did not land {n:,} events and "
+                             f"{rounds:,} rounds in time")
     finally:
-        proc.terminate()
-        proc.wait(timeout=60)
-        store._execute(f"DROP DATABASE IF EXISTS {run}")
+        stop(procs)
         store.close()
-    print(f"throughput, {n:,} events on the topic, one worker (sustained, after start-up):")
-    print(f"  kafka-python bare consume (baseline)   {bare:10,.0f} events/s")
-    print(f"  a Faust agent that only counts         {faust_bare:10,.0f} events/s   "
-          "(Faust's own ceiling here)")
-    print(f"  one worker, end to end into ClickHouse {n_timed / dt:10,.0f} events/s   "
-          f"{n_timed / dt / bare:.2f}x the bare consumer   (target >= 10,000)")
-    print(f"  ClickHouse sink                        {rows * n_timed / n / dt:10,.0f} rows/s "
-          f"({rows:,} rows: events, rounds, violations)")
+        drop_database(run)
+    return (n - first) / dt, cpu / (n - first) * 1e6
 
 
-def latency(rate: float, seconds: float) -> None:
-    run = "bl" + uuid.uuid4().hex[:8]
-    prefix = f"{run}-"
-    ensure_topics(KAFKA, 4, prefix)
-    proc = worker(run, Path(f"/tmp/{run}.log"))
-    alert_lat: list[float] = []
-    bare_lat: list[float] = []
-    stop = threading.Event()
+def throughput(n: int) -> dict[str, Any]:
+    run = "bt" + uuid.uuid4().hex[:8]
+    topic = f"{run}-table-events"
+    ensure_topics(KAFKA, 4, f"{run}-")
+    events = floor_events(n)
+    rounds = audit_events(events, finish=False).rounds
+    producer = bench_producer()
+    for ev in events:  # as simulated: their own ts and chains (nothing timed here)
+        producer.send(topic, key=ev.table_id.encode(), value=encode_single(ev))
+    producer.flush()
+    producer.close()
+    res: dict[str, Any] = {"events": n}
+    res["bare"] = bare_consume(topic, n)
+    print(f"  kafka-python bare consume (baseline)       {res['bare']:9,.0f} events/s",
+          flush=True)
+    res["faust"], res["faust_cpu"] = faust_bare(topic, n)
+    print(f"  a Faust agent that only counts (baseline)  {res['faust']:9,.0f} events/s   "
+          f"{res['faust_cpu']:6.0f} us CPU/event", flush=True)
+    for count in (1, 2):
+        rate, cpu = workers(run, n, rounds, count)
+        res[f"w{count}"], res[f"w{count}_cpu"] = rate, cpu
+        print(f"  {count} worker(s), into ClickHouse              {rate:9,.0f} events/s   "
+              f"{cpu:6.0f} us CPU/event (audit + sink)   {rate / res['faust']:.2f}x the "
+              f"bare Faust agent", flush=True)
+    return res
 
-    def watch(topic: str, out: list[float], alerts: bool) -> None:
-        c = KafkaConsumer(topic, bootstrap_servers=KAFKA, auto_offset_reset="earliest",
-                          group_id=f"lat-{uuid.uuid4().hex[:6]}", fetch_max_wait_ms=10)
-        while not stop.is_set():
-            for msgs in c.poll(timeout_ms=100).values():
-                now = time.time() * 1000
-                for m in msgs:
-                    ts = decode_violation(m.value).detected_at if alerts else m.timestamp
-                    out.append(now - ts)
-        c.close()
 
-    threads = [threading.Thread(target=watch, args=(prefix + "alerts", alert_lat, True)),
-               threading.Thread(target=watch, args=(prefix + "table-events", bare_lat, False))]
-    for th in threads:
-        th.start()
-    try:
-        # warm up: a few events, then wait for their alerts: the worker is live
-        store = ServerStore(*CH, database=run)
-        warm = list(restamped(ev for ev, _ in zip(Floor(2, 50, seed=9, inject=1.0).events(),
-                                                  range(400), strict=False)))
-        producer = make_producer(KAFKA)
-        send_events(producer, prefix + "table-events", warm)
-        deadline = time.monotonic() + 120
-        while not alert_lat and time.monotonic() < deadline:
-            time.sleep(0.5)
-        store.close()
-        alert_lat.clear()
-        bare_lat.clear()
-        n = int(rate * seconds)
-        floor = Floor(20, 10_000, seed=4, inject=0.1).events()
-        send_events(producer, prefix + "table-events",
-                    restamped(ev for ev, _ in zip(floor, range(n), strict=False)),
-                    Pacing(rate=rate))
-        producer.close()  # type: ignore[attr-defined]
-        time.sleep(3)
-    finally:
-        stop.set()
-        for th in threads:
-            th.join()
-        proc.terminate()
-        proc.wait(timeout=60)
-    print(f"alert latency at {rate:,.0f} events/s for {seconds:.0f} s "
-          f"({len(alert_lat):,} alerts):")
-    print(f"  bare consumer, device ts -> consumed (baseline)  p50 {pct(bare_lat, 50):6.0f} ms"
-          f"   p99 {pct(bare_lat, 99):6.0f} ms")
-    print(f"  device ts -> alert on its topic                  p50 {pct(alert_lat, 50):6.0f} ms"
-          f"   p99 {pct(alert_lat, 99):6.0f} ms   (target p99 <= 500)")
+def table(tp: dict[str, Any] | None, lat: dict[str, Any] | None) -> str:
+    lines = []
+    if tp:
+        f = tp["faust"]
+        lines += ["| reader | events/s | × bare Faust | CPU µs/event |", "|---|---:|---:|---:|",
+                  f"| kafka-python, bare | {tp['bare']:,.0f} | {tp['bare'] / f:.2f} | |",
+                  f"| Faust agent that only counts | {f:,.0f} | 1.00 | {tp['faust_cpu']:.0f} |",
+                  f"| 1 worker → ClickHouse | {tp['w1']:,.0f} | {tp['w1'] / f:.2f} | "
+                  f"{tp['w1_cpu']:.0f} |",
+                  f"| 2 workers → ClickHouse | {tp['w2']:,.0f} | {tp['w2'] / f:.2f} | "
+                  f"{tp['w2_cpu']:.0f} |", ""]
+    if lat:
+        lines += [f"producer alone: {lat['producer_max']:,.0f} events/s", "",
+                  "| rate (events/s) | sent/s | alerts | p50 ms | p99 ms | bare p50 | bare p99 |",
+                  "|---:|---:|---:|---:|---:|---:|---:|"]
+        lines += [f"| {r:,.0f} | {s:,.0f} | {a:,} | {p50:.0f} | {p99:.0f} | {b50:.0f} | "
+                  f"{b99:.0f} |" for r, s, a, p50, p99, b50, b99 in lat["rates"]]
+    return "\n".join(lines)
+
+
+def plot(tp: dict[str, Any] | None, lat: dict[str, Any] | None) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5), dpi=110)
+    if tp:
+        names = ["kafka-python\nbare", "Faust agent\ncounting", "1 worker\n→ ClickHouse",
+                 "2 workers\n→ ClickHouse"]
+        vals = [tp["bare"], tp["faust"], tp["w1"], tp["w2"]]
+        bars = left.bar(names, vals, color=["#999", "#bbb", "#3a7", "#2a5"])
+        for b, v in zip(bars, vals, strict=True):
+            left.annotate(f"{v:,.0f}", (b.get_x() + b.get_width() / 2, v), ha="center",
+                          va="bottom", fontsize=8)
+        left.set_ylabel("events/s (from the first event read)")
+        left.set_title(f"Throughput, {tp['events']:,} events on the topic")
+    if lat:
+        rates = [r[0] for r in lat["rates"]]
+        for i, label, style in ((3, "alert p50", "o-"), (4, "alert p99", "s-"),
+                                (5, "bare consumer p50", "k:"), (6, "bare consumer p99", "k--")):
+            right.plot(rates, [r[i] for r in lat["rates"]], style, label=label)
+        right.axhline(250, color="r", lw=0.8, label="target p99 at 2,500/s")
+        right.set_yscale("log")
+        right.set_xlabel("events/s (paced; producer alone: "
+                         f"{lat['producer_max']:,.0f}/s)")
+        right.set_ylabel("device ts → consumed, ms")
+        right.set_title("Alert latency, one worker and its sink")
+        right.grid(True, which="both", alpha=0.3)
+        right.legend(fontsize=8)
+    fig.suptitle("pitwatch streaming on one shared 2-core machine (Kafka, ClickHouse, "
+                 "producer and workers on it)", fontsize=9)
+    fig.tight_layout()
+    out = ROOT / "docs" / "scaling-stream.png"
+    fig.savefig(out)
+    print(f"  plot: {out.relative_to(ROOT)}")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--events", type=int, default=200_000)
-    ap.add_argument("--rate", type=float, default=2000)
-    ap.add_argument("--seconds", type=float, default=30)
+    ap.add_argument("--events", type=int, default=100_000, help="throughput load")
+    ap.add_argument("--rates", default="1000,2500,5000", help="latency rates, events/s")
+    ap.add_argument("--seconds", type=float, default=20, help="latency: seconds a rate")
     ap.add_argument("--only", choices=("throughput", "latency"), help="run one part")
+    ap.add_argument("--no-plot", action="store_true", help="leave docs/ as it is")
     args = ap.parse_args()
     started = not services_up()
     if started:
         subprocess.run([str(ROOT / "deploy/services.sh"), "start"], check=True)
+    tp = lat = None
     try:
         if args.only != "latency":
-            throughput(args.events)
+            print(f"throughput, {args.events:,} events on the topic:", flush=True)
+            tp = throughput(args.events)
         if args.only != "throughput":
-            latency(args.rate, args.seconds)
+            print("alert latency, one worker and its sink (device ts -> alert consumed):",
+                  flush=True)
+            lat = latency([float(r) for r in args.rates.split(",")], args.seconds)
     finally:
         if started:
             subprocess.run([str(ROOT / "deploy/services.sh"), "stop"], check=True)
+    print(table(tp, lat))
+    if not args.no_plot:
+        plot(tp, lat)
 
 
 if __name__ == "__main__":

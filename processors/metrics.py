@@ -112,11 +112,12 @@ class Metrics:
         if self.settings.web_port <= 0:
             return
 
-        @self.app.page("/metrics")
         async def metrics(web: Any, request: Any) -> Any:
             return web.text(self.render(position),
                             content_type="text/plain; version=0.0.4")
 
-        @self.app.page("/health")
         async def health(web: Any, request: Any) -> Any:
             return web.text("ok\n")
+
+        self.app.page("/metrics")(metrics)
+        self.app.page("/health")(health)

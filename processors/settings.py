@@ -6,6 +6,7 @@ PITWATCH_ROUND_TIMEOUT_S); a command-line flag wins over the environment."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 
@@ -60,4 +61,5 @@ def env_default(name: str, default: object) -> object:
     raw = os.environ.get("PITWATCH_" + name.upper())
     if raw is None or isinstance(default, bool):
         return default
-    return type(default)(raw)
+    convert: Callable[[str], object] = type(default)
+    return convert(raw)

@@ -9,7 +9,7 @@ import signal
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, cast
 
 from .settings import Settings
 
@@ -93,7 +93,7 @@ def log_tasks() -> None:
     import asyncio
 
     for task in asyncio.all_tasks():
-        frames, coro = [], task.get_coro()
+        frames, coro = [], cast(Any, task.get_coro())
         while coro is not None:  # down the chain of awaits to where it waits
             frame = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None)
             if frame is not None:

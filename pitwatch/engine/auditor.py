@@ -146,15 +146,31 @@ def _window_to_json(window: OrderedDict[int, str]) -> dict[str, Any]:
     out: dict[str, Any] = {"first": seqs[0] if seqs else 0,
                            "steps": None if all(d == 1 for d in steps) else steps,
                            "n": len(seqs)}
-    try:
-        packed = b"".join(uuid.UUID(i).bytes for i in ids)
-        if all(str(uuid.UUID(bytes=packed[k * 16:k * 16 + 16])) == i for k, i in enumerate(ids)):
-            out["uuids"] = _b64(packed)
-            return out
-    except ValueError:
-        pass
+    packed = _pack_uuids(ids)
+    if packed is not None:
+        out["uuids"] = _b64(packed)
+        return out
     out["ids"] = ids
     return out
+
+
+def _pack_uuids(ids: list[str]) -> bytes | None:
+    """The ids as 16-byte UUIDs when each is a canonical UUID string (lower-case hex,
+    8-4-4-4-12: what str(uuid.UUID(...)) gives back), else None. In bulk, without a
+    UUID object per id: a snapshot's window holds thousands."""
+    joined = "".join(ids)
+    if len(joined) != 36 * len(ids) or joined.count("-") != 4 * len(ids):
+        return None
+    if any(joined[k::36].count("-") != len(ids) for k in (8, 13, 18, 23)):
+        return None
+    digits = joined.replace("-", "")
+    if digits != digits.lower():
+        return None
+    try:
+        packed = bytes.fromhex(digits)
+    except ValueError:
+        return None
+    return packed if len(packed) == 16 * len(ids) else None  # fromhex skips whitespace
 
 
 def _window_from_json(d: dict[str, Any]) -> OrderedDict[int, str]:
