@@ -29,6 +29,7 @@ from typing import Any
 import faust
 import orjson
 from faust.streams import _current_event
+from faust.types import TP
 
 from pitwatch.connect import KafkaAuth
 from pitwatch.engine.alerts import encode_violation
@@ -50,6 +51,8 @@ from .supervise import Frozen, Stalled, log_tasks, restart_self
 #: of per message (a wait costs the producer's linger plus a broker round trip).
 BATCH = 2000
 BATCH_WITHIN_S = 0.02
+#: the watchdog's wait for a partition's end offset (a broker down answers nothing)
+END_OFFSET_WAIT_S = 3.0
 
 
 @contextmanager
@@ -206,6 +209,11 @@ def create_app(settings: Settings) -> faust.App:
                         offset - 1)
         for o, key, value in unread:
             await handle(topic, partition, o, key or None, value, due, event)
+        if unread:
+            # Faust commits only up to the first offset it never saw acknowledged: tell
+            # it these are done, or the group's offset stays before them for good
+            consumer: Any = app.consumer  # Faust's own record of offsets it skipped
+            await consumer._add_gap(TP(topic, partition), unread[0][0], offset - 1)
 
     @app.agent(events)
     async def audit(stream: Any) -> None:
@@ -234,8 +242,6 @@ def create_app(settings: Settings) -> faust.App:
                     acks[:] = [a for a in acks if not a.done()]
 
     def caught_up(topic: str, partition: int) -> bool:
-        from faust.types import TP
-
         read = position.get((topic, partition))
         if read is None:
             return False
@@ -262,7 +268,6 @@ def create_app(settings: Settings) -> faust.App:
     frozen = Frozen(settings.session_timeout_s)
     stalled = Stalled(settings.stall_timeout_s)
     ends = PartitionReader(settings.kafka)
-    ticks = 0
 
     def next_to_read(tp: Any) -> int:
         """The offset the agent reads next on `tp`: after its last read, else the
@@ -273,22 +278,22 @@ def create_app(settings: Settings) -> faust.App:
         committed = getattr(app.consumer, "_committed_offset", {}).get(tp)
         return -1 if committed is None else int(committed)
 
-    async def watchdog() -> None:
+    async def freeze_watch() -> None:
         """A worker that was frozen (SIGSTOP, a paused VM) for longer than its session
         has lost its partitions, and Faust does not always recover its consumer from
-        that; nor must a partition with messages waiting stand still. Either way the
-        worker starts again, clean, from its snapshots and committed offsets (never
-        under the lock: it must work when the agent is stuck)."""
-        nonlocal ticks
+        that: it starts again, clean, from its snapshots and committed offsets. This
+        timer awaits nothing, so a gap between its ticks is a freeze, never a wait."""
         gap = frozen.tick()
         if gap is not None:
             log.error("this worker was frozen for %.0f s, longer than its %.0f s session: "
                       "its partitions have moved on; restarting it clean", gap,
                       settings.session_timeout_s)
             restart_self()
-        ticks += 1
-        if ticks % 5:
-            return
+
+    async def stall_watch() -> None:
+        """A partition with messages waiting must not stand still: past the stall
+        time-out the worker starts again, clean (never under the lock: it must work
+        when the agent is stuck). A broker that does not answer is nothing to judge."""
         try:
             assigned = [tp for tp in app.consumer.assignment()
                         if tp.topic == settings.events_topic]
@@ -296,7 +301,8 @@ def create_app(settings: Settings) -> faust.App:
             return
         for tp in assigned:
             try:
-                end = await ends.end_offset(tp.topic, tp.partition)
+                end = await asyncio.wait_for(ends.end_offset(tp.topic, tp.partition),
+                                             END_OFFSET_WAIT_S)
             except Exception as e:  # Kafka unreachable: nothing to judge now
                 log.info("watchdog: no end offset for %s (%s)", tp, e)
                 return
@@ -308,6 +314,7 @@ def create_app(settings: Settings) -> faust.App:
                 log_tasks()
                 restart_self()
 
-    app.timer(interval=1.0)(watchdog)
+    app.timer(interval=1.0)(freeze_watch)
+    app.timer(interval=5.0)(stall_watch)
     metrics.install(position)
     return app

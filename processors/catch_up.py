@@ -25,11 +25,12 @@ class PartitionReader:
     async def _started(self) -> Any:
         from aiokafka import AIOKafkaConsumer
 
-        if self._consumer is None:
-            self._consumer = AIOKafkaConsumer(bootstrap_servers=self.bootstrap,
-                                              enable_auto_commit=False, group_id=None,
-                                              **KafkaAuth.from_env().aiokafka())
-            await self._consumer.start()
+        if self._consumer is None:  # kept only once started (a start can be cancelled)
+            consumer = AIOKafkaConsumer(bootstrap_servers=self.bootstrap,
+                                        enable_auto_commit=False, group_id=None,
+                                        **KafkaAuth.from_env().aiokafka())
+            await consumer.start()
+            self._consumer = consumer
         return self._consumer
 
     async def end_offset(self, topic: str, partition: int) -> int:
@@ -48,10 +49,11 @@ class PartitionReader:
         tp = TopicPartition(topic, partition)
         if self.group is not None:
             if self._group_consumer is None:
-                self._group_consumer = AIOKafkaConsumer(
+                consumer = AIOKafkaConsumer(
                     bootstrap_servers=self.bootstrap, group_id=self.group,
                     enable_auto_commit=False, **KafkaAuth.from_env().aiokafka())
-                await self._group_consumer.start()
+                await consumer.start()
+                self._group_consumer = consumer
             committed = await self._group_consumer.committed(tp)
             if committed is not None and committed >= 0:
                 return int(committed)
