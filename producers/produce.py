@@ -29,18 +29,16 @@ Either simulate a floor (the flags of `pitwatch simulate`) or name event files.
 By default as fast as possible; --rate paces to N events/s, --live keeps the gaps of
 the events' own device clock (scaled by --speed).
 
-<<<<<<< HEAD
 A simulated floor's devices sign their chains (Ed25519 checkpoints, keys made from the
 seed). --keys-out FILE writes their public keys, the registry the worker verifies them
 against (`pitwatch worker --keys FILE`, or PITWATCH_KEYS), before anything is sent;
 without it no file is written (produce has no folder to put one beside), and a worker
 without a registry does not require signatures. Event files bring their own registry:
 `pitwatch simulate --out DIR` writes DIR/keys.json.
-=======
+
 Through a broker outage the records wait and are retried in order for up to
 --outage-timeout seconds; an event Kafka never acknowledged is an error (exit 1)
 naming the first one, never dropped in silence.
->>>>>>> stream-drills
 
 examples:
   pitwatch produce --tables 8 --rounds 50 --seed 1 --inject 0.1
