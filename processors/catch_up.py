@@ -3,12 +3,25 @@ the events after the table's last snapshot."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from pitwatch.connect import KafkaAuth
 
 #: (offset, key, value) of one message; value None for a tombstone
 Record = tuple[int, bytes, bytes | None]
+
+
+async def _start(consumer: Any) -> Any:
+    """The consumer, started; one whose start failed or was cancelled (a broker that
+    does not answer) is closed, not left to the garbage collector."""
+    try:
+        await consumer.start()
+    except BaseException:
+        with contextlib.suppress(Exception):
+            await consumer.stop()
+        raise
+    return consumer
 
 
 class PartitionReader:
@@ -26,11 +39,9 @@ class PartitionReader:
         from aiokafka import AIOKafkaConsumer
 
         if self._consumer is None:  # kept only once started (a start can be cancelled)
-            consumer = AIOKafkaConsumer(bootstrap_servers=self.bootstrap,
-                                        enable_auto_commit=False, group_id=None,
-                                        **KafkaAuth.from_env().aiokafka())
-            await consumer.start()
-            self._consumer = consumer
+            self._consumer = await _start(AIOKafkaConsumer(
+                bootstrap_servers=self.bootstrap, enable_auto_commit=False, group_id=None,
+                **KafkaAuth.from_env().aiokafka()))
         return self._consumer
 
     async def end_offset(self, topic: str, partition: int) -> int:
@@ -49,11 +60,9 @@ class PartitionReader:
         tp = TopicPartition(topic, partition)
         if self.group is not None:
             if self._group_consumer is None:
-                consumer = AIOKafkaConsumer(
+                self._group_consumer = await _start(AIOKafkaConsumer(
                     bootstrap_servers=self.bootstrap, group_id=self.group,
-                    enable_auto_commit=False, **KafkaAuth.from_env().aiokafka())
-                await consumer.start()
-                self._group_consumer = consumer
+                    enable_auto_commit=False, **KafkaAuth.from_env().aiokafka()))
             committed = await self._group_consumer.committed(tp)
             if committed is not None and committed >= 0:
                 return int(committed)
@@ -68,10 +77,9 @@ class PartitionReader:
         restore that took those for this range would fold the wrong events."""
         from aiokafka import AIOKafkaConsumer, TopicPartition
 
-        consumer = AIOKafkaConsumer(bootstrap_servers=self.bootstrap,
-                                    enable_auto_commit=False, group_id=None,
-                                    **KafkaAuth.from_env().aiokafka())
-        await consumer.start()
+        consumer = await _start(AIOKafkaConsumer(bootstrap_servers=self.bootstrap,
+                                                 enable_auto_commit=False, group_id=None,
+                                                 **KafkaAuth.from_env().aiokafka()))
         try:
             tp = TopicPartition(topic, partition)
             consumer.assign([tp])

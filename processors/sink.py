@@ -200,6 +200,20 @@ async def _setup_with_backoff(store: Store, stopping: Callable[[], bool]) -> Non
             delay = min(delay * 2, 10.0)
 
 
+async def _commit(consumer: Any) -> None:
+    """Commit what was written. Kafka can refuse it (the group rebalanced while the
+    broker was away, say): the rows are then read again by whoever holds the
+    partitions and land once more on the same keys (ReplacingMergeTree), so the sink
+    goes on instead of dying."""
+    from aiokafka.errors import KafkaError
+
+    try:
+        await consumer.commit()
+    except KafkaError as e:
+        log.warning("sink: Kafka refused the commit (%s); the last batch will be read "
+                    "again and replace the same rows", e)
+
+
 async def run_sink(settings: Settings, store_factory: Callable[[], Store],
                    stopping: Callable[[], bool]) -> None:
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
@@ -244,14 +258,14 @@ async def run_sink(settings: Settings, store_factory: Callable[[], Store],
                         batches.add(row[0], row[1], src, now)
             if batches.due(now, settings.sink_batch_rows, settings.sink_batch_seconds):
                 written += await writer.write(batches)
-                await consumer.commit()
+                await _commit(consumer)
                 heartbeat.write_text(f"{time.time():.3f}")
                 log.info("sink: %d rows in ClickHouse", written)
     finally:
         if len(batches):
             try:
                 await writer.write(batches)
-                await consumer.commit()
+                await _commit(consumer)
             except StoreError:
                 log.error("sink stopped with %d rows unwritten; they will be re-read",
                           len(batches))

@@ -16,7 +16,7 @@ import pytest
 from pitwatch.store.base import StoreError
 from processors.dead_letters import MAX_VALUE_BYTES, dead_letter
 from processors.settings import Settings
-from processors.sink import Batches, Rejected, Source, Writer, to_row
+from processors.sink import Batches, Rejected, Source, Writer, _commit, to_row
 
 S = Settings()
 NOPOS: Any = None  # positions: only events need them
@@ -139,3 +139,23 @@ def test_an_outage_pauses_retries_and_loses_nothing() -> None:
     producer, consumer = _write(store, [1, 2, 3])
     assert [r["seat"] for r in store.rows] == [1, 2, 3]
     assert producer.sent == [] and consumer.paused == 2
+
+
+def test_a_commit_kafka_refuses_is_logged_and_the_sink_goes_on(caplog: Any) -> None:
+    """After the broker came back, the group had rebalanced and Kafka refused the sink's
+    commit (UnknownMemberId): the sink logs it and goes on (the batch is read again and
+    replaces the same rows); it died of it before."""
+    from aiokafka.errors import CommitFailedError
+
+    class Refusing:
+        calls = 0
+
+        async def commit(self) -> None:
+            self.calls += 1
+            raise CommitFailedError("UnknownMemberIdError: the group rebalanced")
+
+    c = Refusing()
+    with caplog.at_level("WARNING", logger="pitwatch.sink"):
+        asyncio.run(_commit(c))
+    assert c.calls == 1
+    assert "refused the commit" in caplog.text
