@@ -458,8 +458,12 @@ cmd_start() {
     check_port KAFKA_PORT "$KAFKA_PORT"
     check_port KAFKA_CONTROLLER_PORT "$KAFKA_CONTROLLER_PORT"
     [[ $KAFKA_PORT != "$KAFKA_CONTROLLER_PORT" ]] || die "KAFKA_PORT and KAFKA_CONTROLLER_PORT must differ"
-    local port
+    # a broker killed a moment ago holds its ports until its last thread has exited
+    # (its main thread is a zombie before that): give it 15 s before saying "in use"
+    local port waited
     for port in "$KAFKA_PORT" "$KAFKA_CONTROLLER_PORT"; do
+        waited=0
+        while port_open "$port" && ((waited < 30)); do sleep 0.5; waited=$((waited + 1)); done
         if port_open "$port"; then die "port $LOOPBACK:$port is already in use by another process"; fi
     done
     if secure; then check_secure; fi
