@@ -83,6 +83,20 @@ def rechain(events: list[Event], device: str,
     return out
 
 
+def raise_a_wager(events: tuple[Event, ...], last_round: bool = False) -> list[Event]:
+    """The forger's change: one WagerPlaced of DEVICE raised by $5.00 (in the last round
+    with `last_round`), the chain left as it was."""
+    evs = list(events)
+    i = next(k for k, e in enumerate(evs) if isinstance(e.payload, WagerPlaced)
+             and e.device_id == DEVICE
+             and (not last_round or (e.round_id is not None and e.round_id.endswith("12"))))
+    p = evs[i].payload
+    assert isinstance(p, WagerPlaced)
+    evs[i] = replace(evs[i], payload=WagerPlaced(p.seat, p.hand, p.kind, p.amount + 500),
+                     raw=None)
+    return evs
+
+
 def test_a_clean_signed_floor_raises_nothing() -> None:
     events, keys = floor()
     assert any(isinstance(e.payload, Checkpoint) for e in events)
@@ -103,13 +117,7 @@ def test_a_forged_amount_with_the_chain_recomputed_is_caught() -> None:
     """The forger raises a wager and recomputes every digest after it: the record rules
     see a whole chain; the signature over the changed head does not verify."""
     events, keys = floor()
-    evs = list(events)
-    i = next(k for k, e in enumerate(evs) if isinstance(e.payload, WagerPlaced)
-             and e.device_id == DEVICE and e.round_id is not None and e.round_id.endswith("12"))
-    p = evs[i].payload
-    assert isinstance(p, WagerPlaced)
-    evs[i] = replace(evs[i], payload=WagerPlaced(p.seat, p.hand, p.kind, p.amount + 500),
-                     raw=None)
+    evs = raise_a_wager(events, last_round=True)
     forged = rechain(evs, DEVICE, None)
     rep = audit(forged, keys)
     sig = [v for v in rep.violations if v.code == "SIGNATURE_INVALID"]
@@ -124,13 +132,7 @@ def test_a_forged_amount_with_the_chain_recomputed_is_caught() -> None:
 def test_a_forger_signing_with_their_own_key_is_caught() -> None:
     events, keys = floor()
     mine = Ed25519PrivateKey.generate()
-    evs = list(events)
-    i = next(k for k, e in enumerate(evs) if isinstance(e.payload, WagerPlaced)
-             and e.device_id == DEVICE)
-    p = evs[i].payload
-    assert isinstance(p, WagerPlaced)
-    evs[i] = replace(evs[i], payload=WagerPlaced(p.seat, p.hand, p.kind, p.amount + 500),
-                     raw=None)
+    evs = raise_a_wager(events)
     rep = audit(rechain(evs, DEVICE, lambda seq: (f"{DEVICE}/1", mine)), keys)
     assert codes(rep)["SIGNATURE_INVALID"] >= 1
 
@@ -140,13 +142,7 @@ def test_a_rewritten_chain_is_a_high_digest_mismatch() -> None:
     device that signs (the signed head after it vouches for the original), LOW for one
     that does not."""
     events, keys = floor()
-    evs = list(events)
-    i = next(k for k, e in enumerate(evs) if isinstance(e.payload, WagerPlaced)
-             and e.device_id == DEVICE)
-    p = evs[i].payload
-    assert isinstance(p, WagerPlaced)
-    evs[i] = replace(evs[i], payload=WagerPlaced(p.seat, p.hand, p.kind, p.amount + 500),
-                     raw=None)
+    evs = raise_a_wager(events)
     signed = [v for v in audit(evs, keys).violations if v.code == "DIGEST_MISMATCH"]
     assert [v.severity for v in signed] == ["HIGH"]
     unsigned = [v for v in audit(evs, None).violations if v.code == "DIGEST_MISMATCH"]
