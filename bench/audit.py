@@ -9,7 +9,8 @@ flat as the input grows.
     .venv/bin/python bench/audit.py --scaling [--sizes 100000,1000000,5000000]
 
 Targets (issue 9): --no-store <= 1.8x the bare read on one job; --jobs 2 >= 1.7x faster
-than --jobs 1 on 2 cores; into chDB <= 1.3x --no-store, peak RSS <= 2x --no-store's.
+than --jobs 1 on 2 cores; into chDB <= 1.3x --no-store; peak RSS into chDB, less what
+chDB costs merely opened (measured in the same run), <= 2x --no-store's.
 
 --scaling audits each size (--no-store) at --jobs 1 and 2 beside a bare read of the same
 file, with the peak RSS of a --jobs 1 run in a fresh process, prints the table and draws
@@ -332,9 +333,19 @@ def main() -> None:
         print(f"  peak RSS {side:6} {small:6.0f} MB on a quarter of the events, {big:6.0f} MB "
               f"on all ({big / small:.2f}x for 4x the input)")
         figures.update({f"rss_{side}_quarter_mb": small, f"rss_{side}_mb": big})
+    if not args.no_store:
+        # the memory target as the coordinator restated it (chDB costs hundreds of MB
+        # merely opened): the chDB run's peak less chDB's own open cost, both measured here
+        own = figures["rss_store_mb"] - figures["rss_chdb_mb"]
+        figures.update(rss_store_own_mb=own, rss_store_own_ratio=own / figures["rss_audit_mb"])
+        print(f"  peak RSS into chDB less chDB merely opened: {figures['rss_store_mb']:.0f} - "
+              f"{figures['rss_chdb_mb']:.0f} = {own:.0f} MB, {own / figures['rss_audit_mb']:.2f}x "
+              f"the --no-store run's {figures['rss_audit_mb']:.0f} MB (raw: "
+              f"{figures['rss_store_mb'] / figures['rss_audit_mb']:.2f}x)")
     print("  targets (issue 9): --no-store <= 1.8x the read; --jobs 2 >= 1.7x faster than "
-          "--jobs 1; into chDB <= 1.3x --no-store, peak RSS <= 2x --no-store's (chdb: a "
-          "process that only opens chDB and creates the tables)")
+          "--jobs 1; into chDB <= 1.3x --no-store; peak RSS into chDB, less chDB merely "
+          "opened (chdb: a process that only opens chDB and creates the tables), <= 2x "
+          "--no-store's")
     if args.json:
         print(json.dumps(figures))
 
