@@ -115,15 +115,18 @@ class BatchConsumer(AIOKafkaConsumer):
                 batches[tp] = recs
                 continue
             for r in recs:  # Faust's own path, a message at a time
+                if not self.flow_active or app.consumer_generation_id != generation:
+                    return
                 await self.wait_first(self.callback(self._to_message(tp, r)),
                                       self.suspend_flow.wait())
                 read_offset[tp] = r.offset
         if not batches or app.on_batch is None:
             return
         handled = await app.on_batch(batches)
-        for tp, recs in batches.items():
-            read_offset[tp] = recs[-1].offset
+        # after a rebalance, Faust has set the read offsets itself (its seek)
         if self.flow_active and app.consumer_generation_id == generation:
+            for tp, recs in batches.items():
+                read_offset[tp] = recs[-1].offset
             for tp, (first, last) in handled.items():
                 self.mark_done(tp, first, last)
             commit_every = self._commit_every
