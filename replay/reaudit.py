@@ -18,13 +18,15 @@ import orjson
 
 from pitwatch.engine.rulepack import RulePack
 from pitwatch.engine.violation import Violation
+from pitwatch.events.keys import KeyRegistry, KeyRegistryError
 from pitwatch.packs import registry
 from pitwatch.store.base import Store
 from pitwatch.store.history import round_span
 
 from .case import Selection, parse_time, violation_from_row
 from .investigate import add_selection_options
-from .rebuild import Rebuilt, rebuild_span
+from .keys import add_keys_option, load_keys
+from .rebuild import Rebuilt, rebuild_span, signature_verdict
 from .stores import add_store_options, open_store
 
 
@@ -73,8 +75,8 @@ def diff(base: Iterable[Violation], new: Iterable[Violation]) -> list[Change]:
                                       c.violation.detected_at, c.violation.code))
 
 
-def rebuild_selection(store: Store, sel: Selection, pack: RulePack | None
-                      ) -> list[Rebuilt]:
+def rebuild_selection(store: Store, sel: Selection, pack: RulePack | None,
+                      keys: KeyRegistry | None = None) -> list[Rebuilt]:
     by_table: dict[str, list[str]] = {}
     for table, rid in sel.round_ids(store):
         by_table.setdefault(table, []).append(rid)
@@ -83,7 +85,7 @@ def rebuild_selection(store: Store, sel: Selection, pack: RulePack | None
         spans = [s for s in (round_span(store, r) for r in ids) if s is not None]
         if spans:
             got = rebuild_span(store, table, min(s[1] for s in spans),
-                               max(s[2] for s in spans), ids, pack)
+                               max(s[2] for s in spans), ids, pack, keys)
             out += [got[r] for r in ids if r in got]
     return out
 
@@ -96,17 +98,20 @@ def stored_violations(store: Store, round_ids: list[str]) -> list[Violation]:
     return [violation_from_row(r) for r in rows]
 
 
-def reaudit(store: Store, sel: Selection, pack: RulePack, base: RulePack | None = None
-            ) -> tuple[list[Rebuilt], list[Change]]:
+def reaudit(store: Store, sel: Selection, pack: RulePack, base: RulePack | None = None,
+            keys: KeyRegistry | None = None) -> tuple[list[Rebuilt], list[Change]]:
     """Rebuild the selection under `pack` and diff it against the stored findings (or
-    against the same rounds rebuilt under `base`)."""
+    against the same rounds rebuilt under `base`). With `keys`, the devices' signatures
+    are judged too, as an audit with the same registry judged them; without, a stored
+    SIGNATURE_INVALID shows as vanished."""
     sel = replace(sel, jurisdiction=pack.jurisdiction, game=pack.game)
-    rounds = rebuild_selection(store, sel, pack)
+    rounds = rebuild_selection(store, sel, pack, keys)
     ids = [rb.round_id for rb in rounds]
     if base is None:
         before = stored_violations(store, ids)
     else:
-        before = [v for rb in rebuild_selection(store, sel, base) for v in rb.violations]
+        before = [v for rb in rebuild_selection(store, sel, base, keys)
+                  for v in rb.violations]
     return rounds, diff(before, [v for rb in rounds for v in rb.violations])
 
 
@@ -132,12 +137,15 @@ store, unless narrowed) under another version of a rule pack (--pack NAME@VERSIO
 print what changes against the stored findings (or against --base NAME@VERSION): new
 findings, vanished findings, and findings whose severity changed, as a table for
 people or as JSON Lines (--format jsonl, one change a line). Nothing is written to the
-store.
+store. Give the key registry the rounds were audited with (--keys) so the devices'
+signatures are judged again too; without it they are not checked, and a stored
+SIGNATURE_INVALID shows as vanished.
 
 examples:
   pitwatch reaudit --pack nj-blackjack-switch@2024.09-1
   pitwatch reaudit --table AC-SW-02 --from 2026-11-30 --pack nj-blackjack-switch@2024.09-1 \\
-      --base nj-blackjack-switch@2023.01-1 --format jsonl"""
+      --base nj-blackjack-switch@2023.01-1 --format jsonl
+  pitwatch reaudit --pack nj-blackjack@2024.09-2 --keys floor/keys.json"""
 
     def configure(self, p: argparse.ArgumentParser) -> None:
         add_selection_options(p)
@@ -146,6 +154,7 @@ examples:
         p.add_argument("--base", metavar="NAME@VERSION",
                        help="compare with this version instead of the stored findings")
         p.add_argument("--format", choices=("table", "jsonl"), default="table")
+        add_keys_option(p)
         add_store_options(p)
 
     def run(self, args: argparse.Namespace) -> int:
@@ -159,9 +168,14 @@ examples:
                         None if args.start is None else parse_time(args.start),
                         None if args.end is None else parse_time(args.end),
                         args.dealer, args.code, args.severity)
+        try:
+            keys, _ = load_keys(args)
+        except KeyRegistryError as e:
+            print(f"pitwatch reaudit: {e}", file=sys.stderr)
+            return 2
         store = open_store(args)
         try:
-            rounds, changes = reaudit(store, sel, pack, base)
+            rounds, changes = reaudit(store, sel, pack, base, keys)
         finally:
             store.close()
         if args.format == "jsonl":
@@ -174,6 +188,7 @@ examples:
         print(f"re-audit of {len(rounds)} round(s) under {pack.label} against {against}: "
               f"{counts['new']} new, {counts['vanished']} vanished, {counts['severity']} "
               "changed severity")
+        print(signature_verdict(rounds, keys))
         show_table(changes, sys.stdout)
         return 0
 

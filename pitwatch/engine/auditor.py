@@ -85,8 +85,8 @@ class StateError(ValueError):
 
 
 class _Device:
-    __slots__ = ("last_digest", "last_event", "last_seq", "unsigned", "unsigned_from",
-                 "unsigned_last", "unsigned_round", "window")
+    __slots__ = ("last_digest", "last_event", "last_seq", "stranger_round", "unsigned",
+                 "unsigned_from", "unsigned_last", "unsigned_round", "window")
 
     def __init__(self) -> None:
         self.last_seq = 0
@@ -100,6 +100,9 @@ class _Device:
         self.unsigned_from = 0
         self.unsigned_last: tuple[int, str, int] = (0, "", 0)
         self.unsigned_round: str | None = None
+        #: for a device the key registry does not know: the round (or "" between
+        #: rounds) it was last reported in, so it is reported once a round
+        self.stranger_round: str | None = None
 
     @property
     def seen(self) -> bool:
@@ -112,7 +115,7 @@ class _Device:
         return {"last_seq": self.last_seq, "last_digest": _b64(self.prev_digest()),
                 "window": _window_to_json(self.window), "unsigned": self.unsigned,
                 "unsigned_from": self.unsigned_from, "unsigned_last": list(self.unsigned_last),
-                "unsigned_round": self.unsigned_round}
+                "unsigned_round": self.unsigned_round, "stranger_round": self.stranger_round}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> _Device:
@@ -126,6 +129,8 @@ class _Device:
         dev.unsigned_last = (int(seq), str(event_id), int(ts))
         r = d.get("unsigned_round")
         dev.unsigned_round = None if r is None else str(r)
+        s = d.get("stranger_round")  # absent in snapshots before strangers were reported
+        dev.stranger_round = None if s is None else str(s)
         return dev
 
 
@@ -478,6 +483,8 @@ class TableAuditor:
         keys = self.keys
         assert keys is not None
         if not keys.signs(ev.device_id):
+            if not keys.knows(ev.device_id):
+                self._stranger(ev)
             return
         dev = self.devices[ev.device_id]
         if dev.unsigned and dev.unsigned_round != rid:
@@ -490,6 +497,19 @@ class TableAuditor:
         dev.unsigned += 1
         dev.unsigned_last = (ev.seq, ev.event_id, ev.ts)
         dev.unsigned_round = rid
+
+    def _stranger(self, ev: Event) -> None:
+        """An event of a device the key registry does not name: nobody can check it
+        (a forger may invent a device). Reported on its first event of each round."""
+        dev = self.devices[ev.device_id]
+        where = ev.round_id or ""
+        if dev.stranger_round == where:
+            return
+        dev.stranger_round = where
+        self._raise_record("SIGNATURE_INVALID", ev, ev.round_id,
+                           f"{ev.device_id} is not in the key registry: its events "
+                           + ("in this round " if ev.round_id else "")
+                           + "carry no signature anyone can check")
 
     def _missing(self, device_id: str, dev: _Device, why: str) -> None:
         """A missing checkpoint, reported on the device's last unsigned event."""

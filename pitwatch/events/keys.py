@@ -18,6 +18,10 @@ The registry is a JSON file:
 A key signs checkpoints whose `head_seq` is within [from_seq, until_seq] (until_seq
 null: no end yet), so keys rotate by device seq, the device's own order of record
 (its clock is not trusted for that).
+
+With a registry, a device must be in it: a device it does not name is a stranger whose
+events nobody can check (SIGNATURE_INVALID, once a round). A site with devices that
+cannot sign yet names them, on purpose, in `"unsigned_devices": ["AC-BJ-09-shoe"]`.
 """
 
 from __future__ import annotations
@@ -95,16 +99,27 @@ class KeyRegistry:
     """Devices and their public keys. `check` judges one checkpoint."""
 
     def __init__(self, devices: dict[str, list[DeviceKey]],
-                 checkpoint_every: int = CHECKPOINT_EVERY) -> None:
+                 checkpoint_every: int = CHECKPOINT_EVERY,
+                 unsigned_devices: frozenset[str] = frozenset()) -> None:
         if checkpoint_every < 1:
             raise KeyRegistryError(f"checkpoint_every must be at least 1, not {checkpoint_every}")
+        both = sorted(unsigned_devices & devices.keys())
+        if both:
+            raise KeyRegistryError(f"{', '.join(both)}: both signing and unsigned")
         self.devices = devices
         self.checkpoint_every = checkpoint_every
+        #: devices the site lets send without signing (named on purpose; any other
+        #: device the registry does not name is a stranger)
+        self.unsigned_devices = unsigned_devices
         self._loaded: dict[bytes, Ed25519PublicKey] = {}
 
     def signs(self, device_id: str) -> bool:
         """Whether the device is in the registry (and so must sign its chain)."""
         return device_id in self.devices
+
+    def knows(self, device_id: str) -> bool:
+        """Whether the registry names the device, as signing or as let unsigned."""
+        return device_id in self.devices or device_id in self.unsigned_devices
 
     def check(self, table_id: str, device_id: str, head_seq: int, head_digest: bytes,
               key_id: str, signature: bytes) -> str | None:
@@ -133,10 +148,14 @@ class KeyRegistry:
     # --- the file ---------------------------------------------------------------------
 
     def to_json(self) -> dict[str, Any]:
-        return {"version": REGISTRY_VERSION, "algorithm": ALGORITHM,
-                "checkpoint_every": self.checkpoint_every,
-                "devices": {d: [k.to_json() for k in keys]
-                            for d, keys in sorted(self.devices.items())}}
+        out: dict[str, Any] = {
+            "version": REGISTRY_VERSION, "algorithm": ALGORITHM,
+            "checkpoint_every": self.checkpoint_every,
+            "devices": {d: [k.to_json() for k in keys]
+                        for d, keys in sorted(self.devices.items())}}
+        if self.unsigned_devices:
+            out["unsigned_devices"] = sorted(self.unsigned_devices)
+        return out
 
     def write(self, path: Path) -> None:
         path.write_bytes(orjson.dumps(self.to_json(), option=orjson.OPT_INDENT_2) + b"\n")
@@ -170,7 +189,13 @@ class KeyRegistry:
             every = int(d.get("checkpoint_every", CHECKPOINT_EVERY))
         except (TypeError, ValueError) as e:
             raise KeyRegistryError(f"{where}: checkpoint_every: {e}") from e
-        return cls(devices, every)
+        unsigned = d.get("unsigned_devices", [])
+        if not isinstance(unsigned, list) or not all(isinstance(x, str) for x in unsigned):
+            raise KeyRegistryError(f"{where}: 'unsigned_devices' is not a list of device ids")
+        try:
+            return cls(devices, every, frozenset(unsigned))
+        except KeyRegistryError as e:
+            raise KeyRegistryError(f"{where}: {e}") from None
 
     @classmethod
     def load(cls, path: str | Path) -> KeyRegistry:

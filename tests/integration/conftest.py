@@ -21,6 +21,7 @@ import pytest
 from pitwatch.audit.run import DEFAULT_ROUND_TIMEOUT_MS, audit_events
 from pitwatch.engine.auditor import Auditor, RoundSummary
 from pitwatch.engine.violation import Violation
+from pitwatch.events.keys import KeyRegistry
 from pitwatch.events.model import Event
 from pitwatch.packs.registry import select
 from pitwatch.store.server import ServerStore
@@ -328,14 +329,14 @@ class Expected:
     rounds at the end: a stream has no end), round by round."""
 
     def __init__(self, events: list[Event], round_timeout_ms: int = DEFAULT_ROUND_TIMEOUT_MS,
-                 finish: bool = False) -> None:
+                 finish: bool = False, keys: KeyRegistry | None = None) -> None:
         report = audit_events(events, keep_violations=True, finish=finish,
-                              round_timeout_ms=round_timeout_ms)  # the embedded audit
+                              round_timeout_ms=round_timeout_ms, keys=keys)  # embedded
         self.violations: list[Violation] = report.violations
         self.violation_ids = {v.violation_id for v in self.violations}
         summaries: list[RoundSummary] = []  # its engine again, for the rounds' contents
         auditor = Auditor(select, lambda v: None, summaries.append,
-                          round_timeout_ms=round_timeout_ms)
+                          round_timeout_ms=round_timeout_ms, keys=keys)
         for ev in events:
             auditor.feed(ev)
         if finish:

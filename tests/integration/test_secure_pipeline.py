@@ -166,18 +166,26 @@ def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secure]:
 
 def test_the_pipeline_over_tls_lands_the_embedded_audits_violations(
         secure: Secure, tmp_path: Path) -> None:
-    """produce (SASL_SSL, password from a file) -> worker and sink (writer over TLS) ->
-    ClickHouse -> replay (reader over TLS): the violation ids are the embedded audit's."""
+    """produce (SASL_SSL, password from a file) -> worker and sink (writer over TLS),
+    with the devices' key registry -> ClickHouse -> replay (reader over TLS, with the
+    registry): the violation ids are the embedded audit's, a forged record included."""
     run_id = "s" + secrets.token_hex(5)
     secure.grant(run_id, run_id + "-")
-    events = list(Floor(4, 12, 7, 0.2).events())
-    expected = Expected(events)
+    floor = Floor(4, 12, 25, 0.2)  # its faults include a forgery (SIGNATURE_INVALID)
+    events = list(floor.events())
+    keys = floor.registry()
+    assert keys is not None
+    keys.write(tmp_path / "keys.json")
+    expected = Expected(events, keys=keys)
+    forged = [v for v in expected.violations if v.code == "SIGNATURE_INVALID"]
+    assert forged and forged[0].violation_id not in Expected(events).violation_ids
     password_file = tmp_path / "kafka-password"
     password_file.write_text(secure.server_env["PITWATCH_KAFKA_DEVICE_PASSWORD"] + "\n")
     e = secure.server_env
     worker_env = {**secure.client_env("pitwatch_writer", "WORKER"),  # and its sink:
                   "PITWATCH_SINK_KAFKA_USER": e["PITWATCH_KAFKA_SINK_USER"],
-                  "PITWATCH_SINK_KAFKA_PASSWORD": e["PITWATCH_KAFKA_SINK_PASSWORD"]}
+                  "PITWATCH_SINK_KAFKA_PASSWORD": e["PITWATCH_KAFKA_SINK_PASSWORD"],
+                  "PITWATCH_KEYS": str(tmp_path / "keys.json")}
     worker_log = tmp_path / "worker.log"
     with worker_log.open("wb") as log:
         worker = subprocess.Popen(
@@ -224,14 +232,16 @@ def test_the_pipeline_over_tls_lands_the_embedded_audits_violations(
             "SELECT violation_id FROM violations FINAL")}
         assert got == expected.violation_ids
         assert expected.violation_ids  # the floor has faults to find
-        one = sorted({v.round_id for v in expected.violations})[0]
+        one = forged[0].round_id
+        assert one is not None
         replayed = subprocess.run(
             [sys.executable, "-m", "pitwatch.cli", "replay", one, "--clickhouse",
-             f"{HOST}:{secure.ch_port}", "--clickhouse-db", run_id],
+             f"{HOST}:{secure.ch_port}", "--clickhouse-db", run_id, "--keys",
+             str(tmp_path / "keys.json")],
             cwd=ROOT, env=secure.client_env("pitwatch_reader"), capture_output=True,
             text=True, timeout=120)
         assert replayed.returncode == 0, replayed.stdout + replayed.stderr
-        assert one in replayed.stdout
+        assert one in replayed.stdout and "signatures FAIL" in replayed.stdout
         reader.close()
     finally:
         worker.send_signal(signal.SIGTERM)

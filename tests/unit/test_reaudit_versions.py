@@ -20,7 +20,7 @@ from pitwatch.events.avro import digest
 from pitwatch.events.model import Event, WagerPlaced
 from pitwatch.packs.registry import get
 from pitwatch.store.embedded import EmbeddedStore
-from producers.simulate import simulate_floor
+from producers.simulate import Floor, simulate_floor
 from replay.case import Selection
 from replay.reaudit import diff, reaudit
 
@@ -129,3 +129,40 @@ def test_the_command_prints_the_diff_as_a_table_and_as_json_lines(data: Path,
     assert all(x["pack"] == f"nj-blackjack@{NEW}" for x in lines)
     bad = run("--pack", "nj-blackjack@1999")
     assert bad.returncode == 2 and "no rule pack nj-blackjack@1999" in bad.stderr
+
+
+def test_with_the_key_registry_the_signatures_are_judged_again(tmp_path: Path) -> None:
+    """A floor audited with its devices' key registry stores SIGNATURE_INVALID for the
+    checkpoints a tampered chain no longer matches. Re-audited under the same pack with
+    the same registry, nothing changes; without it, those findings show as vanished and
+    the command says the signatures were not checked."""
+    floor = Floor(2, 20, 9, 0.0, jurisdiction="NJ", game="BLACKJACK")
+    keys = floor.registry()
+    assert keys is not None
+    events, _ = _over_insured(list(floor.events()), 2)
+    store = EmbeddedStore(tmp_path / "data")
+    try:
+        store.setup()
+        stored = audit_events(events, store=store, keys=keys)
+        assert any(v.code == "SIGNATURE_INVALID" for v in stored.violations)
+        assert reaudit(store, Selection(), get("nj-blackjack", NEW), keys=keys)[1] == []
+        _, unsigned = reaudit(store, Selection(), get("nj-blackjack", NEW))
+        assert unsigned and {(c.change, c.violation.code) for c in unsigned} == \
+            {("vanished", "SIGNATURE_INVALID")}
+    finally:
+        store.close()
+    keys.write(tmp_path / "keys.json")
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "pitwatch.cli", "reaudit", "--data",
+                               str(tmp_path / "data"), "--pack", f"nj-blackjack@{NEW}",
+                               *args], capture_output=True, text=True, timeout=300,
+                              cwd=tmp_path)
+
+    signed = run("--keys", str(tmp_path / "keys.json"))
+    assert signed.returncode == 0, signed.stderr
+    assert "0 new, 0 vanished" in signed.stdout and "signatures FAIL" in signed.stdout
+    plain = run()
+    assert "signatures NOT CHECKED" in plain.stdout and "SIGNATURE_INVALID" in plain.stdout
+    bad = run("--keys", str(tmp_path / "nowhere.json"))
+    assert bad.returncode == 2 and "pitwatch reaudit:" in bad.stderr

@@ -83,6 +83,20 @@ def rechain(events: list[Event], device: str,
     return out
 
 
+def raise_a_wager(events: tuple[Event, ...], last_round: bool = False) -> list[Event]:
+    """The forger's change: one WagerPlaced of DEVICE raised by $5.00 (in the last round
+    with `last_round`), the chain left as it was."""
+    evs = list(events)
+    i = next(k for k, e in enumerate(evs) if isinstance(e.payload, WagerPlaced)
+             and e.device_id == DEVICE
+             and (not last_round or (e.round_id is not None and e.round_id.endswith("12"))))
+    p = evs[i].payload
+    assert isinstance(p, WagerPlaced)
+    evs[i] = replace(evs[i], payload=WagerPlaced(p.seat, p.hand, p.kind, p.amount + 500),
+                     raw=None)
+    return evs
+
+
 def test_a_clean_signed_floor_raises_nothing() -> None:
     events, keys = floor()
     assert any(isinstance(e.payload, Checkpoint) for e in events)
@@ -103,13 +117,7 @@ def test_a_forged_amount_with_the_chain_recomputed_is_caught() -> None:
     """The forger raises a wager and recomputes every digest after it: the record rules
     see a whole chain; the signature over the changed head does not verify."""
     events, keys = floor()
-    evs = list(events)
-    i = next(k for k, e in enumerate(evs) if isinstance(e.payload, WagerPlaced)
-             and e.device_id == DEVICE and e.round_id is not None and e.round_id.endswith("12"))
-    p = evs[i].payload
-    assert isinstance(p, WagerPlaced)
-    evs[i] = replace(evs[i], payload=WagerPlaced(p.seat, p.hand, p.kind, p.amount + 500),
-                     raw=None)
+    evs = raise_a_wager(events, last_round=True)
     forged = rechain(evs, DEVICE, None)
     rep = audit(forged, keys)
     sig = [v for v in rep.violations if v.code == "SIGNATURE_INVALID"]
@@ -124,13 +132,7 @@ def test_a_forged_amount_with_the_chain_recomputed_is_caught() -> None:
 def test_a_forger_signing_with_their_own_key_is_caught() -> None:
     events, keys = floor()
     mine = Ed25519PrivateKey.generate()
-    evs = list(events)
-    i = next(k for k, e in enumerate(evs) if isinstance(e.payload, WagerPlaced)
-             and e.device_id == DEVICE)
-    p = evs[i].payload
-    assert isinstance(p, WagerPlaced)
-    evs[i] = replace(evs[i], payload=WagerPlaced(p.seat, p.hand, p.kind, p.amount + 500),
-                     raw=None)
+    evs = raise_a_wager(events)
     rep = audit(rechain(evs, DEVICE, lambda seq: (f"{DEVICE}/1", mine)), keys)
     assert codes(rep)["SIGNATURE_INVALID"] >= 1
 
@@ -140,13 +142,7 @@ def test_a_rewritten_chain_is_a_high_digest_mismatch() -> None:
     device that signs (the signed head after it vouches for the original), LOW for one
     that does not."""
     events, keys = floor()
-    evs = list(events)
-    i = next(k for k, e in enumerate(evs) if isinstance(e.payload, WagerPlaced)
-             and e.device_id == DEVICE)
-    p = evs[i].payload
-    assert isinstance(p, WagerPlaced)
-    evs[i] = replace(evs[i], payload=WagerPlaced(p.seat, p.hand, p.kind, p.amount + 500),
-                     raw=None)
+    evs = raise_a_wager(events)
     signed = [v for v in audit(evs, keys).violations if v.code == "DIGEST_MISMATCH"]
     assert [v.severity for v in signed] == ["HIGH"]
     unsigned = [v for v in audit(evs, None).violations if v.code == "DIGEST_MISMATCH"]
@@ -287,34 +283,36 @@ def test_the_commands_sign_verify_and_say_so(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "not JSON" in bad.stderr
 
 
-@pytest.mark.parametrize("cut", [57, 300, 611])
-def test_a_snapshot_keeps_what_is_unsigned(cut: int) -> None:
-    """The worker's snapshot carries each device's unsigned run: an auditor restored
-    mid-stream finds the same missing checkpoint as one that never stopped."""
+def signature_ids(evs: list[Event], keys: KeyRegistry, stop_at: int | None) -> list[str]:
+    """The SIGNATURE_INVALID ids of one table's auditor, snapshotted before event
+    `stop_at` and restored into a new auditor (as a worker restarts) when given."""
     from pitwatch.engine.auditor import TableAuditor
     from pitwatch.engine.violation import Violation
     from pitwatch.packs.registry import select
 
+    found: list[Violation] = []
+    a = TableAuditor("AC-BJ-01", select, found.append, lambda _: None, keys=keys)
+    for i, ev in enumerate(evs):
+        if i == stop_at:
+            state = a.export_state()
+            a = TableAuditor("AC-BJ-01", select, found.append, lambda _: None, keys=keys)
+            a.import_state(state)
+        a.feed(ev)
+    a.finish()
+    return sorted(v.violation_id for v in found if v.code == "SIGNATURE_INVALID")
+
+
+@pytest.mark.parametrize("cut", [57, 300, 611])
+def test_a_snapshot_keeps_what_is_unsigned(cut: int) -> None:
+    """The worker's snapshot carries each device's unsigned run: an auditor restored
+    mid-stream finds the same missing checkpoint as one that never stopped."""
     events, keys = floor()
     evs = [e for e in events if not (e.device_id == DEVICE
                                      and isinstance(e.payload, Checkpoint))]
     evs = rechain(evs, DEVICE, None)
-
-    def run(stop_at: int | None) -> list[str]:
-        found: list[Violation] = []
-        a = TableAuditor("AC-BJ-01", select, found.append, lambda _: None, keys=keys)
-        for i, ev in enumerate(evs):
-            if i == stop_at:
-                state = a.export_state()
-                a = TableAuditor("AC-BJ-01", select, found.append, lambda _: None, keys=keys)
-                a.import_state(state)
-            a.feed(ev)
-        a.finish()
-        return sorted(v.violation_id for v in found if v.code == "SIGNATURE_INVALID")
-
-    whole = run(None)
+    whole = signature_ids(evs, keys, None)
     assert len(whole) >= 12  # each round of the rfid device, and its truncated end
-    assert run(cut) == whole
+    assert signature_ids(evs, keys, cut) == whole
 
 
 def test_the_worker_finds_a_truncated_chain_by_processing_time() -> None:
@@ -368,3 +366,63 @@ def test_audit_jobs_verifies_as_one_process_does(tmp_path: Path) -> None:
     assert one.by_code["SIGNATURE_INVALID"] >= 1
     assert [v.violation_id for v in two.violations] == [v.violation_id for v in one.violations]
     assert two.signing_devices == one.signing_devices == 16
+
+
+def _stranger(events: tuple[Event, ...], device: str) -> list[Event]:
+    """Every payout of DEVICE in rounds 3 and 5 sent again as if from `device`, a device
+    of its own with a chain of its own: a forger who invents a device."""
+    out: list[Event] = []
+    seq, prev = 0, None
+    for ev in events:
+        out.append(ev)
+        if ev.device_id == DEVICE and type(ev.payload).__name__ == "PayoutMade" \
+                and ev.round_id is not None and ev.round_id[-2:] in ("03", "05"):
+            seq += 1
+            fake = replace(ev, device_id=device, seq=seq, prev_digest=prev,
+                           event_id=f"{device}-{seq}", raw=None)
+            prev = digest(fake)
+            out.append(fake)
+    assert seq > 2  # more than one a round
+    return out
+
+
+def test_a_device_the_registry_does_not_name_is_caught_once_a_round() -> None:
+    """docs/events.md: "With a registry, every device must be in it. A device it does
+    not name is a stranger ...: its first event in each round ... is SIGNATURE_INVALID
+    (HIGH)." Without a registry nothing is required of it."""
+    events, keys = floor()
+    evs = _stranger(events, "AC-BJ-01-console2")
+    sig = [v for v in audit(evs, keys).violations if v.code == "SIGNATURE_INVALID"]
+    assert [(v.round_id, v.severity) for v in sig] == [
+        ("AC-BJ-01-000003", "HIGH"), ("AC-BJ-01-000005", "HIGH")]
+    assert "AC-BJ-01-console2 is not in the key registry" in sig[0].message
+    assert "SIGNATURE_INVALID" not in codes(audit(evs, None))
+
+
+def test_a_device_the_site_lets_send_unsigned_is_no_stranger() -> None:
+    """docs/events.md: "A site whose devices cannot all sign yet lists those, on
+    purpose, in the registry's `"unsigned_devices": [...]`; they need not sign.\""""
+    events, keys = floor()
+    evs = _stranger(events, "AC-BJ-01-console2")
+    lenient = KeyRegistry(keys.devices, unsigned_devices=frozenset({"AC-BJ-01-console2"}))
+    assert "SIGNATURE_INVALID" not in codes(audit(evs, lenient))
+    back = KeyRegistry.from_json(lenient.to_json())
+    assert back.unsigned_devices == {"AC-BJ-01-console2"} and not back.signs(
+        "AC-BJ-01-console2")
+    with pytest.raises(KeyRegistryError, match="both signing and unsigned"):
+        KeyRegistry.from_json({**keys.to_json(), "unsigned_devices": [DEVICE]})
+    with pytest.raises(KeyRegistryError, match="not a list of device ids"):
+        KeyRegistry.from_json({**keys.to_json(), "unsigned_devices": "AC-BJ-01-shoe"})
+
+
+def test_a_restored_auditor_reports_a_stranger_as_one_that_never_stopped() -> None:
+    """Restored before any of a stranger's events (mid-round: the open round is folded
+    again; between rounds: the device's record remembers the round it was reported
+    in), the auditor reports it exactly as one that never stopped: once a round."""
+    events, keys = floor()
+    evs = _stranger(events, "AC-BJ-01-console2")
+    whole = signature_ids(evs, keys, None)
+    assert len(whole) == 2
+    for i, e in enumerate(evs):
+        if e.device_id == "AC-BJ-01-console2":
+            assert signature_ids(evs, keys, i) == whole, i
