@@ -1,5 +1,7 @@
-"""A Faust agent that only counts: Faust's own per-event cost on this machine, the
-ceiling any Faust worker runs under. Used by bench/stream.py as a second baseline.
+"""A Faust agent that only counts: what Faust's per-message stream costs an event on
+this machine, the ceiling of any worker fed through a Faust stream (pitwatch's worker
+reads a fetch at a time instead: processors/faust_batch.py). Used by bench/stream.py as
+a second baseline.
 
     .venv/bin/python bench/faust_bare.py TOPIC N
 """

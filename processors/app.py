@@ -1,4 +1,8 @@
-"""The Faust app: an audit agent over the table-events topic, thin around the core.
+"""The Faust app: the audit of the table-events topic, thin around the core.
+
+Faust assigns the partitions, keeps the `open-rounds` table, commits offsets and runs
+the timers and the web server; the events reach the audit a fetch at a time, a list of
+records per partition, without a Faust Event or stream each (processors/faust_batch.py).
 
 Per event: decode (a message that does not decode, a tombstone, or an event under
 another table's key goes to the dead-letter topic with its reason), feed the table's
@@ -20,15 +24,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import weakref
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import faust
 import orjson
-from faust.streams import _current_event
 from faust.types import TP
 
 from pitwatch.connect import KafkaAuth
@@ -40,39 +40,29 @@ from pitwatch.store.rows import round_row
 
 from .catch_up import PartitionReader
 from .dead_letters import dead_letter
+from .faust_batch import BatchApp, in_hand
 from .gaps import unread_before
 from .metrics import Metrics
 from .settings import Settings
 from .state import Found, TableStates
 from .supervise import Frozen, Stalled, log_tasks, restart_self
 
-#: The agent takes up to BATCH messages at a time, or what came within BATCH_WITHIN_S:
-#: one wait for Kafka's acknowledgements and one snapshot per table per batch, instead
+#: The audit takes a fetch at a time, at most BATCH records (processors/faust_batch.py):
+#: one wait for Kafka's acknowledgements and one snapshot per table per fetch, instead
 #: of per message (a wait costs the producer's linger plus a broker round trip).
 BATCH = 2000
-BATCH_WITHIN_S = 0.02
 #: the watchdog's wait for a partition's end offset (a broker down answers nothing)
 END_OFFSET_WAIT_S = 3.0
 
 
-@contextmanager
-def in_hand(event: Any) -> Iterator[None]:
-    """Faust writes a table on the partition of the event in hand (its context
-    variable): a snapshot written after a batch goes where its table's events are."""
-    token = _current_event.set(weakref.ref(event))
-    try:
-        yield
-    finally:
-        _current_event.reset(token)
-
 log = logging.getLogger("pitwatch.worker")
 
 
-def create_app(settings: Settings) -> faust.App:
+def create_app(settings: Settings) -> BatchApp:
     # the Kafka clients log every request at DEBUG: never build those records
     for name in ("aiokafka", "kafka"):
         logging.getLogger(name).setLevel(logging.WARNING)
-    app = faust.App(
+    app = BatchApp(
         settings.app_id,
         broker=f"kafka://{settings.kafka}",
         store=settings.store,
@@ -83,10 +73,12 @@ def create_app(settings: Settings) -> faust.App:
         web_enabled=settings.web_port > 0,
         web_bind=settings.web_bind,
         producer_acks=-1,
-        # a few ms of linger batches the changelog and alert messages: without it each
-        # goes in a request of its own and the agent waits on the broker round trip
-        producer_linger_ms=10,
-        stream_buffer_maxsize=8192,
+        # a fetch's alerts, rounds and snapshots are all queued before its one wait for
+        # acknowledgements, so a short linger batches them; a longer one only adds to
+        # that wait (on a loaded machine bench/latency.py could not tell 2 ms from 10 ms
+        # apart: its noise there is larger than the 8 ms)
+        producer_linger_ms=2,
+        broker_max_poll_records=BATCH,
         consumer_auto_offset_reset="earliest",
         # a crashed worker's partitions move on within seconds, not a minute
         broker_session_timeout=settings.session_timeout_s,
@@ -130,15 +122,15 @@ def create_app(settings: Settings) -> faust.App:
         metrics.alerts += len(found.violations)
         return acks
 
-    async def snapshot(due: dict[str, Any], acks: list[Any]) -> None:
+    async def snapshot(due: dict[str, tuple[str, int, int]], acks: list[Any]) -> None:
         """Once Kafka acknowledged everything found, the tables' snapshots: one
-        changelog write per table, on the partition of the event `due` names for it."""
+        changelog write per table, on the partition of the message `due` names for it."""
         if not due:
             return
         if acks:
             await asyncio.gather(*acks)
-        for t, event in due.items():
-            with in_hand(event):
+        for t, (topic, partition, offset) in due.items():
+            with in_hand(topic, partition, offset):
                 states.snapshot(t)
 
     async def reject(topic: str, partition: int, offset: int, key: bytes | None,
@@ -156,13 +148,15 @@ def create_app(settings: Settings) -> faust.App:
             stalled.forget()
 
     acks: list[Any] = []
+    #: a table that wants a snapshot -> (topic, partition, offset) of its last event
+    #: handled, whose partition the changelog write takes
+    Due = dict[str, tuple[str, int, int]]
 
     async def handle(topic: str, partition: int, offset: int, key: bytes | None,
-                     value: bytes | None, due: dict[str, Any], event: Any) -> None:
+                     value: bytes | None, due: Due) -> None:
         """One message of the events topic, in its partition's order: the decode (or a
         dead letter) and the fold; what it found goes to the producer without waiting,
-        and a table that wants a snapshot goes into `due` with `event`, the message in
-        hand on its partition (whose context the changelog write takes)."""
+        and a table that wants a snapshot goes into `due`."""
         position[(topic, partition)] = offset
         metrics.events += 1
         if value is None:
@@ -188,13 +182,12 @@ def create_app(settings: Settings) -> faust.App:
         if found:
             acks.extend(await send(found))
         if ev.table_id in due or states.due(ev.table_id, ev):
-            due[ev.table_id] = event
+            due[ev.table_id] = (topic, partition, offset)
 
-    async def read_back(event: Any, due: dict[str, Any]) -> None:
-        """Before the message in hand: what the consumer skipped (processors/gaps.py),
-        read back from the partition and handled in order."""
-        msg = event.message
-        topic, partition, offset = msg.topic, msg.partition, msg.offset
+    async def read_back(topic: str, partition: int, offset: int, due: Due) -> int:
+        """Before the message at `offset`: what the consumer skipped (processors/gaps.py),
+        read back from the partition and handled in order. Returns the first offset
+        handled (`offset` when nothing was skipped)."""
         try:
             unread = await unread_before(position, topic, partition, offset,
                                          catch_up.start_offset, catch_up.read)
@@ -203,43 +196,45 @@ def create_app(settings: Settings) -> faust.App:
                           "the worker clean (it resumes from the committed offset)", topic,
                           partition, offset)
             restart_self()
-        if unread:
-            log.warning("%s[%d]: offsets %d..%d were skipped by the consumer; handling "
-                        "them from the partition first", topic, partition, unread[0][0],
-                        offset - 1)
+        if not unread:
+            return offset
+        log.warning("%s[%d]: offsets %d..%d were skipped by the consumer; handling them "
+                    "from the partition first", topic, partition, unread[0][0], offset - 1)
         for o, key, value in unread:
-            await handle(topic, partition, o, key or None, value, due, event)
-        if unread:
-            # Faust commits only up to the first offset it never saw acknowledged: tell
-            # it these are done, or the group's offset stays before them for good
-            consumer: Any = app.consumer  # Faust's own record of offsets it skipped
-            await consumer._add_gap(TP(topic, partition), unread[0][0], offset - 1)
+            await handle(topic, partition, o, key or None, value, due)
+        return unread[0][0]
 
-    @app.agent(events)
-    async def audit(stream: Any) -> None:
-        """Batches of up to BATCH messages (or what came within BATCH_WITHIN_S): each
-        message, after whatever the consumer skipped before it, handled in its
-        partition's order, what was found sent without waiting; then, if any table wants
-        a snapshot, one wait for Kafka's acknowledgements and one changelog write per
-        table. Faust acknowledges the batch's offsets after it."""
-        async for batch in stream.take_events(BATCH, within=BATCH_WITHIN_S):
-            async with lock:
-                due: dict[str, Any] = {}  # table -> the last message in hand for it
-                last_of: dict[tuple[str, int], Any] = {}
-                for event in batch:
-                    msg = event.message
-                    await read_back(event, due)
-                    await handle(msg.topic, msg.partition, msg.offset, msg.key, msg.value,
-                                 due, event)
-                    last_of[msg.topic, msg.partition] = event
-                for (topic, partition), event in last_of.items():
-                    for t in states.verdicts(topic, partition):
-                        due.setdefault(t, event)
-                if due:
-                    await snapshot(due, acks)
-                    acks.clear()
-                elif len(acks) > 10_000:  # keep the list short; acknowledged ones go
-                    acks[:] = [a for a in acks if not a.done()]
+    async def audit(batches: Mapping[TP, Sequence[Any]]) -> dict[TP, tuple[int, int]]:
+        """One fetch of the events topic, a list of records per partition
+        (processors/faust_batch.py): each record, after whatever the consumer skipped
+        before it, handled in its partition's order, what was found sent without
+        waiting; then, if any table wants a snapshot, one wait for Kafka's
+        acknowledgements and one changelog write per table. Returns the offsets handled
+        per partition: the group's commit may move past them."""
+        handled: dict[TP, tuple[int, int]] = {}
+        async with lock:
+            due: Due = {}
+            for tp, records in batches.items():
+                topic, partition = tp.topic, tp.partition
+                first = None
+                for r in records:
+                    last = position.get((topic, partition))
+                    if last is None or r.offset != last + 1:
+                        start = await read_back(topic, partition, r.offset, due)
+                        first = start if first is None else first
+                    await handle(topic, partition, r.offset, r.key, r.value, due)
+                handled[tp] = (records[0].offset if first is None else first,
+                               records[-1].offset)
+                for t in states.verdicts(topic, partition):
+                    due.setdefault(t, (topic, partition, records[-1].offset))
+            if due:
+                await snapshot(due, acks)
+                acks.clear()
+            elif len(acks) > 10_000:  # keep the list short; acknowledged ones go
+                acks[:] = [a for a in acks if not a.done()]
+        return handled
+
+    app.batch_consume(events, audit)
 
     def caught_up(topic: str, partition: int) -> bool:
         read = position.get((topic, partition))

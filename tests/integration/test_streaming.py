@@ -18,7 +18,17 @@ import orjson
 from pitwatch.events.model import Event
 from producers.simulate import Floor as SimFloor
 
-from .conftest import DAY_MS, KAFKA, ROOT, Expected, Pipeline, read_topic, shifted, wait_until
+from .conftest import (
+    DAY_MS,
+    KAFKA,
+    ROOT,
+    Expected,
+    Pipeline,
+    end_offsets,
+    read_topic,
+    shifted,
+    wait_until,
+)
 
 Floor = Callable[..., tuple[list[Event], Expected]]
 
@@ -97,8 +107,11 @@ def test_worker_killed_mid_stream_loses_and_doubles_nothing(pipeline: Pipeline,
     worker = pipeline.start_worker()
     half = len(events) // 2
     pipeline.produce(events[:half])
-    wait_until("a third of the first half in ClickHouse",
-               lambda: pipeline.count("events") >= half // 3, 180)
+    # the sink lands events whether or not the audit has started: wait for snapshots
+    changelog = f"{pipeline.id}-{pipeline.prefix}open-rounds-changelog"
+    wait_until("a third of the first half in ClickHouse and snapshots on the changelog",
+               lambda: pipeline.count("events") >= half // 3
+               and sum(end_offsets([changelog]).values()) > 0, 180)
     pipeline.kill(worker)  # SIGKILL, mid-stream (between snapshots and sends)
     pipeline.produce(events[half:])
     pipeline.start_worker()
