@@ -108,7 +108,7 @@ def create_app(settings: Settings) -> BatchApp:
     catch_up = PartitionReader(settings.kafka, group=settings.app_id)
     metrics = Metrics(app, states, settings)
     states.on_engine_error = metrics.engine_error
-    lock = asyncio.Lock()  # the agent and the timer take turns on the auditors
+    lock = asyncio.Lock()  # the audit and the timer take turns on the auditors
     position: dict[tuple[str, int], int] = {}  # (topic, partition) -> last offset read
 
     async def send(found: Found) -> list[Any]:
@@ -265,7 +265,7 @@ def create_app(settings: Settings) -> BatchApp:
     ends = PartitionReader(settings.kafka)
 
     def next_to_read(tp: Any) -> int:
-        """The offset the agent reads next on `tp`: after its last read, else the
+        """The offset the audit reads next on `tp`: after its last read, else the
         group's committed offset (-1 when unknown)."""
         read = position.get((tp.topic, tp.partition))
         if read is not None:
@@ -288,7 +288,7 @@ def create_app(settings: Settings) -> BatchApp:
     async def stall_watch() -> None:
         """A partition with messages waiting must not stand still: past the stall
         time-out the worker starts again, clean (never under the lock: it must work
-        when the agent is stuck). A broker that does not answer is nothing to judge."""
+        when the audit is stuck). A broker that does not answer is nothing to judge."""
         try:
             assigned = [tp for tp in app.consumer.assignment()
                         if tp.topic == settings.events_topic]

@@ -2,7 +2,7 @@
 
 Around a rebalance Faust can hand a partition over with a hole in it: it drops the
 records it fetched while the flow was stopped, and where the group committed nothing
-(or 0) it resumes from its fetch position instead of seeking. The agent asks, before
+(or 0) it resumes from its fetch position instead of seeking. The audit asks, before
 each message, what came before it unread, and handles that first, in order.
 """
 
@@ -20,7 +20,7 @@ Read = Callable[[str, int, int, int], Awaitable[list[Record]]]
 
 async def unread_before(position: Mapping[tuple[str, int], int], topic: str, partition: int,
                         offset: int, start_offset: StartOffset, read: Read) -> list[Record]:
-    """The messages of the partition before `offset` that never reached the agent:
+    """The messages of the partition before `offset` that never reached the audit:
     after the last one it read there, or, for the first message since the assignment,
     from where the group's reading starts. Empty when nothing was skipped."""
     last = position.get((topic, partition))

@@ -6,7 +6,7 @@ ReplacingMergeTree tables, so a batch written twice counts once.
 Bad input never stops it: a message on alerts or rounds that is not a violation or a
 round (tombstones included) goes to the dead-letter topic with its reason, and so does
 a row ClickHouse rejects while it answers (found by splitting the batch). Messages on
-the events topic that are not events are the audit agent's to dead-letter; the sink
+the events topic that are not events are the audit's to dead-letter; the sink
 skips them. While ClickHouse is down the sink pauses its partitions and keeps polling
 (so it is never evicted from its group), backs off, and retries the same batch; the
 audit and its alerts go on without it."""
@@ -74,7 +74,7 @@ class Batches:
 
 def to_row(topic: str, settings: Settings, value: bytes | None, positions: Positions,
            key: bytes | None = None) -> tuple[str, dict[str, Any]] | None:
-    """The table and row of a message; None for what the audit agent dead-letters (a
+    """The table and row of a message; None for what the audit dead-letters (a
     bad message on the events topic, or an event under another table's `key`: the
     audit never folds it, so it is no record). Raises Rejected for a bad alert or
     round."""
@@ -84,7 +84,7 @@ def to_row(topic: str, settings: Settings, value: bytes | None, positions: Posit
         try:
             ev = decode_single(value)
         except DecodeError:
-            return None  # the audit agent sends it to the dead-letter topic
+            return None  # the audit sends it to the dead-letter topic
         if key is not None and key != ev.table_id.encode():
             return None  # so it does with an event under another table's key
         return "events", event_row(ev, positions.of(ev))  # the order of record, as audits

@@ -17,7 +17,7 @@ go out again with the same ids, so the store counts them once.
 The consumer can hand the audit a partition with a hole in it: around a rebalance Faust
 drops the records it fetched while the flow was stopped, and resumes from its fetch
 position, not from the committed offset, when the group committed nothing (or 0) there.
-The agent (processors/app.py) reads any such stretch back from the partition and feeds
+The audit (processors/app.py) reads any such stretch back from the partition and feeds
 it here in order before the message in hand, so nothing is lost.
 """
 

@@ -1,4 +1,4 @@
-"""`pitwatch worker`: start one Faust worker (audit agent and ClickHouse sink)."""
+"""`pitwatch worker`: start one Faust worker (the audit and its ClickHouse sink)."""
 
 from __future__ import annotations
 
