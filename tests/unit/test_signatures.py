@@ -31,7 +31,14 @@ from pitwatch.events.keys import (
     public_bytes,
     sign_checkpoint,
 )
-from pitwatch.events.model import Checkpoint, Event, WagerPlaced
+from pitwatch.events.model import (
+    Checkpoint,
+    Event,
+    PayoutMade,
+    RoundStarted,
+    ShoeLoaded,
+    WagerPlaced,
+)
 from pitwatch.packs.base import RECORD_CITATIONS
 from producers.devices import device_key
 from producers.simulate import Floor
@@ -370,19 +377,28 @@ def test_audit_jobs_verifies_as_one_process_does(tmp_path: Path) -> None:
 
 def _stranger(events: tuple[Event, ...], device: str) -> list[Event]:
     """Every payout of DEVICE in rounds 3 and 5 sent again as if from `device`, a device
-    of its own with a chain of its own: a forger who invents a device."""
+    of its own with a chain of its own, and before round 6 two shoes loaded by it: a
+    forger who invents a device."""
+    shoe = next(e for e in events if isinstance(e.payload, ShoeLoaded))
     out: list[Event] = []
     seq, prev = 0, None
+
+    def fake(ev: Event) -> Event:
+        nonlocal seq, prev
+        seq += 1
+        f = replace(ev, device_id=device, seq=seq, prev_digest=prev,
+                    event_id=f"{device}-{seq}", raw=None)
+        prev = digest(f)
+        return f
+
     for ev in events:
+        if isinstance(ev.payload, RoundStarted) and ev.round_id == "AC-BJ-01-000006":
+            out += [fake(replace(shoe, ts=ev.ts)), fake(replace(shoe, ts=ev.ts))]
         out.append(ev)
-        if ev.device_id == DEVICE and type(ev.payload).__name__ == "PayoutMade" \
+        if ev.device_id == DEVICE and isinstance(ev.payload, PayoutMade) \
                 and ev.round_id is not None and ev.round_id[-2:] in ("03", "05"):
-            seq += 1
-            fake = replace(ev, device_id=device, seq=seq, prev_digest=prev,
-                           event_id=f"{device}-{seq}", raw=None)
-            prev = digest(fake)
-            out.append(fake)
-    assert seq > 2  # more than one a round
+            out.append(fake(ev))
+    assert seq > 4  # more than one a round, and two between rounds
     return out
 
 
@@ -394,7 +410,7 @@ def test_a_device_the_registry_does_not_name_is_caught_once_a_round() -> None:
     evs = _stranger(events, "AC-BJ-01-console2")
     sig = [v for v in audit(evs, keys).violations if v.code == "SIGNATURE_INVALID"]
     assert [(v.round_id, v.severity) for v in sig] == [
-        ("AC-BJ-01-000003", "HIGH"), ("AC-BJ-01-000005", "HIGH")]
+        ("AC-BJ-01-000003", "HIGH"), ("AC-BJ-01-000005", "HIGH"), ("", "HIGH")]
     assert "AC-BJ-01-console2 is not in the key registry" in sig[0].message
     assert "SIGNATURE_INVALID" not in codes(audit(evs, None))
 
@@ -422,7 +438,7 @@ def test_a_restored_auditor_reports_a_stranger_as_one_that_never_stopped() -> No
     events, keys = floor()
     evs = _stranger(events, "AC-BJ-01-console2")
     whole = signature_ids(evs, keys, None)
-    assert len(whole) == 2
+    assert len(whole) == 3
     for i, e in enumerate(evs):
         if e.device_id == "AC-BJ-01-console2":
             assert signature_ids(evs, keys, i) == whole, i
