@@ -44,14 +44,11 @@ BatchHandler = Callable[[Mapping[TP, Sequence[Record]]], Awaitable[Mapping[TP, t
 @dataclass(frozen=True)
 class _Held:
     """What Faust's table write reads from the event in hand: its message's topic and
-    partition (the changelog partition), offset and timestamp."""
+    partition (the changelog partition), and its offset."""
 
     topic: str
     partition: int
     offset: int
-    timestamp: float | None = None
-    key: bytes | None = None
-    value: bytes | None = None
 
     @property
     def tp(self) -> TP:

@@ -4,21 +4,18 @@ and chDB share)."""
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
 
 from ..engine.auditor import RoundSummary
 from ..engine.violation import Violation
 from ..events.avro import writer_fingerprint
 from ..events.jsonl import dumps
 from ..events.model import Event
-
-#: The columns of `events`, in DDL order: what `event_values` gives, in that order.
-EVENT_COLUMNS: Final = ("event_id", "table_id", "device_id", "seq", "ts", "ts_ms", "round_id",
-                        "type", "seat", "hand", "kind", "amount", "pos", "body", "writer")
+from .base import column_names
 
 
 def event_values(ev: Event, pos: int) -> tuple[Any, ...]:
-    """The event's row of `events` as a tuple in DDL order (`EVENT_COLUMNS`): what a
+    """The event's row of `events` as a tuple in DDL order (schemas/clickhouse): what a
     batch writer transposes into columns, with no dict a row."""
     p = ev.payload
     hand = getattr(p, "hand", None)
@@ -30,7 +27,7 @@ def event_values(ev: Event, pos: int) -> tuple[Any, ...]:
 
 
 def event_row(ev: Event, pos: int) -> dict[str, Any]:
-    return dict(zip(EVENT_COLUMNS, event_values(ev, pos), strict=True))
+    return dict(zip(column_names("events"), event_values(ev, pos), strict=True))
 
 
 def round_row(s: RoundSummary) -> dict[str, Any]:

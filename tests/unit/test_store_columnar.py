@@ -130,16 +130,20 @@ def test_server_columnar_insert_round_trips() -> None:
 
 def test_event_values_are_the_events_columns_in_ddl_order() -> None:
     from pitwatch.events.jsonl import loads
-    from pitwatch.store.rows import EVENT_COLUMNS, event_row, event_values
+    from pitwatch.store.rows import event_row, event_values
 
-    assert tuple(columns("events")) == EVENT_COLUMNS
     ev = loads(b'{"type":"WagerPlaced","event_id":"e1","table_id":"NJ-BJ-01",'
                b'"device_id":"NJ-BJ-01-rfid","seq":3,"ts":1764547200123,"round_id":"r1",'
                b'"prev_digest":null,"seat":2,"hand":0,"kind":"MAIN","amount":2500}')
     row = event_row(ev, 7)
     assert tuple(row.values()) == event_values(ev, 7)
-    assert (row["ts"], row["ts_ms"], row["seat"], row["hand"], row["amount"], row["pos"]) \
-        == (1764547200, 123, 2, 0, 2500, 7)
+    assert list(row) == columns("events")
+    assert (row["event_id"], row["table_id"], row["device_id"], row["seq"], row["ts"],
+            row["ts_ms"], row["round_id"], row["type"], row["seat"], row["hand"],
+            row["kind"], row["amount"], row["pos"]) == (
+        "e1", "NJ-BJ-01", "NJ-BJ-01-rfid", 3, 1764547200, 123, "r1", "WagerPlaced", 2, 0,
+        "MAIN", 2500, 7)
+    assert '"amount":2500' in row["body"] and len(row["writer"]) == 16
 
 
 class _RowsOnly:
