@@ -7,7 +7,8 @@ device's prev_digest into the pre-encoded bytes (a few microseconds, no re-encod
 the producer is never what limits the figure: its maximum rate alone is measured first
 and printed. A violation's detected_at is the device ts of the event that showed it, so
 an alert's latency is the time it is consumed minus detected_at. Baseline, same run: a
-bare kafka-python consumer of the events topic, send time -> consumed.
+bare kafka-python consumer of the events topic (its partition 0: as late as all four,
+at a quarter of the CPU), send time -> consumed.
 
     .venv/bin/python bench/latency.py [--rates 1000,2500,5000] [--seconds 20]
 
@@ -65,10 +66,15 @@ class Watch:
         self.thread.start()
 
     def _run(self) -> None:
-        from kafka import KafkaConsumer
+        from kafka import KafkaConsumer, TopicPartition
 
-        c = KafkaConsumer(self.topic, bootstrap_servers=KAFKA, auto_offset_reset="latest",
-                          group_id=f"lat-{uuid.uuid4().hex[:6]}", fetch_max_wait_ms=10)
+        c = KafkaConsumer(bootstrap_servers=KAFKA, auto_offset_reset="latest",
+                          fetch_max_wait_ms=10)
+        if self.alerts:
+            c.assign([TopicPartition(self.topic, p) for p in c.partitions_for_topic(self.topic)])
+        else:  # the baseline: one partition is as late as all, at a quarter of the CPU
+            c.assign([TopicPartition(self.topic, 0)])
+        c.seek_to_end()
         while not self.stop.is_set():
             for msgs in c.poll(timeout_ms=100).values():
                 now = time.time() * 1000
