@@ -27,7 +27,9 @@ class Store(Protocol):
     def insert(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
         """Insert rows as data (never as SQL text). (A store may also offer
         `insert_columns(table, cols)`, the batch as one sequence per column in DDL
-        order: `BatchWriter` hands its batches so when it does.)"""
+        order: `BatchWriter` hands its batches so when it does. A store whose
+        `insert_columns` returns before the rows are stored also offers `sync()`, which
+        waits for them and raises what failed: `BatchWriter.flush` calls it.)"""
 
     def query(self, sql: str, params: Params | None = None) -> list[dict[str, Any]]:
         """Run a query; rows as dicts. Values go in as `params` for `{name:Type}`
@@ -118,5 +120,10 @@ class BatchWriter:
             self.buffers[table] = []
 
     def flush(self) -> None:
+        """Write what is buffered, and (a store that inserts in the background) wait
+        until it is stored: an insert that failed is raised here."""
         for t in TABLES:
             self.flush_table(t)
+        sync = getattr(self.store, "sync", None)
+        if sync is not None:
+            sync()

@@ -1,0 +1,93 @@
+"""The embedded store inserts its batches on a thread of its own: they land in the order
+handed over, a failed one surfaces as a StoreError in the caller's thread (from the
+writer's flush, and from every statement after it), and nothing after it is inserted."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pitwatch.store.base import BatchWriter, StoreError
+from pitwatch.store.embedded import EmbeddedStore
+
+
+def _violation(i: int, message: str) -> dict[str, Any]:
+    return {
+        "violation_id": f"v{i:04d}", "code": "DEALER_STOOD_LOW", "severity": "HIGH",
+        "table_id": "NJ-BJ-01", "round_id": f"r{i}", "seat": 1, "hand": -1,
+        "event_id": f"e{i}", "evidence": [], "citation": "N.J.A.C. 13:69F-2.3",
+        "message": message, "pack": "nj_blackjack", "pack_version": "1.2.0",
+        "detected_at": 1_764_547_200 + i, "detected_ms": 0,
+    }
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> EmbeddedStore:
+    s = EmbeddedStore(tmp_path / "data")
+    s.setup()
+    return s
+
+
+def _break_staging(store: EmbeddedStore) -> None:
+    """Make staging a file: the inserter thread can no longer write a batch."""
+    shutil.rmtree(store.staging)
+    store.staging.write_text("not a directory")
+
+
+def test_batches_land_in_the_order_handed_over(store: EmbeddedStore) -> None:
+    # the same 3 ids in each of 12 batches, a message a batch: the replacing table keeps
+    # the last inserted, so the survivors show which batch landed last
+    w = BatchWriter(store, batch_rows=3)
+    for b in range(12):
+        for i in range(3):
+            w.add("violations", _violation(i, f"batch {b}"))
+    w.flush()
+    assert w.written["violations"] == 36
+    store.dedupe()
+    got = store.query("SELECT violation_id, message FROM violations ORDER BY violation_id")
+    assert [(g["violation_id"], g["message"]) for g in got] == \
+        [(f"v{i:04d}", "batch 11") for i in range(3)]
+    assert list(store.staging.iterdir()) == []
+    store.close()
+
+
+def test_a_failed_background_insert_is_raised_by_the_writers_flush(
+        store: EmbeddedStore) -> None:
+    w = BatchWriter(store, batch_rows=2)
+    w.add("violations", _violation(0, "stored"))
+    w.add("violations", _violation(1, "stored"))
+    store.sync()
+    _break_staging(store)
+    for i in range(2, 5):  # a batch handed over, a row buffered
+        w.add("violations", _violation(i, "lost"))
+    with pytest.raises(StoreError, match=r"background insert of 2 rows into violations "
+                                         r"failed, and nothing handed over after it"):
+        w.flush()
+    with pytest.raises(StoreError, match="background insert"):  # the store holds a gap
+        store.query("SELECT count() AS n FROM violations")
+    with pytest.raises(StoreError, match="background insert"):
+        store.insert("violations", [_violation(9, "after")])
+    with pytest.raises(StoreError, match="background insert"):  # raised at hand-over
+        for i in range(10, 14):
+            w.add("violations", _violation(i, "after"))
+    store.close()  # told already: closes without raising again
+
+
+def test_a_failure_nobody_was_told_of_is_raised_by_close(store: EmbeddedStore) -> None:
+    _break_staging(store)
+    store.insert("violations", [_violation(0, "lost")])
+    with pytest.raises(StoreError, match="background insert of 1 rows into violations"):
+        store.close()
+
+
+def test_a_value_its_column_refuses_is_raised_at_once_not_in_the_background(
+        store: EmbeddedStore) -> None:
+    bad = _violation(0, "x") | {"seat": 256}
+    with pytest.raises(StoreError, match=r"violations\.seat \(UInt8\)"):
+        store.insert("violations", [bad])
+    store.insert("violations", [_violation(1, "fine")])
+    assert int(store.query("SELECT count() AS n FROM violations")[0]["n"]) == 1
+    store.close()
