@@ -12,11 +12,12 @@ Targets (issue 9): --no-store <= 1.8x the bare read on one job; --jobs 2 >= 1.7x
 than --jobs 1 on 2 cores; into chDB <= 1.3x --no-store; peak RSS into chDB, less what
 chDB costs merely opened (measured in the same run), <= 2x --no-store's.
 
---scaling audits each size (--no-store) at --jobs 1 and 2 beside a bare read of the same
-file, with the peak RSS of a --jobs 1 run in a fresh process, prints the table and draws
-docs/scaling-audit.png (matplotlib: pip install 'pitwatch[bench]'). Sizes past 1M events
-are copies of the 1M floor under other table ids (`big_file`: the simulator signs every
-checkpoint and would take over an hour for 5M); the files are cached in .cache/bench.
+--scaling audits each size (--no-store) at --jobs 1 and 2, and as the default command
+runs it (into chDB, --jobs 2), beside a bare read of the same file, with the peak RSS of
+a --jobs 1 run in a fresh process, prints the table and draws docs/scaling-audit.png
+(matplotlib: pip install 'pitwatch[bench]'). Sizes past 1M events are copies of the 1M
+floor under other table ids (`big_file`: the simulator signs every checkpoint and would
+take over an hour for 5M); the files are cached in .cache/bench.
 """
 
 from __future__ import annotations
@@ -210,14 +211,21 @@ def peak_rss_mb(path: Path, what: str) -> float:
 
 
 def scaling(sizes: list[int], repeat: int) -> None:
-    """Audit time against input size, --jobs 1 and 2, beside the bare read; the table,
-    and docs/scaling-audit.png."""
+    """Audit time against input size, --no-store at --jobs 1 and 2 and the default
+    command (into chDB, --jobs 2), beside the bare read; the table, and
+    docs/scaling-audit.png."""
+    import tempfile
+
+    def stored(path: Path) -> tuple[int, float, float, float, float]:
+        with tempfile.TemporaryDirectory() as d:
+            return audit(path, Path(d), 2)
+
     rows = []
-    print(f"audit scaling: --no-store, best of {repeat} each, bare read as the baseline")
+    print(f"audit scaling: best of {repeat} each, bare read as the baseline")
     print("  (wall seconds; in brackets the CPU seconds of the busiest process)")
     print(f"  {'events':>10}  {'bare s':>13}  {'jobs 1 s':>13}  {'jobs 2 s':>13}  "
           f"{'j1/bare':>7}  {'j1/bare cpu':>11}  {'j1/j2':>6}  {'j1/j2 cpu':>9}  "
-          f"{'RSS j1':>7}")
+          f"{'RSS j1':>7}  {'chDB j2 s':>9}  {'chDB/j2':>7}")
     for size in sizes:
         path = bench_file(size)
         n, t_bare, c_bare = min((bare_decode(path) for _ in range(repeat)),
@@ -226,18 +234,21 @@ def scaling(sizes: list[int], repeat: int) -> None:
                               key=lambda r: r[1])
         _, t2, _, _, c2 = min((audit(path, None, 2) for _ in range(repeat)),
                               key=lambda r: r[1])
+        _, t_db, _, _, _ = min((stored(path) for _ in range(repeat)), key=lambda r: r[1])
         rss = peak_rss_mb(path, "audit")  # the input streams: flat in its size
-        rows.append((n, t_bare, t1, t2, c1, c2))
+        rows.append((n, t_bare, t1, t2, c1, c2, t_db))
         print(f"  {n:10,}  {t_bare:6.2f} [{c_bare:5.2f}]  {t1:6.2f} [{c1:5.2f}]  "
               f"{t2:6.2f} [{c2:5.2f}]  {t1 / t_bare:6.2f}x  {c1 / c_bare:10.2f}x  "
-              f"{t1 / t2:5.2f}x  {c1 / c2:8.2f}x  {rss:4.0f} MB", flush=True)
+              f"{t1 / t2:5.2f}x  {c1 / c2:8.2f}x  {rss:4.0f} MB  {t_db:9.2f}  "
+              f"{t_db / t2:6.2f}x", flush=True)
     SCALING.write_text(json.dumps({"repeat": repeat, "rows": rows}))
     plot(rows, repeat)
 
 
-def plot(rows: list[tuple[int, float, float, float, float, float]], repeat: int) -> None:
+def plot(rows: list[tuple[float, ...]], repeat: int) -> None:
     """docs/scaling-audit.png from the rows of `scaling` (events, bare, --jobs 1 and 2
-    seconds, their CPU seconds)."""
+    seconds, their CPU seconds, and the default command's seconds: absent from the
+    rows of runs before it was measured)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -249,8 +260,10 @@ def plot(rows: list[tuple[int, float, float, float, float, float]], repeat: int)
                             (2, "pitwatch audit --no-store --jobs 1", "o-"),
                             (3, "pitwatch audit --no-store --jobs 2", "s-"),
                             (4, "--jobs 1, CPU seconds", "o--"),
-                            (5, "--jobs 2, CPU seconds of the busiest process", "s--")):
-        ax.plot(xs, [r[i] for r in rows], style, label=label)
+                            (5, "--jobs 2, CPU seconds of the busiest process", "s--"),
+                            (6, "pitwatch audit (the default: into chDB, --jobs 2)", "D-")):
+        if all(len(r) > i for r in rows):
+            ax.plot(xs, [r[i] for r in rows], style, label=label)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("events in the file")
