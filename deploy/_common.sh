@@ -45,6 +45,18 @@ pid_alive() {
     tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$marker"
 }
 
+# started_alive PID: true until a server this script has just started exits. Not
+# pid_alive: until the forked shell has exec'd the server, its command line is the
+# script's own, without the marker, and a loaded machine made a start fail on that
+# moment ("exited during startup" with nothing in the logs, then found running). A
+# process gone, or a zombie, is what exited.
+started_alive() {
+    local state
+    [[ -r /proc/$1/stat ]] || return 1
+    state=$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null) || return 1
+    [[ -n $state && ${state%% *} != Z ]]
+}
+
 # stop_pid PIDFILE MARKER TIMEOUT: SIGTERM, wait up to TIMEOUT s, then SIGKILL; waits for exit.
 stop_pid() {
     local pidfile=$1 marker=$2 timeout=$3 pid waited=0

@@ -368,11 +368,12 @@ cmd_start() {
     # server may drop core files or status files in its working directory.
     (cd "$RUN_DIR" && exec setsid "${as_user[@]}" "${SERVER_CMD[@]}" --config-file="$CONFIG" \
         </dev/null >>"$OUTFILE" 2>&1 9>&-) &
-    echo $! >"$PIDFILE"
+    local pid=$!
+    echo "$pid" >"$PIDFILE"
 
     local deadline=$((SECONDS + CLICKHOUSE_START_TIMEOUT)) answer=
     until answer=$(query 'SELECT 1' 2>/dev/null) && [[ $answer == 1 ]]; do
-        is_running || fail_start "ClickHouse exited during startup"
+        started_alive "$pid" || fail_start "ClickHouse exited during startup"
         ((SECONDS < deadline)) || fail_start "ClickHouse did not answer SELECT 1 within ${CLICKHOUSE_START_TIMEOUT}s"
         sleep 0.3
     done

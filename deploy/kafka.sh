@@ -482,12 +482,13 @@ cmd_start() {
         -Djava.awt.headless=true -Dkafka.logs.dir="$LOG_DIR" "${logopt[@]}" \
         -cp "$LIBS/*" kafka.Kafka "$CONFIG" \
         </dev/null >>"$OUTFILE" 2>&1 9>&- &
-    echo $! >"$PIDFILE"
+    local pid=$!
+    echo "$pid" >"$PIDFILE"
     echo "$KAFKA_VERSION" >"$RUN_DIR/version"
 
     local deadline=$((SECONDS + KAFKA_START_TIMEOUT))
     until port_open "$KAFKA_PORT"; do
-        is_running || fail_start "Kafka exited during startup"
+        started_alive "$pid" || fail_start "Kafka exited during startup"
         ((SECONDS < deadline)) || fail_start "Kafka did not open $BOOTSTRAP within ${KAFKA_START_TIMEOUT}s"
         sleep 0.5
     done
@@ -497,7 +498,7 @@ cmd_start() {
     tool_cmd "$tool"
     until timeout 30 "${TOOL_CMD[@]}" --bootstrap-server "$BOOTSTRAP" \
         --command-config "$RUN_DIR/probe.properties" --list >/dev/null 2>&1 9>&-; do
-        is_running || fail_start "Kafka exited during startup"
+        started_alive "$pid" || fail_start "Kafka exited during startup"
         ((SECONDS < deadline)) || fail_start "Kafka did not answer a topic listing within ${KAFKA_START_TIMEOUT}s"
         sleep 1
     done
