@@ -1,10 +1,13 @@
 """`pitwatch audit --jobs N`: the audit of files across processes, with the same output,
 store and exit status as one process.
 
-Sharding. Every worker reads all the input (the Avro decode is fastavro's C; the engine
-is what costs) and audits only its own tables, shared by their number of records among
-the input's first 10,000 (`_Owners`). Every worker sees the same input, so each finds
-the same owners on its own; a table's events stay in one process, in input order.
+Sharding. Every worker reads all the input and audits only its own tables, shared by
+their number of records among the input's first 10,000 (`_Owners`). Every worker sees
+the same input, so each finds the same owners on its own; a table's events stay in one
+process, in input order. Of an Avro file, a worker decodes only its own tables' records:
+the framer (`events/native.py`, in C) finds where each record of a block ends and its
+table without decoding it, and a block it refuses is decoded whole, as one process
+decodes it. JSON Lines are parsed whole (orjson) for their table.
 
 Merging. Everything a worker finds (violations, round summaries, engine errors, rejected
 records) is tagged with the input record it was found at (its number in the input, or,
@@ -40,7 +43,12 @@ import orjson
 from ..engine.auditor import RoundSummary
 from ..engine.errors import EngineError
 from ..engine.violation import Violation
-from ..events.avro import DecodeError, from_datum, read_container_records
+from ..events.avro import (
+    ContainerBlock,
+    DecodeError,
+    read_container_blocks,
+    read_container_records,
+)
 from ..events.files import AVRO_SUFFIXES, Rejected, expand
 from ..events.jsonl import InvalidEvent, from_json, loads
 from ..events.keys import KeyRegistry
@@ -149,6 +157,7 @@ class _Shard:
         self.owners.plan(first_tables(files, _PLAN))
         self.emit, self.report = emit, report
         self.at = 0
+        self.reported = 0  # the last record reported judged
 
     def _reject(self, r: Rejected) -> None:
         self.emit(self.at, "reject", r)
@@ -163,26 +172,47 @@ class _Shard:
         self.at = _END
 
     def _avro(self, f: Any, name: str) -> Iterator[Event]:
-        k, owner = self.k, self.owners.of
-        n = 0
+        n = 0  # records of the file read
         try:
-            for n, (d, raw) in enumerate(read_container_records(f), 1):
-                self.at += 1
-                if self.at % _CHUNK == 0:
-                    self.report(self.at - 1)  # every record before this one is judged
-                if owner(d.get("table_id")) != k:
-                    continue
-                try:
-                    ev = from_datum(d, raw)
-                except (DecodeError, KeyError) as e:
-                    self._reject(Rejected(name, n, f"record {n}: {e}", repr(d)[:2000]))
-                    continue
-                yield ev
+            for block in read_container_blocks(f):
+                if self.at - self.reported >= _CHUNK:
+                    self.report(self.at)  # every record before this block is judged
+                    self.reported = self.at
+                first, at = n, self.at
+                for i, rec in self._mine(block):
+                    n, self.at = first + i + 1, at + i + 1
+                    if rec is None:
+                        continue
+                    try:
+                        ev = block.judged(rec)
+                    except (DecodeError, KeyError) as e:
+                        self._reject(Rejected(name, n, f"record {n}: {e}", block.shown(rec)))
+                        continue
+                    yield ev
+                n, self.at = first + block.count, at + block.count
         except Exception as e:  # a corrupt block: the rest of the file cannot be framed
             self.at += 1
-            if k == 0:
+            if self.k == 0:
                 self._reject(Rejected(name, n + 1,
                                       f"corrupt Avro container after record {n}: {e}", ""))
+
+    def _mine(self, block: ContainerBlock) -> Iterator[tuple[int, Any]]:
+        """This worker's records of the block, by their index in it, as
+        `ContainerBlock.read` gives them. Framed (`events/native.py`), only they are
+        built. A block the framer refuses is read whole, as one process reads it, errors
+        and all, and each of its records is given (None when it is another's), so that
+        an error is met after the record it follows."""
+        k, owner = self.k, self.owners.of
+        framed = block.frame()
+        if framed is not None:
+            ends, tables = framed
+            mine = [i for i, t in enumerate(tables) if owner(t) == k]
+            built = block.events([(ends[i - 1] if i else 0, ends[i]) for i in mine])
+            if built is not None:
+                return zip(mine, built, strict=True)
+        return ((i, rec if owner(rec[0].get("table_id") if isinstance(rec, tuple)
+                                 else rec.table_id) == k else None)
+                for i, rec in enumerate(block.read()))
 
     def _jsonl(self, f: Any, name: str) -> Iterator[Event]:
         k, owner = self.k, self.owners.of

@@ -7,6 +7,7 @@ binary under the schema it was written with.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import io
@@ -39,6 +40,7 @@ from .model import (
     WagerPlaced,
     WagerReturned,
 )
+from .native import Program
 from .schema import (
     NAMESPACE,
     SINGLE_OBJECT_MAGIC,
@@ -167,13 +169,43 @@ def from_datum(d: dict[str, Any], raw: bytes | None = None) -> Event:
     event_id, ts = d["event_id"], d["ts"]
     if type(ts) is not int:  # a file written under the logical types: datetime and UUID
         ts, event_id = int(ts.timestamp() * 1000), str(event_id)
-    ev = Event(event_id, d["table_id"], d["device_id"], d["seq"], ts,
-               d["round_id"], d["prev_digest"], payload, raw)
+    return checked(Event(event_id, d["table_id"], d["device_id"], d["seq"], ts,
+                         d["round_id"], d["prev_digest"], payload, raw))
+
+
+def checked(ev: Event) -> Event:
+    """The event, if inside the contract's ranges (pitwatch.events.limits); DecodeError
+    if not. The half of `from_datum` an event built in C (`native`) still needs."""
     try:
         limits.check(ev)
     except limits.OutOfRange as e:
         raise DecodeError(f"out of the contract's range: {e}") from e
     return ev
+
+
+#: The typed class each record type of the schema is built into by `native`, where the
+#: class's fields are the record's, in order (the envelope's: with its bytes after them).
+_TYPED: Final[dict[str, Any]] = {
+    _PREFIX + cls.__name__: cls
+    for cls in (TableOpened, ShoeLoaded, RoundStarted, WagerPlaced, CardDealt,
+                InsuranceOffered, SwitchOffered, HoleCardInserted, HoleCardRevealed,
+                PlayerDecision, PayoutMade, WagerCollected, WagerReturned, CardsCleared,
+                RoundEnded, Checkpoint, Rules, PayTable, PayEntry, Ratio)
+} | {_PREFIX + "TableEvent": Event}
+
+
+#: Enums built as other values than their symbols.
+_ENUMS: Final = {_PREFIX + "Rank": RANK_FROM_AVRO}
+
+
+def _typed(name: str, fields: list[str], top: bool) -> Any:
+    cls = _TYPED.get(name)
+    if cls is None:
+        return None
+    names = list(cls._fields) if hasattr(cls, "_fields") else [
+        f.name for f in dataclasses.fields(cls)]
+    expected = fields + ["raw"] * top
+    return cls if names[:len(expected)] == expected and (top or names == fields) else None
 
 
 def _bounded(data: bytes, what: str) -> None:
@@ -199,6 +231,10 @@ def digest(ev: Event) -> bytes:
 
 def decode(body: bytes) -> Event:
     _bounded(body, "an event")
+    program = _current_program()
+    built = None if program is None else program.build(body, 1)
+    if built is not None:  # built in C (`native`); what it refuses, fastavro reads
+        return checked(built[0])
     try:
         d: Any = fastavro.schemaless_reader(io.BytesIO(body), plain_schema(), None,
                                        return_record_name=True)
@@ -223,6 +259,12 @@ def message_bytes(ev: Event) -> bytes:
 def writer_fingerprint(ev: Event) -> str:
     """The hex fingerprint of the schema the event's bytes were written under."""
     return ev.writer.hex() if ev.writer else _current_fingerprint()
+
+
+@functools.cache
+def _current_program() -> Program | None:
+    """The C reader of an event body under this schema."""
+    return Program.of(fastavro.parse_schema(plain_schema()), _typed, _ENUMS)
 
 
 @functools.cache
@@ -278,37 +320,96 @@ def write_container(out: IO[bytes], events: Iterable[Event], codec: str = "defla
     return n
 
 
-def read_container_records(src: IO[bytes]) -> Iterator[tuple[dict[str, Any], bytes | None]]:
-    """Each record's datum and its raw bytes as written: the canonical form under the
-    file's writer schema, so digests need no re-encoding (and a file of another
-    released version keeps its digests). Block by block: with fastavro's own record
-    iteration when the file is under this schema, which reads the block's bytes
-    lazily, so where the read position stands after a record is where its bytes end."""
+class ContainerBlock:
+    """One block of a container file, decompressed, its records read on demand."""
+
+    def __init__(self, block: Any, fast: bool, writer_plain: Any, reader: Any,
+                 program: Program | None) -> None:
+        self._block, self._fast = block, fast
+        self._writer, self._reader, self._program = writer_plain, reader, program
+        self._bio: io.BytesIO = block.bytes_
+        self.raw = self._bio.getvalue()
+        self.count: int = block.num_records
+
+    def records(self) -> Iterator[tuple[dict[str, Any], bytes]]:
+        """Every record's fastavro datum and raw bytes. With fastavro's own record
+        iteration when the file is under this schema: it reads the block's bytes lazily,
+        so where the read position stands after a record is where its bytes end."""
+        bio, raw = self._bio, self.raw
+        bio.seek(0)
+        records: Iterable[Any]
+        if self._fast:
+            records = self._block
+        else:  # the same bytes, read under the writer's schema without logical types
+            records = (fastavro.schemaless_reader(bio, self._writer, self._reader,
+                                                  return_record_name=True)
+                       for _ in range(self.count))
+        pos = 0
+        for d in records:
+            end = bio.tell()
+            yield cast(dict[str, Any], d), raw[pos:end]
+            pos = end
+
+    def frame(self) -> tuple[list[int], list[str | None]] | None:
+        """Where each record ends and its table_id, undecoded (`native`); None when there
+        is no program or it refuses the block."""
+        return None if self._program is None else self._program.frame(self.raw, self.count)
+
+    def events(self, spans: list[tuple[int, int]] | None = None) -> list[Event] | None:
+        """Every record, or those at `spans` (as framed), built as events in C (`native`),
+        not yet range-checked (`checked`); None when the file is not under this schema,
+        or the block is refused: then `records` reads it."""
+        if self._program is None:
+            return None
+        if spans is None:
+            return self._program.build(self.raw, self.count)
+        return self._program.build(b"".join(self.raw[a:b] for a, b in spans), len(spans))
+
+    def read(self) -> Iterator[Event | tuple[dict[str, Any], bytes]]:
+        """Every record: built in C when it can be (`events`), else fastavro's datum and
+        its bytes (`records`). `judged` makes either an event."""
+        built = self.events()
+        return iter(built) if built is not None else self.records()
+
+    def judged(self, rec: Event | tuple[dict[str, Any], bytes]) -> Event:
+        """The event of a record `read`, range-checked: DecodeError (or KeyError) when it
+        is not one of the contract (`shown` is what to show of it)."""
+        return checked(rec) if isinstance(rec, Event) else from_datum(*rec)
+
+    def shown(self, rec: Event | tuple[dict[str, Any], bytes]) -> str:
+        """What a rejected record shows: fastavro's datum of it, as Python writes it."""
+        return repr(self.datum(rec.raw or b"") if isinstance(rec, Event) else rec[0])[:2000]
+
+    def datum(self, raw: bytes) -> dict[str, Any]:
+        """fastavro's datum of one record's bytes (what a rejected record shows)."""
+        return cast(dict[str, Any], fastavro.schemaless_reader(
+            io.BytesIO(raw), self._writer, self._reader, return_record_name=True))
+
+
+def read_container_blocks(src: IO[bytes]) -> Iterator[ContainerBlock]:
+    """The blocks of a container file, each able to read its records with their raw
+    bytes as written: the canonical form under the file's writer schema, so digests
+    need no re-encoding (and a file of another released version keeps its digests)."""
     plain = plain_schema()
     same = logical = False
     writer_plain: Any = None
+    program: Program | None = None
     for n, block in enumerate(fastavro.block_reader(src, return_record_name=True)):
         if n == 0:  # one writer schema per file
             writer = block.writer_schema
             writer_plain = fastavro.parse_schema(strip_logical(writer))
             same = fingerprint(writer_plain) == fingerprint(plain)
             logical = strip_logical(writer) != writer
-        bio: io.BytesIO = block.bytes_  # type: ignore[attr-defined]
-        raw = bio.getvalue()
-        records: Iterable[Any]
-        if same and not logical:
-            records = block
-        else:  # the same bytes, read under the writer's schema without logical types
-            bio.seek(0)
-            reader = None if same else plain
-            records = (fastavro.schemaless_reader(bio, writer_plain, reader,
-                                                  return_record_name=True)
-                       for _ in range(block.num_records))
-        pos = 0
-        for d in records:
-            end = bio.tell()
-            yield cast(dict[str, Any], d), raw[pos:end]
-            pos = end
+            # built in C only under this schema; framed under any
+            program = Program.of(writer_plain, _typed if same else None, _ENUMS)
+        yield ContainerBlock(block, same and not logical, writer_plain,
+                             None if same else plain, program)
+
+
+def read_container_records(src: IO[bytes]) -> Iterator[tuple[dict[str, Any], bytes]]:
+    """Each record's datum and its raw bytes as written (`read_container_blocks`)."""
+    for block in read_container_blocks(src):
+        yield from block.records()
 
 
 def read_container(src: IO[bytes]) -> Iterator[Event]:

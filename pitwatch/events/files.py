@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from .avro import DecodeError, from_datum, read_container_records, write_container
+from .avro import DecodeError, read_container_blocks, write_container
 from .jsonl import InvalidEvent, dumps, loads
 from .keys import KEYS_FILE
 from .model import Event
@@ -65,11 +65,13 @@ def read_jsonl(src: IO[bytes], name: str, reject: Reject) -> Iterator[Event]:
 def read_avro(src: IO[bytes], name: str, reject: Reject) -> Iterator[Event]:
     n = 0
     try:
-        for n, (d, raw) in enumerate(read_container_records(src), 1):
-            try:
-                yield from_datum(d, raw)
-            except (DecodeError, KeyError) as e:
-                reject(Rejected(name, n, f"record {n}: {e}", repr(d)[:2000]))
+        for block in read_container_blocks(src):
+            for rec in block.read():
+                n += 1
+                try:
+                    yield block.judged(rec)
+                except (DecodeError, KeyError) as e:
+                    reject(Rejected(name, n, f"record {n}: {e}", block.shown(rec)))
     except Exception as e:  # a corrupt block: the rest of the file cannot be framed
         reject(Rejected(name, n + 1, f"corrupt Avro container after record {n}: {e}", ""))
 

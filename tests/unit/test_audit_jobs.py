@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pitwatch.audit.parallel import _Merge, _Owners
+from pitwatch.audit.parallel import _Merge, _Owners, _Shard
+from pitwatch.events import avro
 
 TABLES = ("events", "rounds", "violations")
 
@@ -90,6 +91,51 @@ def test_a_second_run_continues_the_first_the_same_way(floor: Path) -> None:
         runs[jobs] = (first.stdout, second.stdout, store_rows(floor / name, floor))
     assert runs[2] == runs[1]
     assert runs[1][1]  # the second run found violations of its own
+
+
+def test_a_block_the_framer_refuses_is_read_as_one_job_reads_it(floor: Path) -> None:
+    """A worker decodes only its own tables' records of the blocks the framer frames; a
+    block it refuses (here: text that is not UTF-8, mid-file) is decoded whole, so the
+    file is cut where one process cuts it, with the same reject."""
+    with open(floor / "floor" / "events.avro", "rb") as f:
+        evs = list(avro.read_container(f))
+    with open(floor / "plain.avro", "wb") as f:
+        avro.write_container(f, evs, codec="null", sync_marker=b"pitwatch-test-01")
+    data = (floor / "plain.avro").read_bytes()
+    at = data.index(evs[len(evs) // 2].table_id.encode(), len(data) // 2)
+    (floor / "cut.avro").write_bytes(data[:at] + b"\xff" + data[at + 1:])
+    one = audit(floor, 1, "c1", "cut.avro")
+    two = audit(floor, 2, "c2", "cut.avro")
+    assert one.returncode == 0, one.stderr
+    assert two.returncode == one.returncode
+    assert two.stdout.replace(b"c2", b"c1") == one.stdout  # the store's name is printed
+    assert two.stderr.replace(b"c2", b"c1") == one.stderr
+    rejects = (floor / "c1" / "rejects.jsonl").read_bytes()
+    assert b"corrupt Avro container after record" in rejects
+    assert (floor / "c2" / "rejects.jsonl").read_bytes() == rejects
+    assert store_rows(floor / "c2", floor) == store_rows(floor / "c1", floor)
+
+
+def test_a_worker_builds_its_own_records_as_fastavro_reads_them(
+        floor: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each worker's events, framed and built in C, are those one process reads; and a
+    block the builder refuses is read whole with fastavro, to the same events."""
+    files = [floor / "floor" / "events.avro"]
+
+    def shard(k: int) -> list[object]:
+        s = _Shard(files, k, 2, lambda at, kind, x: None, lambda upto: None)
+        return [(s.at, ev) for ev in s.events()]
+
+    framed = [shard(0), shard(1)]
+    with open(files[0], "rb") as f:
+        every = list(avro.read_container(f))
+    assert 0 < len(framed[0]) < len(every) and len(framed[0]) + len(framed[1]) == len(every)
+    merged = [ev for _, ev in sorted(framed[0] + framed[1], key=lambda x: x[0])]
+    assert merged == every
+    assert [ev.raw for ev in merged] == [ev.raw for ev in every]
+
+    monkeypatch.setattr(avro.ContainerBlock, "events", lambda self, spans=None: None)
+    assert [shard(0), shard(1)] == framed
 
 
 def test_jobs_must_be_positive(floor: Path) -> None:

@@ -1,0 +1,272 @@
+"""The Avro block framer (`pitwatch.events.native`) finds where each record ends and its
+table_id exactly where fastavro's decode does, for every kind of Avro type, and refuses
+(None) every block it cannot frame, including those fastavro reads loosely, so that the
+caller decodes them with fastavro instead."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import fastavro
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pitwatch.events import avro, native
+from pitwatch.events.model import CardDealt, Checkpoint, Event, RoundStarted, WagerPlaced
+from pitwatch.events.native import Program
+from pitwatch.events.schema import plain_schema, strip_logical
+from tests.unit.test_codec import events
+
+
+def fastavro_frames(block: avro.ContainerBlock) -> tuple[list[int], list[Any]]:
+    pos, ends, tables = 0, [], []
+    for d, raw in block.records():
+        pos += len(raw)
+        ends.append(pos)
+        tables.append(d.get("table_id"))
+    return ends, tables
+
+
+def test_the_extension_is_built_and_builds_this_schema() -> None:
+    assert native._native is not None  # built at install by hatch_build.py
+    buf = io.BytesIO()
+    avro.write_container(buf, [])
+    buf.seek(0)
+    program = avro.Program.of(fastavro.parse_schema(plain_schema()), avro._typed, avro._ENUMS)
+    assert program is not None and program.buildable
+
+
+checkpoints = st.builds(
+    Event, st.uuids().map(str), st.just("T-1"), st.just("shoe-1"), st.integers(1, 2**40),
+    st.integers(0, 2**40), st.none() | st.just("R-1"), st.none() | st.binary(min_size=32,
+                                                                             max_size=32),
+    st.builds(Checkpoint, st.integers(1, 2**40), st.binary(min_size=32, max_size=32),
+              st.text(alphabet="abc-1", min_size=1, max_size=8),
+              st.binary(min_size=64, max_size=64)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(events | checkpoints, min_size=1, max_size=40))
+def test_events_are_built_as_fastavro_and_from_datum_make_them(evs: list[Event]) -> None:
+    buf = io.BytesIO()
+    avro.write_container(buf, evs, codec="null")
+    buf.seek(0)
+    built = []
+    for block in avro.read_container_blocks(buf):
+        events_ = block.events()
+        assert events_ is not None
+        read = [(avro.from_datum(d, raw), raw) for d, raw in block.records()]
+        assert [(ev, ev.raw) for ev in events_] == read
+        assert [type(ev.payload) for ev in events_] == [type(ev.payload) for ev, _ in read]
+        built.extend(events_)
+    assert built == evs
+    assert all(type(ev.payload.seats) is tuple for ev in built
+               if isinstance(ev.payload, RoundStarted))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(events, min_size=1, max_size=40), st.sampled_from(["null", "deflate"]))
+def test_event_blocks_are_framed_where_fastavro_reads_them(evs: list[Event], codec: str) -> None:
+    buf = io.BytesIO()
+    avro.write_container(buf, evs, codec=codec)
+    buf.seek(0)
+    blocks = list(avro.read_container_blocks(buf))
+    assert sum(b.count for b in blocks) == len(evs)
+    for block in blocks:
+        assert block.frame() == fastavro_frames(block)
+
+
+KINDS: dict[str, Any] = {
+    "type": "record", "name": "t.Every", "fields": [
+        {"name": "flag", "type": "boolean"},
+        {"name": "table_id", "type": "string"},
+        {"name": "i", "type": "int"},
+        {"name": "f", "type": "float"},
+        {"name": "d", "type": "double"},
+        {"name": "b", "type": "bytes"},
+        {"name": "fx", "type": {"type": "fixed", "name": "t.Four", "size": 4}},
+        {"name": "fx2", "type": "t.Four"},
+        {"name": "e", "type": {"type": "enum", "name": "t.Suit", "symbols": ["S", "H", "D"]}},
+        {"name": "arr", "type": {"type": "array", "items": ["null", "long", "t.Suit"]}},
+        {"name": "m", "type": {"type": "map", "values": "string"}},
+        {"name": "ts", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+        {"name": "next", "type": ["null", {"type": "record", "name": "t.Node", "fields": [
+            {"name": "v", "type": "string"}, {"name": "next", "type": ["null", "t.Node"]}]}]},
+    ]}
+
+datums = st.fixed_dictionaries({
+    "flag": st.booleans(), "table_id": st.text(max_size=8), "i": st.integers(-2**31, 2**31 - 1),
+    "f": st.floats(width=32, allow_nan=False), "d": st.floats(allow_nan=False),
+    "b": st.binary(max_size=9), "fx": st.binary(min_size=4, max_size=4),
+    "fx2": st.binary(min_size=4, max_size=4), "e": st.sampled_from(["S", "H", "D"]),
+    "arr": st.lists(st.none() | st.integers(-2**63, 2**63 - 1) | st.sampled_from(["S", "D"]),
+                    max_size=5),
+    "m": st.dictionaries(st.text(max_size=4), st.text(max_size=4), max_size=4),
+    "ts": st.integers(0, 2**40),
+    "next": st.recursive(st.none(), lambda inner: st.fixed_dictionaries(
+        {"v": st.text(max_size=3), "next": inner}), max_leaves=4),
+})
+
+
+def as_dicts(name: str, fields: list[str], top: bool) -> Any:
+    """A builder of the datum fastavro reads (the top-level record's bytes apart)."""
+    if top:
+        return lambda *values: (dict(zip(fields, values[:-1], strict=True)), values[-1])
+    return lambda *values: dict(zip(fields, values, strict=True))
+
+
+def lists(x: Any) -> Any:
+    """fastavro's arrays are lists; the builder's, tuples."""
+    if isinstance(x, tuple):
+        return [lists(v) for v in x]
+    if isinstance(x, dict):
+        return {k: lists(v) for k, v in x.items()}
+    return x
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(datums, min_size=1, max_size=20))
+def test_every_avro_kind_is_read_as_fastavro_reads_it(records: list[dict[str, Any]]) -> None:
+    schema = fastavro.parse_schema(KINDS)
+    plain = fastavro.parse_schema(strip_logical(KINDS))  # logical types as their own type
+    program = Program.of(schema, as_dicts, {"t.Suit": {"S": "spades"}})
+    assert program is not None and program.buildable
+    data, ends, bodies = b"", [], []
+    for r in records:
+        out = io.BytesIO()
+        fastavro.schemaless_writer(out, schema, r)
+        bodies.append(out.getvalue())
+        data += out.getvalue()
+        ends.append(len(data))
+    assert program.frame(data, len(records)) == (ends, [r["table_id"] for r in records])
+    built = program.build(data, len(records))
+    assert built is not None
+    expected = []
+    for body in bodies:
+        d = fastavro.schemaless_reader(io.BytesIO(body), plain, None)
+        d["e"] = "spades" if d["e"] == "S" else d["e"]  # the enum's value given for S
+        d["arr"] = ["spades" if x == "S" else x for x in d["arr"]]
+        expected.append((d, body))
+    assert [(lists(d), raw) for d, raw in built] == expected
+
+
+def test_negative_block_counts_of_arrays_and_maps_are_framed() -> None:
+    """A writer may give an array's or map's block a negative count, then its size."""
+    schema = fastavro.parse_schema({"type": "record", "name": "t.R", "fields": [
+        {"name": "table_id", "type": "string"},
+        {"name": "a", "type": {"type": "array", "items": "long"}},
+        {"name": "m", "type": {"type": "map", "values": "long"}}]})
+    program = Program.of(schema, as_dicts)
+    assert program is not None
+    # "T1", array: -2 items in 2 bytes (1, 2), then 0; map: -1 entry in 3 bytes ("k": 3), 0
+    data = b"\x04T1" + b"\x03\x04\x02\x04\x00" + b"\x01\x06\x02k\x06\x00"
+    assert fastavro.schemaless_reader(io.BytesIO(data), schema, None) == \
+        {"table_id": "T1", "a": [1, 2], "m": {"k": 3}}
+    assert program.frame(data, 1) == ([len(data)], ["T1"])
+    assert program.build(data, 1) == [({"table_id": "T1", "a": (1, 2), "m": {"k": 3}}, data)]
+
+
+@pytest.fixture
+def one() -> tuple[Program, bytes]:
+    """The program of this schema, and one event's bytes."""
+    ev = Event("0b8e0f2c-5a63-4c3e-9d31-52d0f5c1a001", "T-01", "sensor-1", 7, 1_700_000_000_000,
+               "R-1", None, WagerPlaced(1, 0, "MAIN", 2500))
+    program = Program.of(fastavro.parse_schema(plain_schema()), avro._typed, avro._ENUMS)
+    assert program is not None
+    return program, avro.encode(ev)
+
+
+def refused(program: Program, data: bytes, count: int = 1) -> bool:
+    """Both the framer and the builder refuse the bytes."""
+    return program.frame(data, count) is None and program.build(data, count) is None
+
+
+def test_whole_records_are_read(one: tuple[Program, bytes]) -> None:
+    program, data = one
+    assert program.frame(data, 1) == ([len(data)], ["T-01"])
+    assert program.frame(data * 3, 3) == ([len(data), 2 * len(data), 3 * len(data)],
+                                          ["T-01"] * 3)
+    built = program.build(data * 2, 2)
+    assert built is not None and [ev.raw for ev in built] == [data, data]
+    assert built[0] == avro.decode(data)
+    assert program.frame(b"", 0) == ([], []) and program.build(b"", 0) == []
+
+
+def test_short_or_long_blocks_are_refused(one: tuple[Program, bytes]) -> None:
+    program, data = one
+    assert refused(program, data[:-1])  # a record cut short
+    assert refused(program, data + b"\x00")  # a byte past the last record
+    assert refused(program, data, 2)  # fewer records than the block says
+    assert refused(program, data, -1)
+
+
+def test_indexes_outside_the_schema_are_refused(one: tuple[Program, bytes]) -> None:
+    program, data = one
+    schema = fastavro.parse_schema(plain_schema())
+    # round_id is ["null", "string"]: its index is the byte after seq and ts
+    at = data.index(b"\x06R-1") - 1
+    assert data[at] == 2  # zigzag 1: the string branch
+    assert refused(program, data[:at] + b"\x04" + data[at + 1:])  # branch 2 of 2
+    # fastavro reads a negative index as Python indexes a list: from the end
+    negative = data[:at] + b"\x01" + data[at + 1:]  # branch -1
+    assert fastavro.schemaless_reader(io.BytesIO(negative), schema, None)["round_id"] == "R-1"
+    assert refused(program, negative)
+    # the wager's kind, an enum: index 63 is past it, -1 fastavro reads as the last
+    kind = data.index(b"\x02\x00\x00\x88'") + 2  # seat 1, hand 0, kind MAIN, amount
+    assert refused(program, data[:kind] + b"\x7e" + data[kind + 1:])
+    assert refused(program, data[:kind] + b"\x01" + data[kind + 1:])
+
+
+def test_bad_text_lengths_and_booleans_are_refused(one: tuple[Program, bytes]) -> None:
+    program, data = one
+    bad_utf8 = data.replace(b"T-01", b"T-\xff1")
+    with pytest.raises(UnicodeDecodeError):
+        fastavro.schemaless_reader(io.BytesIO(bad_utf8), plain_schema(), None)
+    assert refused(program, bad_utf8)
+    assert refused(program, data.replace(b"\x08T-01", b"\x07T-01"))  # length -4
+    wide = data.replace(b"\x08T-01", b"\x88\x80\x80\x80\x80\x80\x80\x80\x80\x80\x00T-01")
+    assert refused(program, wide)  # a varint past 64 bits
+    accents = data.replace(b"\x08T-01", b"\x0a" + "T-é1".encode())  # 5 bytes of UTF-8
+    assert program.frame(accents, 1) == ([len(accents)], ["T-é1"])
+    built = program.build(accents, 1)
+    assert built is not None and built[0].table_id == "T-é1"
+    card = avro.encode(Event("e", "T-01", "shoe-1", 1, 0, "R-1", None,
+                             CardDealt("PLAYER", 1, 0, "A", "S", True)))
+    assert card.endswith(b"\x01")  # face_up, the last byte: a boolean
+    built = program.build(card, 1)
+    assert built is not None and built[0].payload.rank == "A"  # the enum's value
+    assert program.build(card[:-1] + b"\x02", 1) is None
+
+
+def test_a_builder_that_raises_refuses_the_block(one: tuple[Program, bytes]) -> None:
+    _, data = one
+
+    def builder(name: str, fields: list[str], top: bool) -> Any:
+        def refuse(*values: Any) -> Any:
+            raise ValueError("no")
+        return refuse if name.endswith("WagerPlaced") else as_dicts(name, fields, top)
+
+    program = Program.of(fastavro.parse_schema(plain_schema()), builder)
+    assert program is not None and program.buildable
+    assert program.build(data, 1) is None
+    assert program.frame(data, 1) == ([len(data)], ["T-01"])
+
+
+def test_a_schema_with_a_record_type_left_unbuilt_is_only_framed() -> None:
+    program = Program.of(fastavro.parse_schema(plain_schema()),
+                         lambda name, fields, top: None if name.endswith("Rules")
+                         else avro._typed(name, fields, top))
+    assert program is not None and not program.buildable
+    assert program.build(b"", 0) is None
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "record", "name": "t.NoTable", "fields": [{"name": "x", "type": "string"}]},
+    {"type": "record", "name": "t.Optional", "fields": [
+        {"name": "table_id", "type": ["null", "string"]}]},
+    {"type": "array", "items": "string"},
+])
+def test_schemas_without_a_string_table_id_have_no_framer(schema: dict[str, Any]) -> None:
+    assert Program.of(fastavro.parse_schema(schema), as_dicts) is None
