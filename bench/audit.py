@@ -210,16 +210,18 @@ def peak_rss_mb(path: Path, what: str) -> float:
     return int(out.stdout.strip().splitlines()[-1]) / 1024
 
 
+def stored(path: Path, jobs: int) -> tuple[int, float, float, float, float]:
+    """`audit` into a chDB store of its own, removed after."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        return audit(path, Path(d), jobs)
+
+
 def scaling(sizes: list[int], repeat: int) -> None:
     """Audit time against input size, --no-store at --jobs 1 and 2 and the default
     command (into chDB, --jobs 2), beside the bare read; the table, and
     docs/scaling-audit.png."""
-    import tempfile
-
-    def stored(path: Path) -> tuple[int, float, float, float, float]:
-        with tempfile.TemporaryDirectory() as d:
-            return audit(path, Path(d), 2)
-
     rows = []
     print(f"audit scaling: best of {repeat} each, bare read as the baseline")
     print("  (wall seconds; in brackets the CPU seconds of the busiest process)")
@@ -234,7 +236,7 @@ def scaling(sizes: list[int], repeat: int) -> None:
                               key=lambda r: r[1])
         _, t2, _, _, c2 = min((audit(path, None, 2) for _ in range(repeat)),
                               key=lambda r: r[1])
-        _, t_db, _, _, _ = min((stored(path) for _ in range(repeat)), key=lambda r: r[1])
+        _, t_db, _, _, _ = min((stored(path, 2) for _ in range(repeat)), key=lambda r: r[1])
         rss = peak_rss_mb(path, "audit")  # the input streams: flat in its size
         rows.append((n, t_bare, t1, t2, c1, c2, t_db))
         print(f"  {n:10,}  {t_bare:6.2f} [{c_bare:5.2f}]  {t1:6.2f} [{c1:5.2f}]  "
@@ -318,13 +320,8 @@ def main() -> None:
                "precision": precision, "recall": recall}
     sides = ["bare", "audit"]
     if not args.no_store:
-        import tempfile
-
-        def stored() -> tuple[int, float, float, float, float]:
-            with tempfile.TemporaryDirectory() as d:
-                return audit(path, Path(d))
-
-        n_s, t_store, _, _, c_store = min((stored() for _ in range(k)), key=lambda r: r[1])
+        n_s, t_store, _, _, c_store = min((stored(path, 1) for _ in range(k)),
+                                          key=lambda r: r[1])
         print(f"  pitwatch audit (into chDB)        {n_s / t_store:12,.0f} events/s   "
               f"{t_store:6.2f} s   CPU {c_store:6.2f} s   {t_store / t_bare:.2f}x the read, "
               f"{t_store / t_audit:.2f}x --no-store (CPU {c_store / c_audit:.2f}x)")

@@ -61,9 +61,13 @@ def missing_extra(e: ImportError) -> str:
     return f"needs {top}, in the optional extra {extra!r}: pip install 'pitwatch[{extra}]'"
 
 
-def stage_commands() -> list[Command]:
+def stage_commands(name: str | None = None) -> list[Command]:
+    """The stages' commands: the one `name`d only, when a stage has it (the others are
+    not imported); else all of them."""
+    eps = entry_points(group="pitwatch.commands")
+    named = eps.select(name=name) if name else ()
     found: list[Command] = []
-    for ep in entry_points(group="pitwatch.commands"):
+    for ep in named or eps:
         try:
             found.append(ep.load())
         except ImportError as e:  # a stage whose optional dependencies are not installed
@@ -98,8 +102,19 @@ def _quiet_stdout() -> None:
     os.dup2(devnull, sys.stdout.fileno())
 
 
+def commands_for(argv: list[str]) -> list[Command]:
+    """The commands the parser needs: the one named first, when it is a command (so
+    `pitwatch audit` imports no stage); every command for help or a name not known."""
+    builtin = builtin_commands()
+    name = argv[0] if argv else None
+    if any(c.name == name for c in builtin):
+        return builtin
+    return builtin + stage_commands(name)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser(builtin_commands() + stage_commands())
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(commands_for(argv))
     args = parser.parse_args(argv)
     try:
         apply_connection_flags(args)

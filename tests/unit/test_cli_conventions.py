@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pitwatch.cli import missing_extra
+from pitwatch.cli import commands_for, missing_extra
 from pitwatch.store.readonly import NotReadOnly, check_read_only
 
 
@@ -128,3 +128,14 @@ def test_a_missing_extra_names_the_pip_install() -> None:
                                 "pip install 'pitwatch[investigate]'")
     e = ModuleNotFoundError("No module named 'clickhouse_driver'", name="clickhouse_driver")
     assert "pip install 'pitwatch[stream]'" in missing_extra(e)
+
+
+def test_a_command_named_imports_no_other_stage() -> None:
+    """`pitwatch audit` (and `query`) start without importing the stages; a stage's
+    command loads that stage alone; help and a name not known list every command."""
+    assert {c.name for c in commands_for(["audit", "floor/"])} == {"audit", "query"}
+    assert {c.name for c in commands_for(["simulate"])} == {"audit", "query", "simulate"}
+    every = {c.name for c in commands_for([])}
+    assert {"demo", "simulate", "replay", "worker", "produce", "investigate"} <= every
+    assert {c.name for c in commands_for(["--help"])} == every
+    assert {c.name for c in commands_for(["bogus"])} == every
