@@ -1,8 +1,9 @@
-"""Builds pitwatch's one C extension, `pitwatch.events._native` (the Avro block framer
-of `audit --jobs`), with the C compiler Python was built with.
+"""Builds pitwatch's one C extension, `pitwatch.events._native` (the Avro reader of files
+and messages, and the JSON Lines writer of the store's rows), with the C compiler Python
+was built with.
 
 An editable install puts the module beside its source; a wheel carries it. Where there
-is no compiler, the install goes on without it and `audit --jobs` decodes every record
+is no compiler, the install goes on without it and fastavro and orjson do its work
 (slower, the same output), as the warning says.
 """
 
@@ -35,8 +36,9 @@ class CustomBuildHook(BuildHookInterface):  # type: ignore[type-arg]
             subprocess.run(cmd, check=True, capture_output=True, text=True)
         except (OSError, subprocess.CalledProcessError) as e:
             detail = getattr(e, "stderr", "") or str(e)
-            self.app.display_warning(f"pitwatch: the Avro framer was not built ({detail.strip()}); "
-                                     "audit --jobs will decode every record")
+            self.app.display_warning(
+                f"pitwatch: the C reader was not built ({detail.strip()}); fastavro and "
+                "orjson will do its work: the same output, slower")
             return
         if version != "editable":
             build_data["force_include"][str(out)] = f"pitwatch/events/{name}"

@@ -54,7 +54,7 @@ from ..events.jsonl import InvalidEvent, from_json, loads
 from ..events.keys import KeyRegistry
 from ..events.model import Event
 from ..store.base import Params, StoreError, to_columns
-from ..store.embedded import EmbeddedStore, stage
+from ..store.embedded import EmbeddedStore, stage, stage_events
 from .run import AuditReport, audit_events
 
 #: Tags past every input record: what the end of the input closes, by table order.
@@ -252,6 +252,11 @@ class _StoreProxy:
     def insert_columns(self, table: str, cols: Sequence[Sequence[Any]]) -> None:
         if cols and len(cols[0]):
             self.conn.send(("file", table, str(stage(self.staging, table, cols))))
+
+    def insert_events(self, events: list[Event], positions: list[int]) -> None:
+        if events:
+            self.conn.send(("file", "events",
+                            str(stage_events(self.staging, events, positions))))
 
     def query(self, sql: str, params: Params | None = None) -> list[dict[str, Any]]:
         self.conn.send(("query", sql, None if params is None else dict(params)))

@@ -15,10 +15,11 @@ from ..events.files import Rejected, expand, read_files
 from ..events.keys import KeyRegistry
 from ..events.model import Event
 from ..packs.registry import select
-from ..store.base import BatchWriter, Store
+from ..store.base import Store
+from ..store.batch import BatchWriter
 from ..store.history import continue_history
 from ..store.order import Positions, TableClock
-from ..store.rows import event_values, round_row, violation_row
+from ..store.rows import round_row, violation_row
 
 #: A round is incomplete once a later event of its table carries a device ts this much
 #: after the round's last event (docs/procedure.md, "When a round is incomplete"); the
@@ -153,7 +154,7 @@ def audit_events(
                     positions.tables[ev.table_id] = TableClock()
             pos = positions.of(ev)
             auditor.feed(ev)
-            writer.add_values("events", event_values(ev, pos))
+            writer.add_event(ev, pos)
     if finish:
         auditor.finish()
     rep.events += n

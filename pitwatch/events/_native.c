@@ -1,5 +1,6 @@
 /* Avro blocks of records read in C, for the file audit: where each record ends, and
-   each record built straight into pitwatch's typed classes.
+   each record built straight into pitwatch's typed classes; and, for the store, an
+   event's JSON Lines form (`body`, at the end of this file).
 
    Both walk a block's bytes under a program compiled from the writer schema
    (pitwatch/events/native.py):
@@ -16,7 +17,7 @@
    it accepts fastavro reads to the same values, and a block it refuses the caller reads
    with fastavro as before.
 
-   No I/O, no state: the same bytes give the same answer. */
+   No I/O, no state: the same bytes (the same event) give the same answer. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -401,11 +402,453 @@ done:
     return result;
 }
 
+/* --- the JSON Lines body ------------------------------------------------------- */
+
+/* `body(event)`: the event's JSON Lines form, byte for byte what
+   `orjson.dumps(pitwatch.events.jsonl.to_json(event))` gives ("type", the envelope in
+   its order, then the payload's slots; bytes as lowercase hex; a tuple as an array), or
+   None for anything else it holds (a TableOpened's rules, a float, a list, a string
+   that is not UTF-8, an int past 64 bits), which the caller then writes in Python. The
+   store writes every event's body: in Python it was most of the cost of a row. */
+
+typedef struct {
+    char *buf;
+    Py_ssize_t len, cap;
+    char small[1024];
+} Out;
+
+static int out_grow(Out *o, Py_ssize_t more) {
+    if (o->len + more <= o->cap) return 0;
+    Py_ssize_t cap = (o->len + more) * 2;
+    char *b = o->buf == o->small ? PyMem_Malloc(cap) : PyMem_Realloc(o->buf, cap);
+    if (b == NULL) return -1;
+    if (o->buf == o->small) memcpy(b, o->small, o->len);
+    o->buf = b;
+    o->cap = cap;
+    return 0;
+}
+
+static int out_raw(Out *o, const char *s, Py_ssize_t n) {
+    if (out_grow(o, n) < 0) return -1;
+    memcpy(o->buf + o->len, s, n);
+    o->len += n;
+    return 0;
+}
+
+/* a JSON string as orjson writes it: UTF-8 as is; '"', '\\' and the controls escaped */
+static int out_text(Out *o, PyObject *s) {
+    Py_ssize_t n;
+    const char *u = PyUnicode_AsUTF8AndSize(s, &n);  /* refuses lone surrogates */
+    if (u == NULL) return -1;
+    Py_ssize_t plain = 0;
+    while (plain < n) {
+        unsigned char c = (unsigned char)u[plain];
+        if (c < 0x20 || c == '"' || c == '\\') break;
+        plain++;
+    }
+    if (out_grow(o, plain + (n - plain) * 6 + 2) < 0) return -1;
+    static const char hex[] = "0123456789abcdef";
+    char *d = o->buf + o->len;
+    *d++ = '"';
+    memcpy(d, u, plain);
+    d += plain;
+    for (Py_ssize_t i = plain; i < n; i++) {
+        unsigned char c = (unsigned char)u[i];
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            *d++ = (char)c;
+            continue;
+        }
+        *d++ = '\\';
+        switch (c) {
+        case '"': *d++ = '"'; break;
+        case '\\': *d++ = '\\'; break;
+        case '\b': *d++ = 'b'; break;
+        case '\f': *d++ = 'f'; break;
+        case '\n': *d++ = 'n'; break;
+        case '\r': *d++ = 'r'; break;
+        case '\t': *d++ = 't'; break;
+        default:
+            *d++ = 'u'; *d++ = '0'; *d++ = '0';
+            *d++ = hex[c >> 4]; *d++ = hex[c & 15];
+        }
+    }
+    *d++ = '"';
+    o->len = d - o->buf;
+    return 0;
+}
+
+/* `"name":`, for a name of __slots__ or the envelope: an identifier, nothing to escape */
+static int out_key(Out *o, PyObject *name) {
+    Py_ssize_t n;
+    const char *u = PyUnicode_AsUTF8AndSize(name, &n);
+    if (u == NULL || out_grow(o, n + 4) < 0) return -1;
+    char *d = o->buf + o->len;
+    *d++ = ',';
+    *d++ = '"';
+    memcpy(d, u, n);
+    d += n;
+    *d++ = '"';
+    *d++ = ':';
+    o->len = d - o->buf;
+    return 0;
+}
+
+/* an integer in decimal: the magnitude, after a '-' when `negative` */
+static int out_digits(Out *o, unsigned long long x, int negative) {
+    char num[24], *e = num + sizeof num, *d = e;
+    do {
+        *--d = (char)('0' + x % 10);
+        x /= 10;
+    } while (x);
+    if (negative) *--d = '-';
+    return out_raw(o, d, e - d);
+}
+
+static int out_hex(Out *o, PyObject *v) {
+    static const char hex[] = "0123456789abcdef";
+    Py_ssize_t n = PyBytes_GET_SIZE(v);
+    const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(v);
+    if (out_grow(o, 2 * n + 2) < 0) return -1;
+    char *d = o->buf + o->len;
+    *d++ = '"';
+    for (Py_ssize_t i = 0; i < n; i++) {
+        *d++ = hex[b[i] >> 4];
+        *d++ = hex[b[i] & 15];
+    }
+    *d++ = '"';
+    o->len = d - o->buf;
+    return 0;
+}
+
+static int out_value(Out *o, PyObject *v, int in_array) {
+    if (v == Py_None) return out_raw(o, "null", 4);
+    if (v == Py_True) return out_raw(o, "true", 4);
+    if (v == Py_False) return out_raw(o, "false", 5);
+    if (PyLong_CheckExact(v)) {
+        int overflow;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (overflow > 0) {  /* orjson writes up to 2**64 - 1 */
+            unsigned long long ux = PyLong_AsUnsignedLongLong(v);
+            if (ux == (unsigned long long)-1 && PyErr_Occurred()) return -1;
+            return out_digits(o, ux, 0);
+        }
+        if (overflow < 0 || (x == -1 && PyErr_Occurred())) return -1;
+        return x < 0 ? out_digits(o, 0ULL - (unsigned long long)x, 1) : out_digits(o, x, 0);
+    }
+    if (PyUnicode_CheckExact(v)) return out_text(o, v);
+    if (PyTuple_CheckExact(v) && !in_array) {
+        if (out_raw(o, "[", 1) < 0) return -1;
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(v); i++) {
+            if ((i && out_raw(o, ",", 1) < 0) || out_value(o, PyTuple_GET_ITEM(v, i), 1) < 0)
+                return -1;
+        }
+        return out_raw(o, "]", 1);
+    }
+    return -1;  /* not a value this writer knows (bytes among them): Python writes it */
+}
+
+enum { PLAIN, HEX, HEX_OR_NONE };
+
+/* `,"name":value` of obj's attribute; a HEX field is bytes, written as hex. */
+static int out_field(Out *o, PyObject *obj, PyObject *name, int kind) {
+    PyObject *v = PyObject_GetAttr(obj, name);
+    if (v == NULL) return -1;
+    int r = -1;
+    if (out_key(o, name) == 0) {
+        if (kind == PLAIN || (kind == HEX_OR_NONE && v == Py_None))
+            r = out_value(o, v, 0);
+        else if (PyBytes_CheckExact(v))
+            r = out_hex(o, v);
+    }
+    Py_DECREF(v);
+    return r;
+}
+
+static const char *ENVELOPE[] = {"event_id", "table_id", "device_id", "seq", "ts",
+                                 "round_id", "prev_digest", NULL};
+/* the payload fields written as hex: Checkpoint's (jsonl._HEX) */
+static const char *CHECKPOINT_HEX[] = {"head_digest", "signature", NULL};
+static PyObject *envelope_names[8], *hex_names[3], *payload_name, *slots_name,
+    *checkpoint_name;
+
+static int is_hex(PyObject *name) {
+    for (int i = 0; hex_names[i] != NULL; i++) {
+        if (PyUnicode_Compare(name, hex_names[i]) == 0) return 1;
+    }
+    return 0;
+}
+
+/* Appends the event's JSON Lines form to `o`; -1 (an error set or not) where it holds
+   what this writer does not write, the caller then undoing what was appended. */
+static int write_body(Out *o, PyObject *ev) {
+    PyObject *payload = NULL, *slots = NULL, *type_name = NULL;
+    int r = -1;
+    if ((payload = PyObject_GetAttr(ev, payload_name)) == NULL
+        || (type_name = PyType_GetName(Py_TYPE(payload))) == NULL)
+        goto done;
+    int is_checkpoint = PyUnicode_Compare(type_name, checkpoint_name) == 0;
+    if (out_raw(o, "{\"type\":", 8) < 0 || out_text(o, type_name) < 0) goto done;
+    for (int i = 0; envelope_names[i] != NULL; i++) {
+        if (out_field(o, ev, envelope_names[i],
+                      envelope_names[i + 1] == NULL ? HEX_OR_NONE : PLAIN) < 0)
+            goto done;
+    }
+    if ((slots = PyObject_GetAttr((PyObject *)Py_TYPE(payload), slots_name)) == NULL
+        || !PyTuple_CheckExact(slots))
+        goto done;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(slots); i++) {
+        PyObject *name = PyTuple_GET_ITEM(slots, i);
+        if (!PyUnicode_CheckExact(name)
+            || out_field(o, payload, name, is_checkpoint && is_hex(name) ? HEX : PLAIN) < 0)
+            goto done;
+    }
+    r = out_raw(o, "}", 1);
+done:
+    Py_XDECREF(payload);
+    Py_XDECREF(type_name);
+    Py_XDECREF(slots);
+    return r;
+}
+
+static PyObject *body(PyObject *self, PyObject *ev) {
+    (void)self;
+    Out o = {NULL, 0, sizeof o.small, {0}};
+    o.buf = o.small;
+    PyObject *result;
+    if (write_body(&o, ev) < 0) {
+        PyErr_Clear();
+        result = Py_NewRef(Py_None);
+    } else {
+        result = PyBytes_FromStringAndSize(o.buf, o.len);
+    }
+    if (o.buf != o.small) PyMem_Free(o.buf);
+    return result;
+}
+
+/* --- the store's events columns ---------------------------------------------------- */
+
+/* `event_columns(events, positions, fingerprint, body_of)`: a batch of the `events`
+   table (schemas/clickhouse/001_events.sql) as Arrow buffers, the same values as
+   `pitwatch.store.rows.event_values` gives row by row: a String column as (int32
+   offsets, UTF-8 data), an integer column as its little-endian values. A body this
+   file does not write is `body_of(event)`'s (an error it raises is raised). Returns
+   None for any value its column's type cannot hold or the row's code does not expect
+   (a negative seq, a bool, a seat past 255, a str that is not one...): the caller then
+   builds the batch in Python, which names the value refused. */
+
+enum { K_STR, K_U8, K_I8, K_U16, K_U32, K_U64, K_I64 };
+enum { C_EVENT_ID, C_TABLE_ID, C_DEVICE_ID, C_SEQ, C_TS, C_TS_MS, C_ROUND_ID, C_TYPE, C_SEAT,
+       C_HAND, C_KIND, C_AMOUNT, C_POS, C_BODY, C_WRITER, N_COLUMNS };
+static const struct { const char *name, *type; int kind; } COLUMNS[N_COLUMNS] = {
+    {"event_id", "String", K_STR}, {"table_id", "String", K_STR},
+    {"device_id", "String", K_STR}, {"seq", "UInt64", K_U64}, {"ts", "DateTime", K_U32},
+    {"ts_ms", "UInt16", K_U16}, {"round_id", "String", K_STR}, {"type", "String", K_STR},
+    {"seat", "UInt8", K_U8}, {"hand", "Int8", K_I8}, {"kind", "String", K_STR},
+    {"amount", "Int64", K_I64}, {"pos", "UInt64", K_U64}, {"body", "String", K_STR},
+    {"writer", "String", K_STR},
+};
+static PyObject *column_attr[N_COLUMNS], *writer_name;
+
+typedef struct {
+    Out data[N_COLUMNS], offsets[N_COLUMNS];
+} Columns;
+
+static int put_offset(Columns *c, int col) {
+    if (c->data[col].len > INT32_MAX) return -1;
+    int32_t at = (int32_t)c->data[col].len;
+    return out_raw(&c->offsets[col], (const char *)&at, 4);
+}
+
+static int put_str(Columns *c, int col, PyObject *v) {
+    Py_ssize_t n;
+    const char *u;
+    if (!PyUnicode_CheckExact(v) || (u = PyUnicode_AsUTF8AndSize(v, &n)) == NULL) return -1;
+    return out_raw(&c->data[col], u, n) < 0 ? -1 : put_offset(c, col);
+}
+
+/* an exact int in [lo, hi] (hi past INT64_MAX: as unsigned), written in `size` bytes */
+static int put_int(Columns *c, int col, PyObject *v, int64_t lo, uint64_t hi, int size) {
+    if (!PyLong_CheckExact(v)) return -1;
+    uint64_t u;
+    if (lo < 0) {
+        int64_t x = PyLong_AsLongLong(v);
+        if ((x == -1 && PyErr_Occurred()) || x < lo || x > (int64_t)hi) return -1;
+        u = (uint64_t)x;
+    } else {
+        u = PyLong_AsUnsignedLongLong(v);
+        if ((u == (uint64_t)-1 && PyErr_Occurred()) || u > hi) return -1;
+    }
+    return out_raw(&c->data[col], (const char *)&u, size);  /* little-endian: low bytes */
+}
+
+/* the payload's attribute, or `dflt` where it has none (a new reference), without the
+   cost of making an AttributeError for most events (a card has no amount) */
+static PyObject *attr_or(PyObject *obj, PyObject *name, PyObject *dflt) {
+    PyObject *v;
+#if PY_VERSION_HEX >= 0x030D0000
+    int found = PyObject_GetOptionalAttr(obj, name, &v);
+#else
+    int found = _PyObject_LookupAttr(obj, name, &v);
+#endif
+    return found < 0 ? NULL : found ? v : Py_NewRef(dflt);
+}
+
+static int put_event(Columns *c, PyObject *ev, PyObject *pos, PyObject *fingerprint,
+                     PyObject *body_of) {
+    PyObject *v[N_COLUMNS] = {NULL}, *payload = NULL;
+    int r = -1;
+    for (int i = C_EVENT_ID; i <= C_DEVICE_ID; i++) {
+        if ((v[i] = PyObject_GetAttr(ev, column_attr[i])) == NULL
+            || put_str(c, i, v[i]) < 0)
+            goto done;
+    }
+    if ((v[C_SEQ] = PyObject_GetAttr(ev, column_attr[C_SEQ])) == NULL
+        || put_int(c, C_SEQ, v[C_SEQ], 0, UINT64_MAX, 8) < 0)
+        goto done;
+    if ((v[C_TS] = PyObject_GetAttr(ev, column_attr[C_TS])) == NULL
+        || !PyLong_CheckExact(v[C_TS]))
+        goto done;
+    {
+        long long ts = PyLong_AsLongLong(v[C_TS]);
+        if ((ts == -1 && PyErr_Occurred()) || ts < 0 || ts / 1000 > UINT32_MAX) goto done;
+        uint32_t secs = (uint32_t)(ts / 1000);
+        uint16_t ms = (uint16_t)(ts % 1000);
+        if (out_raw(&c->data[C_TS], (const char *)&secs, 4) < 0
+            || out_raw(&c->data[C_TS_MS], (const char *)&ms, 2) < 0)
+            goto done;
+    }
+    if ((v[C_ROUND_ID] = PyObject_GetAttr(ev, column_attr[C_ROUND_ID])) == NULL) goto done;
+    if (v[C_ROUND_ID] == Py_None) {
+        if (put_offset(c, C_ROUND_ID) < 0) goto done;
+    } else if (put_str(c, C_ROUND_ID, v[C_ROUND_ID]) < 0) {
+        goto done;
+    }
+    if ((payload = PyObject_GetAttr(ev, payload_name)) == NULL
+        || (v[C_TYPE] = PyType_GetName(Py_TYPE(payload))) == NULL
+        || put_str(c, C_TYPE, v[C_TYPE]) < 0)
+        goto done;
+    PyObject *zero = PyLong_FromLong(0), *empty = PyUnicode_New(0, 0);
+    if (zero == NULL || empty == NULL) {
+        Py_XDECREF(zero);
+        Py_XDECREF(empty);
+        goto done;
+    }
+    v[C_SEAT] = attr_or(payload, column_attr[C_SEAT], zero);
+    v[C_HAND] = attr_or(payload, column_attr[C_HAND], Py_None);
+    v[C_KIND] = attr_or(payload, column_attr[C_KIND], empty);
+    v[C_AMOUNT] = attr_or(payload, column_attr[C_AMOUNT], zero);
+    Py_DECREF(empty);
+    if (v[C_SEAT] == NULL || v[C_HAND] == NULL || v[C_KIND] == NULL || v[C_AMOUNT] == NULL
+        || put_int(c, C_SEAT, v[C_SEAT] == Py_None ? zero : v[C_SEAT], 0, 255, 1) < 0) {
+        Py_DECREF(zero);
+        goto done;
+    }
+    Py_DECREF(zero);
+    if (v[C_HAND] == Py_None) {
+        int8_t none = -1;
+        if (out_raw(&c->data[C_HAND], (const char *)&none, 1) < 0) goto done;
+    } else if (put_int(c, C_HAND, v[C_HAND], -128, 127, 1) < 0) {
+        goto done;
+    }
+    if (put_str(c, C_KIND, v[C_KIND]) < 0
+        || put_int(c, C_AMOUNT, v[C_AMOUNT], INT64_MIN, INT64_MAX, 8) < 0
+        || put_int(c, C_POS, pos, 0, UINT64_MAX, 8) < 0)
+        goto done;
+    Py_ssize_t at = c->data[C_BODY].len;
+    if (write_body(&c->data[C_BODY], ev) < 0) {
+        PyErr_Clear();
+        c->data[C_BODY].len = at;
+        PyObject *line = PyObject_CallOneArg(body_of, ev);
+        if (line == NULL) {
+            r = -2;  /* raised: the caller raises it */
+            goto done;
+        }
+        int bad = !PyBytes_Check(line)
+                  || out_raw(&c->data[C_BODY], PyBytes_AS_STRING(line), PyBytes_GET_SIZE(line)) < 0;
+        Py_DECREF(line);
+        if (bad) goto done;
+    }
+    if (put_offset(c, C_BODY) < 0) goto done;
+    if ((v[C_WRITER] = PyObject_GetAttr(ev, writer_name)) == NULL) goto done;
+    if (PyBytes_CheckExact(v[C_WRITER]) && PyBytes_GET_SIZE(v[C_WRITER]) > 0) {
+        Out *d = &c->data[C_WRITER];
+        Py_ssize_t before = d->len;
+        if (out_hex(d, v[C_WRITER]) < 0) goto done;
+        /* out_hex quotes it: keep the digits only */
+        memmove(d->buf + before, d->buf + before + 1, d->len - before - 2);
+        d->len -= 2;
+        if (put_offset(c, C_WRITER) < 0) goto done;
+    } else if (v[C_WRITER] != Py_None && !PyBytes_CheckExact(v[C_WRITER])) {
+        goto done;
+    } else if (put_str(c, C_WRITER, fingerprint) < 0) {
+        goto done;
+    }
+    r = 0;
+done:
+    for (int i = 0; i < N_COLUMNS; i++) Py_XDECREF(v[i]);
+    Py_XDECREF(payload);
+    return r;
+}
+
+static PyObject *event_columns(PyObject *self, PyObject *args) {
+    PyObject *events, *positions, *fingerprint, *body_of, *result = NULL;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "O!O!UO", &PyList_Type, &events, &PyList_Type, &positions,
+                          &fingerprint, &body_of))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(events);
+    if (PyList_GET_SIZE(positions) != n) {
+        PyErr_SetString(PyExc_ValueError, "as many positions as events");
+        return NULL;
+    }
+    Columns *c = PyMem_Calloc(1, sizeof *c);
+    if (c == NULL) return PyErr_NoMemory();
+    for (int i = 0; i < N_COLUMNS; i++) {
+        c->data[i].buf = c->data[i].small;
+        c->data[i].cap = sizeof c->data[i].small;
+        c->offsets[i].buf = c->offsets[i].small;
+        c->offsets[i].cap = sizeof c->offsets[i].small;
+        if (COLUMNS[i].kind == K_STR && put_offset(c, i) < 0) goto done;
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        int r = put_event(c, PyList_GET_ITEM(events, k), PyList_GET_ITEM(positions, k),
+                          fingerprint, body_of);
+        if (r == -2) goto done;
+        if (r < 0) {
+            PyErr_Clear();
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+    }
+    if ((result = PyTuple_New(N_COLUMNS)) == NULL) goto done;
+    for (int i = 0; i < N_COLUMNS; i++) {
+        PyObject *col = COLUMNS[i].kind == K_STR
+            ? Py_BuildValue("(y#y#)", c->offsets[i].buf, c->offsets[i].len,
+                            c->data[i].buf, c->data[i].len)
+            : PyBytes_FromStringAndSize(c->data[i].buf, c->data[i].len);
+        if (col == NULL) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        PyTuple_SET_ITEM(result, i, col);
+    }
+done:
+    for (int i = 0; i < N_COLUMNS; i++) {
+        if (c->data[i].buf != c->data[i].small) PyMem_Free(c->data[i].buf);
+        if (c->offsets[i].buf != c->offsets[i].small) PyMem_Free(c->offsets[i].buf);
+    }
+    PyMem_Free(c);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"frame", frame, METH_VARARGS,
      "frame(program, data, count) -> (ends, tables) | None"},
     {"build", build_block, METH_VARARGS,
      "build(program, consts, data, count) -> list | None"},
+    {"body", body, METH_O, "body(event) -> bytes | None: its JSON Lines form"},
+    {"event_columns", event_columns, METH_VARARGS,
+     "event_columns(events, positions, fingerprint, body_of) -> tuple | None"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -415,4 +858,35 @@ static struct PyModuleDef module = {
     -1, methods, NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__native(void) {
+    for (int i = 0; i < N_COLUMNS; i++) {
+        if ((column_attr[i] = PyUnicode_InternFromString(COLUMNS[i].name)) == NULL)
+            return NULL;
+    }
+    for (int i = 0; ENVELOPE[i] != NULL; i++) {
+        if ((envelope_names[i] = PyUnicode_InternFromString(ENVELOPE[i])) == NULL)
+            return NULL;
+    }
+    for (int i = 0; CHECKPOINT_HEX[i] != NULL; i++) {
+        if ((hex_names[i] = PyUnicode_InternFromString(CHECKPOINT_HEX[i])) == NULL)
+            return NULL;
+    }
+    if ((payload_name = PyUnicode_InternFromString("payload")) == NULL
+        || (slots_name = PyUnicode_InternFromString("__slots__")) == NULL
+        || (checkpoint_name = PyUnicode_InternFromString("Checkpoint")) == NULL
+        || (writer_name = PyUnicode_InternFromString("writer")) == NULL)
+        return NULL;
+    PyObject *m = PyModule_Create(&module), *spec = PyTuple_New(N_COLUMNS);
+    if (m == NULL || spec == NULL) goto fail;
+    for (int i = 0; i < N_COLUMNS; i++) {
+        PyObject *one = Py_BuildValue("(ss)", COLUMNS[i].name, COLUMNS[i].type);
+        if (one == NULL) goto fail;
+        PyTuple_SET_ITEM(spec, i, one);
+    }
+    if (PyModule_AddObject(m, "EVENT_COLUMNS", spec) < 0) goto fail;
+    return m;
+fail:
+    Py_XDECREF(spec);
+    Py_XDECREF(m);
+    return NULL;
+}

@@ -1,3 +1,4 @@
+from collections.abc import Callable
 from typing import Any
 
 def frame(
@@ -6,3 +7,9 @@ def frame(
 def build(
     program: bytes, consts: tuple[Any, ...], data: bytes, count: int, /
 ) -> list[Any] | None: ...
+def body(event: Any, /) -> bytes | None: ...
+
+EVENT_COLUMNS: tuple[tuple[str, str], ...]
+
+def event_columns(events: list[Any], positions: list[int], fingerprint: str,
+                  body_of: Callable[[Any], bytes], /) -> tuple[Any, ...] | None: ...

@@ -258,7 +258,7 @@ def message_bytes(ev: Event) -> bytes:
 
 def writer_fingerprint(ev: Event) -> str:
     """The hex fingerprint of the schema the event's bytes were written under."""
-    return ev.writer.hex() if ev.writer else _current_fingerprint()
+    return ev.writer.hex() if ev.writer else current_fingerprint()
 
 
 @functools.cache
@@ -268,7 +268,7 @@ def _current_program() -> Program | None:
 
 
 @functools.cache
-def _current_fingerprint() -> str:
+def current_fingerprint() -> str:
     return single_object_header()[2:].hex()
 
 

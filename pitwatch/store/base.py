@@ -1,5 +1,4 @@
-"""The store's interface and what both back ends share: the DDL, the row shapes and a
-batching writer."""
+"""The store's interface and what both back ends share: the DDL and the row shapes."""
 
 from __future__ import annotations
 
@@ -27,9 +26,11 @@ class Store(Protocol):
     def insert(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
         """Insert rows as data (never as SQL text). (A store may also offer
         `insert_columns(table, cols)`, the batch as one sequence per column in DDL
-        order: `BatchWriter` hands its batches so when it does. A store whose
-        `insert_columns` returns before the rows are stored also offers `sync()`, which
-        waits for them and raises what failed: `BatchWriter.flush` calls it.)"""
+        order, and `insert_events(events, positions)`, a batch of the `events` table
+        as the events themselves: `store.batch.BatchWriter` hands its batches so when
+        it does. A store whose inserts return before the rows are stored also offers
+        `sync()`, which waits for them and raises what failed: `BatchWriter.flush`
+        calls it.)"""
 
     def query(self, sql: str, params: Params | None = None) -> list[dict[str, Any]]:
         """Run a query; rows as dicts. Values go in as `params` for `{name:Type}`
@@ -81,49 +82,3 @@ def column_types(table: str) -> tuple[tuple[str, str], ...]:
 def to_columns(table: str, rows: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
     """Rows (dicts) as one list per column, in DDL order: the form both back ends insert."""
     return [[r[c] for r in rows] for c in column_names(table)]
-
-
-class BatchWriter:
-    """Buffers rows per table and writes them in batches of `batch_rows`. `flush()`
-    writes what is buffered; the caller decides when time is up (no clock here).
-
-    A row is buffered as a tuple in DDL order (`add_values`; `add` takes a dict), and a
-    batch goes to the store as one sequence per column (`zip(*rows)`, no dict a row)
-    when the store has `insert_columns`, else as dicts to `insert`."""
-
-    def __init__(self, store: Store, batch_rows: int = 5000) -> None:
-        self.store = store
-        self.batch_rows = batch_rows
-        self.buffers: dict[str, list[tuple[Any, ...]]] = {t: [] for t in TABLES}
-        self.written: dict[str, int] = dict.fromkeys(TABLES, 0)
-        self._columnar = getattr(store, "insert_columns", None)
-
-    def add(self, table: str, row: Mapping[str, Any]) -> None:
-        self.add_values(table, tuple(row[c] for c in column_names(table)))
-
-    def add_values(self, table: str, values: tuple[Any, ...]) -> None:
-        """A row as its values in DDL order."""
-        buf = self.buffers[table]
-        buf.append(values)
-        if len(buf) >= self.batch_rows:
-            self.flush_table(table)
-
-    def flush_table(self, table: str) -> None:
-        buf = self.buffers[table]
-        if buf:
-            if self._columnar is not None:
-                self._columnar(table, list(zip(*buf, strict=True)))
-            else:
-                names = column_names(table)
-                self.store.insert(table, [dict(zip(names, v, strict=True)) for v in buf])
-            self.written[table] += len(buf)
-            self.buffers[table] = []
-
-    def flush(self) -> None:
-        """Write what is buffered, and (a store that inserts in the background) wait
-        until it is stored: an insert that failed is raised here."""
-        for t in TABLES:
-            self.flush_table(t)
-        sync = getattr(self.store, "sync", None)
-        if sync is not None:
-            sync()

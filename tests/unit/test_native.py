@@ -1,20 +1,30 @@
 """The Avro block framer (`pitwatch.events.native`) finds where each record ends and its
 table_id exactly where fastavro's decode does, for every kind of Avro type, and refuses
 (None) every block it cannot frame, including those fastavro reads loosely, so that the
-caller decodes them with fastavro instead."""
+caller decodes them with fastavro instead. Its JSON Lines writer gives orjson's bytes,
+or None and Python writes them."""
 
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 from typing import Any
 
 import fastavro
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pitwatch.events import avro, native
-from pitwatch.events.model import CardDealt, Checkpoint, Event, RoundStarted, WagerPlaced
+from pitwatch.events import avro, jsonl, native
+from pitwatch.events.model import (
+    CardDealt,
+    Checkpoint,
+    Event,
+    RoundStarted,
+    TableOpened,
+    WagerPlaced,
+)
 from pitwatch.events.native import Program
 from pitwatch.events.schema import plain_schema, strip_logical
 from tests.unit.test_codec import events
@@ -270,3 +280,97 @@ def test_a_schema_with_a_record_type_left_unbuilt_is_only_framed() -> None:
 ])
 def test_schemas_without_a_string_table_id_have_no_framer(schema: dict[str, Any]) -> None:
     assert Program.of(fastavro.parse_schema(schema), as_dicts) is None
+
+
+def test_a_record_outside_the_contract_is_rejected_as_fastavro_read_shows_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A record built in C that the ranges refuse is rejected with the reason and the
+    datum one reading it with fastavro gives."""
+    from pitwatch.events.files import Rejected, read_avro
+
+    good = Event("0b8e0f2c-5a63-4c3e-9d31-52d0f5c1a001", "T-01", "sensor-1", 7, 0, "R-1", None,
+                 WagerPlaced(1, 0, "MAIN", 2500))
+    bad = Event("0b8e0f2c-5a63-4c3e-9d31-52d0f5c1a002", "T-01", "sensor-1", 8, 0, "R-1", None,
+                WagerPlaced(40, 0, "MAIN", 2500))  # seat 40: past the contract's 32
+    buf = io.BytesIO()
+    avro.write_container(buf, [good, bad, good])
+
+    def read() -> tuple[list[Event], list[Rejected]]:
+        buf.seek(0)
+        rejects: list[Rejected] = []
+        return list(read_avro(buf, "f.avro", rejects.append)), rejects
+
+    native_read = read()
+    monkeypatch.setattr(avro.ContainerBlock, "events", lambda self, spans=None: None)
+    assert read() == native_read
+    evs, rejects = native_read
+    assert evs == [good, good]
+    assert [(r.line, r.reason) for r in rejects] == [
+        (2, "record 2: out of the contract's range: WagerPlaced.seat: 40 is outside 1..32")]
+    assert "'seat': 40" in rejects[0].raw
+
+
+def test_a_message_is_built_in_c_and_what_it_refuses_fastavro_reads(
+        one: tuple[Program, bytes]) -> None:
+    """`decode`, the workers' read of a message body: built in C; a body the builder
+    refuses (a byte after the record, which fastavro leaves unread; bytes that are no
+    event) goes to fastavro, with its outcome and its error."""
+    assert avro._current_program() is not None
+    _, data = one
+    ev = avro.decode(data)
+    assert ev.raw == data and ev.payload == WagerPlaced(1, 0, "MAIN", 2500)
+    longer = avro.decode(data + b"\x00")
+    assert longer == ev and longer.raw == data + b"\x00"
+    with pytest.raises(avro.DecodeError, match="not a TableEvent body"):
+        avro.decode(data[:-3])
+
+
+# --- the JSON Lines body written in C ----------------------------------------------
+
+def python_line(ev: Event) -> bytes:
+    return orjson.dumps(jsonl.to_json(ev))
+
+
+any_text = st.text(min_size=0, max_size=40)  # controls, quotes, backslashes, non-ASCII
+wild = st.builds(
+    Event, any_text, any_text, any_text, st.integers(-2**63, 2**64 - 1),
+    st.integers(-2**63, 2**64 - 1), st.none() | any_text, st.none() | st.binary(max_size=40),
+    st.builds(WagerPlaced, st.integers(-2**63, 2**63), st.integers(0, 9), any_text,
+              st.integers(-2**70, 2**70)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(events | checkpoints | wild)
+def test_the_json_body_written_in_c_is_orjsons_byte_for_byte(ev: Event) -> None:
+    """Every payload type, every character a string may hold, ints to 64 bits either
+    sign: the C writer gives orjson's bytes of `to_json`, or None where Python must
+    write it (a TableOpened's rules; an int orjson refuses, which Python then raises)."""
+    line = native.json_body(ev)
+    try:
+        want = python_line(ev)
+    except orjson.JSONEncodeError:
+        assert line is None
+        return
+    assert line == (None if isinstance(ev.payload, TableOpened) else want)
+    assert jsonl.dumps(ev) == want
+
+
+def test_what_the_c_writer_does_not_know_python_writes() -> None:
+    """A value outside the model (a float, a list, bytes where the contract has text, a
+    string Python cannot encode) is None from C; `dumps` then does what it always did."""
+    base = Event("e", "T-1", "d", 1, 0, None, None, WagerPlaced(1, 0, "MAIN", 2500))
+    odd = [
+        replace(base, seq=1.5),
+        replace(base, round_id=["R-1"]),
+        replace(base, device_id=b"d"),
+        replace(base, prev_digest="00"),
+        replace(base, payload=WagerPlaced(1, 0, "MAIN\ud800", 2500)),
+        replace(base, payload=RoundStarted("D-1", ((1,),))),
+        replace(base, payload=Checkpoint(1, "00", "k", b"\x00")),
+    ]
+    for ev in odd:
+        assert native.json_body(ev) is None, ev
+    assert jsonl.dumps(odd[0]) == python_line(odd[0])
+    with pytest.raises(AttributeError):
+        jsonl.dumps(odd[3])  # str has no .hex(): as before the C writer
+    assert native.json_body(base) == python_line(base)

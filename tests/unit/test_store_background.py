@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from pitwatch.store.base import BatchWriter, StoreError
+from pitwatch.store.base import StoreError
+from pitwatch.store.batch import BatchWriter
 from pitwatch.store.embedded import EmbeddedStore
 
 

@@ -158,7 +158,7 @@ class _RowsOnly:
 
 def test_batch_writer_hands_columns_to_a_columnar_store_and_rows_to_others(
         store: EmbeddedStore) -> None:
-    from pitwatch.store.base import BatchWriter
+    from pitwatch.store.batch import BatchWriter
 
     rows = [_violation(i) for i in range(7)]
     plain = _RowsOnly()
@@ -179,3 +179,82 @@ def test_a_batch_with_a_value_its_column_refuses_names_the_column(store: Embedde
     cols[columns("violations").index("seat")] = [300]
     with pytest.raises(StoreError, match=r"violations\.seat \(UInt8\)"):
         store.insert_columns("violations", cols)
+
+
+# --- the events batch built in C ------------------------------------------------------
+
+def _python_events(events: list[Any], positions: list[int]) -> Any:
+    from pitwatch.store.embedded import arrow_columns
+    from pitwatch.store.rows import event_values
+
+    rows = [event_values(e, p) for e, p in zip(events, positions, strict=True)]
+    return arrow_columns("events", list(zip(*rows, strict=True)))
+
+
+def test_the_c_events_batch_is_the_python_rows_for_every_payload_type() -> None:
+    """A simulated floor with faults (every payload type, cards without seats, rounds
+    without ids) and events written under another schema version: the Arrow table built
+    from C's buffers equals the one built from `event_values` row by row."""
+    from dataclasses import replace
+
+    from pitwatch.events import native
+    from pitwatch.store.base import column_types
+    from pitwatch.store.embedded import arrow_events
+    from producers.simulate import Floor
+
+    assert column_types("events") == native.EVENT_COLUMNS  # else C is never used
+    evs = list(Floor(3, 6, seed=4, inject=0.3).events())
+    evs[5] = replace(evs[5], writer=bytes(range(8)))
+    evs[6] = replace(evs[6], round_id=None)
+    assert {type(e.payload).__name__ for e in evs} >= {"TableOpened", "Checkpoint",
+                                                       "CardDealt", "WagerPlaced"}
+    positions = [i * 1024 + i % 3 for i in range(len(evs))]
+    raw = native.event_columns(evs, positions, "00" * 8, lambda e: b"{}")
+    assert raw is not None
+    got = arrow_events(evs, positions)
+    got.validate(full=True)
+    assert got.equals(_python_events(evs, positions))
+    assert got.column("writer")[5].as_py() == bytes(range(8)).hex()
+
+
+@pytest.mark.parametrize("change", [
+    {"seq": -1}, {"seq": 2**64}, {"ts": -1}, {"ts": (2**32) * 1000}, {"seq": True},
+    {"event_id": b"e1"}, {"round_id": 7}, {"writer": "not bytes"},
+    {"payload_seat": 256}, {"payload_hand": 128}, {"payload_amount": 2**63},
+])
+def test_a_value_c_refuses_is_built_in_python_which_names_it(change: dict[str, Any]) -> None:
+    """What a column's type cannot hold (or the row's code does not expect) is None from
+    C, and the batch is built in Python: a StoreError naming the column where its type
+    refuses the value, else the same table."""
+    from dataclasses import replace
+
+    from pitwatch.events import native
+    from pitwatch.events.model import Event, WagerPlaced
+    from pitwatch.store.embedded import arrow_events
+
+    p = WagerPlaced(2, 0, "MAIN", 2500)
+    fields = {k: v for k, v in change.items() if not k.startswith("payload_")}
+    pay = {k[8:]: v for k, v in change.items() if k.startswith("payload_")}
+    ev = replace(Event("e1", "T-1", "d-1", 3, 1764547200123, "r1", None, p), **fields)
+    ev.payload = replace(p, **pay)
+    assert native.event_columns([ev], [7], "00" * 8, lambda e: b"{}") is None
+    try:
+        want = _python_events([ev], [7])
+    except (StoreError, AttributeError, TypeError) as e:
+        with pytest.raises(type(e)):
+            arrow_events([ev], [7])
+        return
+    assert arrow_events([ev], [7]).equals(want)
+
+
+def test_an_error_writing_a_body_in_python_is_raised_from_the_c_batch() -> None:
+    from pitwatch.events import native
+    from pitwatch.events.model import Event, Rules, TableOpened
+
+    ev = Event("e1", "T-1", "d-1", 3, 0, None, None, TableOpened("NJ", "BLACKJACK", Rules()))
+
+    def refuse(e: Any) -> bytes:
+        raise ValueError("no body")
+
+    with pytest.raises(ValueError, match="no body"):
+        native.event_columns([ev], [1], "00" * 8, refuse)

@@ -1,0 +1,75 @@
+"""Rows buffered per table and written to a store in batches."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..events.model import Event
+from .base import TABLES, Store, column_names
+from .rows import event_values
+
+
+class BatchWriter:
+    """Buffers rows per table and writes them in batches of `batch_rows`. `flush()`
+    writes what is buffered; the caller decides when time is up (no clock here).
+
+    A row is buffered as a tuple in DDL order (`add_values`; `add` takes a dict), and a
+    batch goes to the store as one sequence per column (`zip(*rows)`, no dict a row)
+    when the store has `insert_columns`, else as dicts to `insert`. An event is
+    buffered as itself and its position (`add_event`) when the store has
+    `insert_events`, which makes the rows of a whole batch at once (in C, for chDB)."""
+
+    def __init__(self, store: Store, batch_rows: int = 5000) -> None:
+        self.store = store
+        self.batch_rows = batch_rows
+        self.buffers: dict[str, list[tuple[Any, ...]]] = {t: [] for t in TABLES}
+        self.written: dict[str, int] = dict.fromkeys(TABLES, 0)
+        self._columnar = getattr(store, "insert_columns", None)
+        self._insert_events = getattr(store, "insert_events", None)
+        self.events: list[Event] = []
+        self.positions: list[int] = []
+
+    def add(self, table: str, row: Mapping[str, Any]) -> None:
+        self.add_values(table, tuple(row[c] for c in column_names(table)))
+
+    def add_values(self, table: str, values: tuple[Any, ...]) -> None:
+        """A row as its values in DDL order."""
+        buf = self.buffers[table]
+        buf.append(values)
+        if len(buf) >= self.batch_rows:
+            self.flush_table(table)
+
+    def add_event(self, ev: Event, pos: int) -> None:
+        """An event of the `events` table, at its position in the order of record."""
+        if self._insert_events is None:
+            self.add_values("events", event_values(ev, pos))
+            return
+        self.events.append(ev)
+        self.positions.append(pos)
+        if len(self.events) >= self.batch_rows:
+            self.flush_table("events")
+
+    def flush_table(self, table: str) -> None:
+        if table == "events" and self.events:
+            self._insert_events(self.events, self.positions)  # type: ignore[misc]
+            self.written[table] += len(self.events)
+            self.events, self.positions = [], []
+        buf = self.buffers[table]
+        if buf:
+            if self._columnar is not None:
+                self._columnar(table, list(zip(*buf, strict=True)))
+            else:
+                names = column_names(table)
+                self.store.insert(table, [dict(zip(names, v, strict=True)) for v in buf])
+            self.written[table] += len(buf)
+            self.buffers[table] = []
+
+    def flush(self) -> None:
+        """Write what is buffered, and (a store that inserts in the background) wait
+        until it is stored: an insert that failed is raised here."""
+        for t in TABLES:
+            self.flush_table(t)
+        sync = getattr(self.store, "sync", None)
+        if sync is not None:
+            sync()
