@@ -1,6 +1,7 @@
 /* Avro blocks of records read in C, for the file audit: where each record ends, and
    each record built straight into pitwatch's typed classes; and, for the store, an
-   event's JSON Lines form (`body`, at the end of this file).
+   event's JSON Lines form (`body`) and a batch of the `events` table as Arrow buffers
+   (`event_columns`), at the end of this file.
 
    Both walk a block's bytes under a program compiled from the writer schema
    (pitwatch/events/native.py):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..events.model import Event
@@ -26,7 +26,8 @@ class BatchWriter:
         self.buffers: dict[str, list[tuple[Any, ...]]] = {t: [] for t in TABLES}
         self.written: dict[str, int] = dict.fromkeys(TABLES, 0)
         self._columnar = getattr(store, "insert_columns", None)
-        self._insert_events = getattr(store, "insert_events", None)
+        self._insert_events: Callable[[list[Event], list[int]], None] | None = getattr(
+            store, "insert_events", None)
         self.events: list[Event] = []
         self.positions: list[int] = []
 
@@ -51,8 +52,8 @@ class BatchWriter:
             self.flush_table("events")
 
     def flush_table(self, table: str) -> None:
-        if table == "events" and self.events:
-            self._insert_events(self.events, self.positions)  # type: ignore[misc]
+        if table == "events" and self.events and self._insert_events is not None:
+            self._insert_events(self.events, self.positions)
             self.written[table] += len(self.events)
             self.events, self.positions = [], []
         buf = self.buffers[table]
