@@ -14,10 +14,12 @@ So a small C walk over a program compiled here from the writer schema does both:
 
 Both are stricter than fastavro, never looser: a block they accept, fastavro reads to
 the same values; a block they refuse (None) the caller reads with fastavro as before,
-so the outcome never depends on this module. `json_body` writes the JSON Lines form of
-an event (the store's `body` of every row) five times faster than building its dict
-for orjson, or gives None and the caller does that. The extension is built when the package
-is installed (hatch_build.py); where it could not be, `Program.of` is None.
+so the outcome never depends on this module. For the store, `json_body` writes the
+JSON Lines form of an event (the `body` of every row) ten times faster than building
+its dict for orjson, and `event_columns` a whole batch of `events` rows as Arrow
+buffers; each gives None for what it does not write, and the caller writes that in
+Python. The extension is built when the package is installed (hatch_build.py); where
+it could not be, `Program.of` is None and the writers give None.
 """
 
 from __future__ import annotations

@@ -174,6 +174,30 @@ def test_batch_writer_hands_columns_to_a_columnar_store_and_rows_to_others(
     assert [g["evidence"] for g in got] == [r["evidence"] for r in rows]
 
 
+def test_batch_writer_hands_events_to_a_store_with_insert_events_and_rows_to_others(
+        store: EmbeddedStore) -> None:
+    from pitwatch.store.batch import BatchWriter
+    from pitwatch.store.order import Positions
+    from pitwatch.store.rows import event_row
+    from producers.simulate import Floor
+
+    evs = list(Floor(1, 2, seed=3).events())
+    pos = Positions()
+    at = [pos.of(e) for e in evs]
+    plain = _RowsOnly()
+    for target in (store, plain):
+        w = BatchWriter(target, batch_rows=7)  # type: ignore[arg-type]
+        for ev, p in zip(evs, at, strict=True):
+            w.add_event(ev, p)
+        w.flush()
+        assert w.written["events"] == len(evs)
+    want = [event_row(e, p) for e, p in zip(evs, at, strict=True)]
+    assert plain.rows == want
+    got = store.query("SELECT event_id, pos, body FROM events FINAL ORDER BY pos")
+    assert [(g["event_id"], int(g["pos"]), g["body"]) for g in got] == \
+        [(r["event_id"], r["pos"], r["body"]) for r in want]
+
+
 def test_a_batch_with_a_value_its_column_refuses_names_the_column(store: EmbeddedStore) -> None:
     cols = to_columns("violations", [_violation(1)])
     cols[columns("violations").index("seat")] = [300]
