@@ -436,26 +436,26 @@ static int out_raw(Out *o, const char *s, Py_ssize_t n) {
     return 0;
 }
 
-/* a JSON string as orjson writes it: UTF-8 as is; '"', '\\' and the controls escaped */
+static const char HEX_DIGITS[] = "0123456789abcdef";
+
+/* a byte of a JSON string that orjson escapes: '"', '\\' and the controls */
+static inline int escaped(unsigned char c) { return c < 0x20 || c == '"' || c == '\\'; }
+
+/* a JSON string as orjson writes it: UTF-8 as is, `escaped` bytes escaped */
 static int out_text(Out *o, PyObject *s) {
     Py_ssize_t n;
     const char *u = PyUnicode_AsUTF8AndSize(s, &n);  /* refuses lone surrogates */
     if (u == NULL) return -1;
     Py_ssize_t plain = 0;
-    while (plain < n) {
-        unsigned char c = (unsigned char)u[plain];
-        if (c < 0x20 || c == '"' || c == '\\') break;
-        plain++;
-    }
+    while (plain < n && !escaped((unsigned char)u[plain])) plain++;
     if (out_grow(o, plain + (n - plain) * 6 + 2) < 0) return -1;
-    static const char hex[] = "0123456789abcdef";
     char *d = o->buf + o->len;
     *d++ = '"';
     memcpy(d, u, plain);
     d += plain;
     for (Py_ssize_t i = plain; i < n; i++) {
         unsigned char c = (unsigned char)u[i];
-        if (c >= 0x20 && c != '"' && c != '\\') {
+        if (!escaped(c)) {
             *d++ = (char)c;
             continue;
         }
@@ -470,7 +470,7 @@ static int out_text(Out *o, PyObject *s) {
         case '\t': *d++ = 't'; break;
         default:
             *d++ = 'u'; *d++ = '0'; *d++ = '0';
-            *d++ = hex[c >> 4]; *d++ = hex[c & 15];
+            *d++ = HEX_DIGITS[c >> 4]; *d++ = HEX_DIGITS[c & 15];
         }
     }
     *d++ = '"';
@@ -505,18 +505,18 @@ static int out_digits(Out *o, unsigned long long x, int negative) {
     return out_raw(o, d, e - d);
 }
 
-static int out_hex(Out *o, PyObject *v) {
-    static const char hex[] = "0123456789abcdef";
+/* bytes as lowercase hex digits, between quotes when `quoted` */
+static int out_hex(Out *o, PyObject *v, int quoted) {
     Py_ssize_t n = PyBytes_GET_SIZE(v);
     const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(v);
     if (out_grow(o, 2 * n + 2) < 0) return -1;
     char *d = o->buf + o->len;
-    *d++ = '"';
+    if (quoted) *d++ = '"';
     for (Py_ssize_t i = 0; i < n; i++) {
-        *d++ = hex[b[i] >> 4];
-        *d++ = hex[b[i] & 15];
+        *d++ = HEX_DIGITS[b[i] >> 4];
+        *d++ = HEX_DIGITS[b[i] & 15];
     }
-    *d++ = '"';
+    if (quoted) *d++ = '"';
     o->len = d - o->buf;
     return 0;
 }
@@ -559,7 +559,7 @@ static int out_field(Out *o, PyObject *obj, PyObject *name, int kind) {
         if (kind == PLAIN || (kind == HEX_OR_NONE && v == Py_None))
             r = out_value(o, v, 0);
         else if (PyBytes_CheckExact(v))
-            r = out_hex(o, v);
+            r = out_hex(o, v, 1);
     }
     Py_DECREF(v);
     return r;
@@ -648,7 +648,7 @@ static const struct { const char *name, *type; int kind; } COLUMNS[N_COLUMNS] = 
     {"amount", "Int64", K_I64}, {"pos", "UInt64", K_U64}, {"body", "String", K_STR},
     {"writer", "String", K_STR},
 };
-static PyObject *column_attr[N_COLUMNS], *writer_name;
+static PyObject *column_attr[N_COLUMNS], *writer_name, *zero, *empty;
 
 typedef struct {
     Out data[N_COLUMNS], offsets[N_COLUMNS];
@@ -728,23 +728,13 @@ static int put_event(Columns *c, PyObject *ev, PyObject *pos, PyObject *fingerpr
         || (v[C_TYPE] = PyType_GetName(Py_TYPE(payload))) == NULL
         || put_str(c, C_TYPE, v[C_TYPE]) < 0)
         goto done;
-    PyObject *zero = PyLong_FromLong(0), *empty = PyUnicode_New(0, 0);
-    if (zero == NULL || empty == NULL) {
-        Py_XDECREF(zero);
-        Py_XDECREF(empty);
-        goto done;
-    }
     v[C_SEAT] = attr_or(payload, column_attr[C_SEAT], zero);
     v[C_HAND] = attr_or(payload, column_attr[C_HAND], Py_None);
     v[C_KIND] = attr_or(payload, column_attr[C_KIND], empty);
     v[C_AMOUNT] = attr_or(payload, column_attr[C_AMOUNT], zero);
-    Py_DECREF(empty);
     if (v[C_SEAT] == NULL || v[C_HAND] == NULL || v[C_KIND] == NULL || v[C_AMOUNT] == NULL
-        || put_int(c, C_SEAT, v[C_SEAT] == Py_None ? zero : v[C_SEAT], 0, 255, 1) < 0) {
-        Py_DECREF(zero);
+        || put_int(c, C_SEAT, v[C_SEAT] == Py_None ? zero : v[C_SEAT], 0, 255, 1) < 0)
         goto done;
-    }
-    Py_DECREF(zero);
     if (v[C_HAND] == Py_None) {
         int8_t none = -1;
         if (out_raw(&c->data[C_HAND], (const char *)&none, 1) < 0) goto done;
@@ -772,13 +762,8 @@ static int put_event(Columns *c, PyObject *ev, PyObject *pos, PyObject *fingerpr
     if (put_offset(c, C_BODY) < 0) goto done;
     if ((v[C_WRITER] = PyObject_GetAttr(ev, writer_name)) == NULL) goto done;
     if (PyBytes_CheckExact(v[C_WRITER]) && PyBytes_GET_SIZE(v[C_WRITER]) > 0) {
-        Out *d = &c->data[C_WRITER];
-        Py_ssize_t before = d->len;
-        if (out_hex(d, v[C_WRITER]) < 0) goto done;
-        /* out_hex quotes it: keep the digits only */
-        memmove(d->buf + before, d->buf + before + 1, d->len - before - 2);
-        d->len -= 2;
-        if (put_offset(c, C_WRITER) < 0) goto done;
+        if (out_hex(&c->data[C_WRITER], v[C_WRITER], 0) < 0 || put_offset(c, C_WRITER) < 0)
+            goto done;
     } else if (v[C_WRITER] != Py_None && !PyBytes_CheckExact(v[C_WRITER])) {
         goto done;
     } else if (put_str(c, C_WRITER, fingerprint) < 0) {
@@ -875,7 +860,8 @@ PyMODINIT_FUNC PyInit__native(void) {
     if ((payload_name = PyUnicode_InternFromString("payload")) == NULL
         || (slots_name = PyUnicode_InternFromString("__slots__")) == NULL
         || (checkpoint_name = PyUnicode_InternFromString("Checkpoint")) == NULL
-        || (writer_name = PyUnicode_InternFromString("writer")) == NULL)
+        || (writer_name = PyUnicode_InternFromString("writer")) == NULL
+        || (zero = PyLong_FromLong(0)) == NULL || (empty = PyUnicode_New(0, 0)) == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&module), *spec = PyTuple_New(N_COLUMNS);
     if (m == NULL || spec == NULL) goto fail;
