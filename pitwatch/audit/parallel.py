@@ -53,8 +53,9 @@ from ..events.files import AVRO_SUFFIXES, Rejected, expand
 from ..events.jsonl import InvalidEvent, from_json, loads
 from ..events.keys import KeyRegistry
 from ..events.model import Event
+from ..store.arrow import stage, stage_events
 from ..store.base import Params, StoreError, to_columns
-from ..store.embedded import EmbeddedStore, stage, stage_events
+from ..store.embedded import EmbeddedStore
 from .run import AuditReport, audit_events
 
 #: Tags past every input record: what the end of the input closes, by table order.

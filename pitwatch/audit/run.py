@@ -25,10 +25,9 @@ from ..store.rows import round_row, violation_row
 #: after the round's last event (docs/procedure.md, "When a round is incomplete"); the
 #: streaming worker applies the same rule, and its processing-time rule on top.
 DEFAULT_ROUND_TIMEOUT_MS = 15 * 60 * 1000
-#: Rows a batch into the store. chDB spends about 0.1 s of CPU an insert whatever its
-#: size (measured on 214k events, the inserts alone: 5.6 s in 5,000-row batches, 2.4 s
-#: in 25,000, 1.4 s in 100,000); the whole audit into chDB, CPU and peak RSS: 26.6 s and
-#: 597 MB at 5,000, 24.4 s and 628 MB at 20,000, 23.1 s and 700 MB at 50,000.
+#: Rows a batch into the store, unless it says what it takes (`batch_rows`: the embedded
+#: store takes small batches and gathers them into inserts of its own size). A
+#: ClickHouse insert costs about the same whatever its size (chDB: 0.1 s of CPU).
 BATCH_ROWS = 20_000
 
 
@@ -112,7 +111,8 @@ def audit_events(
     that goes on would wait for its time-out instead)."""
     rep = report or AuditReport()
     rep.signing_devices = None if keys is None else len(keys.devices)
-    writer = BatchWriter(store, BATCH_ROWS) if store is not None else None
+    writer = (None if store is None
+              else BatchWriter(store, getattr(store, "batch_rows", BATCH_ROWS)))
     positions = Positions(store)
 
     def violation(v: Violation) -> None:

@@ -18,15 +18,17 @@ so the outcome never depends on this module. For the store, `json_body` writes t
 JSON Lines form of an event (the `body` of every row) ten times faster than building
 its dict for orjson, and `event_columns` a whole batch of `events` rows as Arrow
 buffers; each gives None for what it does not write, and the caller writes that in
-Python. The extension is built when the package is installed (hatch_build.py); where
-it could not be, `Program.of` is None and the writers give None.
+Python. For the store's record clock, `recent_ids` keeps a table's last event ids and
+their positions as 128-bit hashes, a fifth of the memory of a dict of the ids. The
+extension is built when the package is installed (hatch_build.py); where it could not
+be, `Program.of` is None, the writers give None and `recent_ids` is a dict.
 """
 
 from __future__ import annotations
 
 from array import array
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 try:
     from . import _native
@@ -185,3 +187,39 @@ def event_columns(events: list[Any], positions: list[int], fingerprint: str,
     if _native is None:
         return None
     return _native.event_columns(events, positions, fingerprint, body_of)
+
+
+class RecentIds(Protocol):
+    """The last ids of a table's events and their positions (`store.order.TableClock`)."""
+
+    def get(self, event_id: str, /) -> int | None: ...
+    def add(self, event_id: str, pos: int, /) -> None: ...
+    def __len__(self) -> int: ...
+
+
+class _PyRecent:
+    """`RecentIds` in Python, where the extension is not built: the ids themselves in a
+    dict in the order they came (a C `Recent` keeps 128-bit hashes of them)."""
+
+    __slots__ = ("_capacity", "_pos")
+
+    def __init__(self, capacity: int) -> None:
+        self._capacity = capacity
+        self._pos: dict[str, int] = {}
+
+    def get(self, event_id: str, /) -> int | None:
+        return self._pos.get(event_id)
+
+    def add(self, event_id: str, pos: int, /) -> None:
+        self._pos[event_id] = pos
+        if len(self._pos) > self._capacity:
+            del self._pos[next(iter(self._pos))]
+
+    def __len__(self) -> int:
+        return len(self._pos)
+
+
+def recent_ids(capacity: int) -> RecentIds:
+    """The last `capacity` ids added, and their positions: in C (40 bytes an id) where
+    the extension is built."""
+    return _PyRecent(capacity) if _native is None else _native.Recent(capacity)

@@ -1,15 +1,17 @@
 """The embedded store: chDB, an in-process ClickHouse, in a data directory.
 
 Rows go in as data, in columnar batches: each batch becomes an Arrow table (one typed
-array per column, typed from the DDL), staged as an Arrow IPC file in the data directory
-and inserted with `INSERT ... SELECT ... FROM file(..., Arrow)`; no value is ever spliced
-into SQL text. (Measured in bench/audit.py's history, 5,000 rows a batch: the Arrow file
-takes a third of the time of the JSONEachRow file it replaced, and chDB's `Python()`
-table function over the same Arrow table takes longer than the file. The audit hands
-its batches already as columns, `insert_columns`, with no dict a row, and its events as
-themselves, `insert_events`: their Arrow buffers are written in C, `arrow_events`.)
+array per column, typed from the DDL: `arrow.py`), appended at once to its table's
+staged Arrow IPC file in the data directory, and each file, once it holds `INSERT_ROWS`
+rows, is inserted with `INSERT ... SELECT ... FROM file(..., Arrow)`; no value is ever
+spliced into SQL text, and no batch waits in memory. (Measured in bench/audit.py's
+history, 5,000 rows a batch: the Arrow file takes a third of the time of the JSONEachRow
+file it replaced, and chDB's `Python()` table function over the same Arrow table takes
+longer than the file. The audit hands its batches already as columns, `insert_columns`,
+with no dict a row, and its events as themselves, `insert_events`: their Arrow buffers
+are written in C, `arrow_events`.)
 
-The inserts run on a thread of the store's own (`_Inserter`), in order, at most one batch
+The inserts run on a thread of the store's own (`_Inserter`), in order, at most one file
 waiting: chDB releases the GIL while it inserts, so the audit goes on in Python on one
 core while chDB works on the other (bench/audit.py, 267k events: into chDB 2.21x the
 `--no-store` time before, 1.73x after).
@@ -18,7 +20,6 @@ core while chDB works on the other (bench/audit.py, 267k events: into chDB 2.21x
 from __future__ import annotations
 
 import functools
-import itertools
 import os
 import queue
 import threading
@@ -29,74 +30,9 @@ from typing import Any
 
 import orjson
 
-from ..events import native
-from ..events.avro import current_fingerprint
-from ..events.jsonl import dumps
 from ..events.model import Event
-from .base import TABLES, Params, StoreError, column_types, columns, ddl_statements, to_columns
-from .rows import event_values
-
-
-def _arrow_type(ch: str) -> Any:
-    """The Arrow type a ClickHouse column of type `ch` is sent as."""
-    import pyarrow as pa
-
-    if ch.startswith("Array("):
-        return pa.list_(_arrow_type(ch[6:-1]))
-    simple = {"String": pa.string(), "DateTime": pa.uint32(), "UInt8": pa.uint8(),
-              "UInt16": pa.uint16(), "UInt32": pa.uint32(), "UInt64": pa.uint64(),
-              "Int8": pa.int8(), "Int64": pa.int64()}
-    return simple[ch]
-
-
-@functools.cache
-def _arrow_schema(table: str) -> Any:
-    import pyarrow as pa
-
-    return pa.schema([(n, _arrow_type(t)) for n, t in column_types(table)])
-
-
-def arrow_table(table: str, rows: Sequence[dict[str, Any]]) -> Any:
-    """The rows of `table` as an Arrow table, typed from the DDL."""
-    return arrow_columns(table, to_columns(table, rows))
-
-
-def arrow_columns(table: str, cols: Sequence[Sequence[Any]]) -> Any:
-    """A batch of `table` given as one sequence per column (DDL order) as an Arrow table,
-    one typed array a column; a value a column refuses is a StoreError naming it."""
-    import pyarrow as pa
-
-    types = column_types(table)
-    if len(cols) != len(types):
-        raise StoreError(f"chDB: {len(cols)} columns for {table}, which has {len(types)}")
-    arrays = []
-    for col, (name, t) in zip(cols, types, strict=True):
-        try:
-            arrays.append(pa.array(col, type=_arrow_type(t)))
-        except (pa.ArrowException, OverflowError, TypeError) as e:
-            raise StoreError(f"chDB: {table}.{name} ({t}): {e}") from e
-    return pa.Table.from_arrays(arrays, schema=_arrow_schema(table))
-
-
-def arrow_events(events: list[Event], positions: list[int]) -> Any:
-    """A batch of the `events` table as an Arrow table, from buffers written in C
-    (`native.event_columns`: the rows of 20,000 events in about the time Python takes
-    for 3,000); where C refuses a value, row by row in Python (`rows.event_values`),
-    which names the value its column refuses."""
-    import pyarrow as pa
-
-    types = column_types("events")
-    raw = None
-    if types == native.EVENT_COLUMNS:
-        raw = native.event_columns(events, positions, current_fingerprint(), dumps)
-    if raw is None:
-        rows = [event_values(ev, pos) for ev, pos in zip(events, positions, strict=True)]
-        return arrow_columns("events", list(zip(*rows, strict=True)))
-    arrays = [pa.Array.from_buffers(_arrow_type(t), len(events),
-                                    [None, *map(pa.py_buffer, col if isinstance(col, tuple)
-                                                else (col,))])
-              for (_, t), col in zip(types, raw, strict=True)]
-    return pa.Table.from_arrays(arrays, schema=_arrow_schema("events"))
+from .arrow import StagedFile, arrow_columns, arrow_events
+from .base import TABLES, Params, StoreError, columns, ddl_statements, to_columns
 
 
 def _param_values(params: Params) -> dict[str, Any]:
@@ -112,35 +48,17 @@ def _param_values(params: Params) -> dict[str, Any]:
     return {k: one(v) for k, v in params.items()}
 
 
-_staged = itertools.count()
-
-
-def stage(staging: Path, table: str, cols: Sequence[Sequence[Any]]) -> Path:
-    """Write a batch of `table` (one sequence per column, DDL order) as an Arrow IPC file
-    in `staging`; its path (named for this process, so the workers of `audit --jobs`
-    never share one)."""
-    return _write_staged(staging, table, arrow_columns(table, cols))
-
-
-def stage_events(staging: Path, events: list[Event], positions: list[int]) -> Path:
-    """`stage` for a batch of the `events` table given as its events (`arrow_events`)."""
-    return _write_staged(staging, "events", arrow_events(events, positions))
-
-
-def _write_staged(staging: Path, table: str, data: Any) -> Path:
-    """An Arrow table of `table` as an IPC file in `staging`; its path."""
-    import pyarrow.ipc
-
-    path = staging / f"{table}-{os.getpid()}-{next(_staged)}.arrow"
-    with pyarrow.ipc.new_file(path, data.schema) as w:
-        w.write_table(data)
-    return path
-
-
 #: Batches that may wait for the inserter thread behind the one it is inserting: one,
-#: so the audit runs ahead by a batch at most (its memory stays flat, and a store slower
-#: than the audit holds it back).
+#: so the audit runs ahead by a batch at most (a store slower than the audit holds it
+#: back). A waiting batch is a file: its rows are on disk, not in memory.
 WAITING_BATCHES = 1
+#: Rows an insert: a table's batches are appended to its staged file until it holds
+#: this many (or until `sync`). chDB spends about 0.1 s of CPU an insert whatever its
+#: size (214k events, the inserts alone: 5.6 s in 5,000-row inserts, 1.4 s in 100,000),
+#: and its peak memory is least between: 1.08M events into chDB, peak RSS over chDB
+#: opened 206 MB at 5,000 rows, 150 at 35,000 and at 50,000, 217 at 100,000 and 369
+#: at 200,000 (its merges of many small parts, then an insert's own working set).
+INSERT_ROWS = 50_000
 
 
 def _run(session: Any, sql: str, fmt: str = "CSV", params: Params | None = None) -> str:
@@ -161,48 +79,48 @@ def _insert_file(session: Any, table: str, staged: Path) -> None:
         staged.unlink()
 
 
-def _insert_arrow(session: Any, staging: Path, table: str, data: Any) -> None:
-    _insert_file(session, table, _write_staged(staging, table, data))
-
-
 class _Inserter:
-    """Inserts batches on a thread of its own, in the order handed over. chDB's `query`
-    releases the GIL (measured: a Python loop ran at full speed beside a 14 s query), so
-    the audit goes on in Python on one core while chDB inserts on the other. It holds no
-    reference to the store: a store dropped without `close` is still collected, and its
-    session closed, as before."""
+    """Inserts staged files on a thread of its own, in the order handed over. chDB's
+    `query` releases the GIL (measured: a Python loop ran at full speed beside a 14 s
+    query), so the audit goes on in Python on one core while chDB inserts on the other.
+    It holds no reference to the store: a store dropped without `close` is still
+    collected, and its session closed, as before."""
 
-    def __init__(self, insert: Callable[[str, Any], None]) -> None:
+    def __init__(self, insert: Callable[[str, Path], None]) -> None:
         self._insert = insert
-        self._pending: queue.Queue[tuple[str, Any] | None] = queue.Queue(WAITING_BATCHES)
+        self._pending: queue.Queue[tuple[str, Path, int] | None] = queue.Queue(WAITING_BATCHES)
         self._thread: threading.Thread | None = None
         self.failed: StoreError | None = None
         self.reported = False
 
-    def put(self, table: str, data: Any) -> None:
-        self.check()
+    def put(self, table: str, staged: Path, rows: int) -> None:
+        """Hand over a staged file of `rows` rows of `table`; after a failed insert the
+        file is removed (nothing after a gap is inserted) and the failure raised."""
+        if self.failed is not None:
+            staged.unlink(missing_ok=True)
+            self.check()
         if self._thread is None:
             self._thread = threading.Thread(target=self._loop, daemon=True,
                                             name="pitwatch-chdb-insert")
             self._thread.start()
-        self._pending.put((table, data))  # blocks while WAITING_BATCHES wait
+        self._pending.put((table, staged, rows))  # blocks while WAITING_BATCHES wait
 
     def _loop(self) -> None:
         """After a failure nothing more is inserted (a later batch would land past a
         gap); `check` raises the failure in the caller's thread."""
         while (item := self._pending.get()) is not None:
-            table, data = item
-            del item  # the batch is freed once inserted, not when the next one comes
+            table, staged, rows = item
             try:
                 if self.failed is None:
-                    self._insert(table, data)
+                    self._insert(table, staged)
+                else:
+                    staged.unlink(missing_ok=True)
             except Exception as e:  # any: raised in the caller's thread by `check`
                 self.failed = StoreError(
-                    f"chDB: a background insert of {data.num_rows} rows into {table} "
+                    f"chDB: a background insert of {rows} rows into {table} "
                     f"failed, and nothing handed over after it was inserted: {e}")
                 self.failed.__cause__ = e
             finally:
-                del data
                 self._pending.task_done()
         self._pending.task_done()
 
@@ -225,18 +143,64 @@ class _Inserter:
             self._thread = None
 
 
+def _hand_over(staged: dict[str, StagedFile], inserter: _Inserter,
+               table: str | None = None) -> None:
+    """Close the staged file of `table` (None: of every table) and hand it over."""
+    for t in list(staged) if table is None else [table]:
+        f = staged.pop(t, None)
+        if f is not None:
+            inserter.put(t, f.close(), f.rows)
+
+
+def _finish(staged: dict[str, StagedFile], inserter: _Inserter) -> None:
+    """A store dropped unclosed: what it staged still lands."""
+    try:
+        _hand_over(staged, inserter)
+    finally:
+        inserter.stop()
+
+
+#: chDB's allocator (the jemalloc built into it) keeps the pages an insert or a merge
+#: frees for 5 s before it returns them, and an audit frees pages all the time: the
+#: audit's peak memory into chDB was 270 MB over chDB opened with them kept, 200 without
+#: (267k events, bench/audit.py). Read once, when chDB loads; a user's own setting wins.
+JEMALLOC_CONF = "dirty_decay_ms:0,muzzy_decay_ms:0"
+
+
+#: Merges one column at a time, not all columns of every part at once: the audit's peak
+#: memory into chDB was 200 MB over chDB opened, and 172 MB with this (267k events,
+#: bench/audit.py), in the same time. Set here, not in schemas/clickhouse: the server
+#: (18.16) takes no MODIFY SETTING, and its memory is not the audit's.
+MERGE_SETTINGS = ("vertical_merge_algorithm_min_rows_to_activate = 1, "
+                  "vertical_merge_algorithm_min_columns_to_activate = 1")
+
+
+def _chdb_session() -> Any:
+    """chDB's session module, loaded with `JEMALLOC_CONF` unless the user set their own
+    (imported here: a heavy module, only when used)."""
+    os.environ.setdefault("JE_MALLOC_CONF", JEMALLOC_CONF)
+    from chdb import session
+
+    return session
+
+
 class EmbeddedStore:
+    #: Rows a writer hands over at a time (`BatchWriter`): each batch goes to its
+    #: table's staged file at once, so neither the events nor their Arrow form wait in
+    #: memory for an insert of `INSERT_ROWS`.
+    batch_rows = 2_000
+
     def __init__(self, path: str | Path) -> None:
-        from chdb import session  # imported here: a heavy module, only when used
+        session = _chdb_session()
 
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
         self.staging = self.path / "staging"
         self.staging.mkdir(exist_ok=True)
-        self._session = session.Session(str(self.path / "chdb"))  # type: ignore[no-untyped-call]
-        self._inserter = _Inserter(functools.partial(_insert_arrow, self._session,
-                                                     self.staging))
-        weakref.finalize(self, self._inserter.stop)  # dropped unclosed: its rows still land
+        self._session = session.Session(str(self.path / "chdb"))
+        self._staged: dict[str, StagedFile] = {}
+        self._inserter = _Inserter(functools.partial(_insert_file, self._session))
+        weakref.finalize(self, _finish, self._staged, self._inserter)
 
     def _run(self, sql: str, fmt: str = "CSV", params: Params | None = None) -> str:
         return _run(self._session, sql, fmt, params)
@@ -244,29 +208,46 @@ class EmbeddedStore:
     def setup(self) -> None:
         for stmt in ddl_statements():
             self._run(stmt)
+        for t in TABLES:
+            self._run(f"ALTER TABLE {t} MODIFY SETTING {MERGE_SETTINGS}")
 
     def insert(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
         if rows:
             self.insert_columns(table, to_columns(table, rows))
 
     def insert_columns(self, table: str, cols: Sequence[Sequence[Any]]) -> None:
-        """A batch as one sequence per column, in DDL order, inserted in the background:
-        made an Arrow table here (a value its column refuses is a StoreError now), then
-        staged and inserted by the inserter thread while the caller goes on. `sync`
-        waits for it; every other statement syncs first."""
+        """A batch as one sequence per column, in DDL order, made an Arrow table (a value
+        its column refuses is a StoreError now) and appended to the table's staged file;
+        the file is inserted in the background once it holds `INSERT_ROWS` rows, while
+        the caller goes on. `sync` hands over what is staged and waits for it; every
+        other statement syncs first."""
         if cols and len(cols[0]):
-            self._inserter.put(table, arrow_columns(table, cols))
+            self._stage(table, arrow_columns(table, cols))
 
     def insert_events(self, events: list[Event], positions: list[int]) -> None:
         """A batch of the `events` table as its events and their positions, made an
-        Arrow table here (`arrow_events`) and inserted as `insert_columns` does."""
+        Arrow table here (`arrow_events`) and staged as `insert_columns` does."""
         if events:
-            self._inserter.put("events", arrow_events(events, positions))
+            self._stage("events", arrow_events(events, positions))
+
+    def _stage(self, table: str, data: Any) -> None:
+        self._inserter.check()
+        f = self._staged.get(table)
+        try:
+            if f is None:
+                f = self._staged[table] = StagedFile(self.staging, table)
+            f.append(data)
+        except OSError as e:
+            raise StoreError(f"chDB: cannot stage a batch of {table} in {self.staging}: "
+                             f"{e}") from e
+        if f.rows >= INSERT_ROWS:
+            _hand_over(self._staged, self._inserter, table)
 
     def sync(self) -> None:
-        """Wait until every batch handed to `insert_columns` or `insert_events` is
-        stored; the first that failed is raised here as a StoreError (and by every
-        later statement)."""
+        """Hand over what is staged, and wait until every batch given to
+        `insert_columns` or `insert_events` is stored; the first that failed is raised
+        here as a StoreError (and by every later statement)."""
+        _hand_over(self._staged, self._inserter)
         self._inserter.sync()
 
     def insert_staged(self, table: str, staged: Path) -> None:
@@ -297,11 +278,11 @@ class EmbeddedStore:
                 self._run(f"OPTIMIZE TABLE {t} FINAL")
 
     def close(self) -> None:
-        """Wait for the background inserts, then close; a failed one nobody was told of
-        yet is raised here (never lost with the thread)."""
+        """Hand over what is staged, wait for the background inserts, then close; a
+        failed one nobody was told of yet is raised here (never lost with the thread)."""
         try:
-            self._inserter.stop()
+            _finish(self._staged, self._inserter)
         finally:
-            self._session.close()  # type: ignore[no-untyped-call]
+            self._session.close()
         if not self._inserter.reported:
             self._inserter.check()

@@ -374,3 +374,41 @@ def test_what_the_c_writer_does_not_know_python_writes() -> None:
     with pytest.raises(AttributeError):
         jsonl.dumps(odd[3])  # str has no .hex(): as before the C writer
     assert native.json_body(base) == python_line(base)
+
+
+# --- the recent event ids of a table's record clock -------------------------------------
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 9), st.lists(st.tuples(st.booleans(), st.text(max_size=40)),
+                                   max_size=60))
+def test_recent_ids_in_c_answer_as_the_python_dict(
+        capacity: int, steps: list[tuple[bool, str]]) -> None:
+    """Any ids (empty, non-ASCII, past 16 bytes), asked for or added, and the window
+    full many times over: the C window of 128-bit hashes answers every `get` as the
+    dict of the ids themselves does, and holds as many."""
+    assert native._native is not None
+    c, py = native.recent_ids(capacity), native._PyRecent(capacity)
+    for n, (add, event_id) in enumerate(steps):
+        if add and py.get(event_id) is None:  # the clock adds only ids it does not hold
+            c.add(event_id, n * 1024)
+            py.add(event_id, n * 1024)
+        assert c.get(event_id) == py.get(event_id)
+        assert len(c) == len(py)
+    for _, event_id in steps:
+        assert c.get(event_id) == py.get(event_id)
+
+
+def test_recent_ids_keep_the_last_capacity_of_them() -> None:
+    r = native.recent_ids(3)
+    for i in range(5):
+        r.add(f"e{i}", 2**64 - 1 - i)
+    assert [r.get(f"e{i}") for i in range(5)] == [None, None, 2**64 - 3, 2**64 - 4, 2**64 - 5]
+    assert len(r) == 3
+
+
+@pytest.mark.parametrize("bad", [("e1", -1), ("e1", 2**64), (b"e1", 1), (7, 1), ("e1", 1.0)])
+def test_recent_ids_refuse_what_is_not_an_id_and_a_position(bad: tuple[Any, Any]) -> None:
+    r = native.recent_ids(4)
+    with pytest.raises((TypeError, OverflowError)):
+        r.add(*bad)
+    assert len(r) == 0

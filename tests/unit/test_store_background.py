@@ -32,10 +32,9 @@ def store(tmp_path: Path) -> EmbeddedStore:
     return s
 
 
-def _break_staging(store: EmbeddedStore) -> None:
-    """Make staging a file: the inserter thread can no longer write a batch."""
-    shutil.rmtree(store.staging)
-    store.staging.write_text("not a directory")
+def _break_table(store: EmbeddedStore) -> None:
+    """Drop the table: the inserter thread's next insert into it fails."""
+    store.query("DROP TABLE violations")
 
 
 def test_batches_land_in_the_order_handed_over(store: EmbeddedStore) -> None:
@@ -61,10 +60,10 @@ def test_a_failed_background_insert_is_raised_by_the_writers_flush(
     w.add("violations", _violation(0, "stored"))
     w.add("violations", _violation(1, "stored"))
     store.sync()
-    _break_staging(store)
-    for i in range(2, 5):  # a batch handed over, a row buffered
+    _break_table(store)
+    for i in range(2, 5):  # a batch staged, a row buffered: one insert of both at flush
         w.add("violations", _violation(i, "lost"))
-    with pytest.raises(StoreError, match=r"background insert of 2 rows into violations "
+    with pytest.raises(StoreError, match=r"background insert of 3 rows into violations "
                                          r"failed, and nothing handed over after it"):
         w.flush()
     with pytest.raises(StoreError, match="background insert"):  # the store holds a gap
@@ -78,10 +77,51 @@ def test_a_failed_background_insert_is_raised_by_the_writers_flush(
 
 
 def test_a_failure_nobody_was_told_of_is_raised_by_close(store: EmbeddedStore) -> None:
-    _break_staging(store)
+    _break_table(store)
     store.insert("violations", [_violation(0, "lost")])
     with pytest.raises(StoreError, match="background insert of 1 rows into violations"):
         store.close()
+    assert list(store.staging.iterdir()) == []
+
+
+def test_batches_are_gathered_into_inserts_of_insert_rows(
+        store: EmbeddedStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each batch goes to its table's staged file at once; a file is inserted once it
+    holds INSERT_ROWS rows, and what is left at `sync`."""
+    from pitwatch.store import embedded
+
+    monkeypatch.setattr(embedded, "INSERT_ROWS", 5)
+    inserted: list[tuple[str, int]] = []
+    insert = store._inserter._insert
+    store._inserter._insert = lambda t, p: (inserted.append((t, _rows(p))), insert(t, p))
+    w = BatchWriter(store, batch_rows=2)
+    for i in range(13):
+        w.add("violations", _violation(i, "m"))
+    w.flush()
+    assert inserted == [("violations", 6), ("violations", 6), ("violations", 1)]
+    assert int(store.query("SELECT count() AS n FROM violations")[0]["n"]) == 13
+    assert list(store.staging.iterdir()) == []
+    store.close()
+
+
+def _rows(path: Path) -> int:
+    import pyarrow.ipc
+
+    with pyarrow.ipc.open_file(path) as f:
+        return sum(f.get_batch(i).num_rows for i in range(f.num_record_batches))
+
+
+def test_a_batch_that_cannot_be_staged_is_a_store_error_at_once(
+        store: EmbeddedStore) -> None:
+    shutil.rmtree(store.staging)
+    store.staging.write_text("not a directory")
+    with pytest.raises(StoreError, match=r"cannot stage a batch of violations in .*staging"):
+        store.insert("violations", [_violation(0, "x")])
+    store.staging.unlink()
+    store.staging.mkdir()
+    store.insert("violations", [_violation(1, "after")])
+    assert int(store.query("SELECT count() AS n FROM violations")[0]["n"]) == 1
+    store.close()
 
 
 def test_a_value_its_column_refuses_is_raised_at_once_not_in_the_background(

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
+from pitwatch.store.arrow import arrow_table
 from pitwatch.store.base import StoreError, column_types, columns, to_columns
-from pitwatch.store.embedded import EmbeddedStore, arrow_table
+from pitwatch.store.embedded import EmbeddedStore
 
 AWKWARD = "quote ' and \" backslash \\ newline \n tab \t unicode ♠♥ and {x:String}"
 
@@ -24,6 +25,30 @@ def _violation(i: int, **over: Any) -> dict[str, Any]:
     }
     row.update(over)
     return row
+
+
+ROUND = {"round_id": "r1", "table_id": "NJ-BJ-01", "jurisdiction": "NJ", "game": "blackjack",
+         "pack": "nj_blackjack", "pack_version": "1.2.0", "dealer_id": "d♠", "seats": [1, 7],
+         "events": 40, "wagered": 2**62, "paid": -5, "collected": 0, "returned": 0,
+         "violations": 1, "complete": 1, "started": 2**32 - 1, "started_ms": 999,
+         "ended": 0, "ended_ms": 0}
+
+
+def test_a_batch_of_each_column_type_is_its_values_in_arrow() -> None:
+    """Strings (non-ASCII), every int width at its limits, and arrays, empty or not."""
+    rows = [ROUND, ROUND | {"round_id": "", "seats": [], "paid": -(2**63)}]
+    t = arrow_table("rounds", rows)
+    t.validate(full=True)
+    assert t.to_pylist() == rows
+
+
+@pytest.mark.parametrize("column, value", [
+    ("seats", [256]), ("seats", 3), ("events", -1), ("events", 2**32), ("paid", 2**63),
+    ("complete", True), ("dealer_id", b"d1"), ("dealer_id", None), ("wagered", 1.0)])
+def test_a_value_a_rounds_column_refuses_is_a_store_error_naming_it(
+        column: str, value: Any) -> None:
+    with pytest.raises(StoreError, match=rf"rounds\.{column} \("):
+        arrow_table("rounds", [ROUND, ROUND | {column: value}])
 
 
 @pytest.fixture
@@ -208,7 +233,7 @@ def test_a_batch_with_a_value_its_column_refuses_names_the_column(store: Embedde
 # --- the events batch built in C ------------------------------------------------------
 
 def _python_events(events: list[Any], positions: list[int]) -> Any:
-    from pitwatch.store.embedded import arrow_columns
+    from pitwatch.store.arrow import arrow_columns
     from pitwatch.store.rows import event_values
 
     rows = [event_values(e, p) for e, p in zip(events, positions, strict=True)]
@@ -222,8 +247,8 @@ def test_the_c_events_batch_is_the_python_rows_for_every_payload_type() -> None:
     from dataclasses import replace
 
     from pitwatch.events import native
+    from pitwatch.store.arrow import arrow_events
     from pitwatch.store.base import column_types
-    from pitwatch.store.embedded import arrow_events
     from producers.simulate import Floor
 
     assert column_types("events") == native.EVENT_COLUMNS  # else C is never used
@@ -254,7 +279,7 @@ def test_a_value_c_refuses_is_built_in_python_which_names_it(change: dict[str, A
 
     from pitwatch.events import native
     from pitwatch.events.model import Event, WagerPlaced
-    from pitwatch.store.embedded import arrow_events
+    from pitwatch.store.arrow import arrow_events
 
     p = WagerPlaced(2, 0, "MAIN", 2500)
     fields = {k: v for k, v in change.items() if not k.startswith("payload_")}
@@ -282,3 +307,48 @@ def test_an_error_writing_a_body_in_python_is_raised_from_the_c_batch() -> None:
 
     with pytest.raises(ValueError, match="no body"):
         native.event_columns([ev], [1], "00" * 8, refuse)
+
+
+def test_the_record_clock_keeps_a_redelivered_events_position_until_it_leaves_the_window(
+) -> None:
+    """A redelivered event (its id seen among the table's last WINDOW) keeps the position
+    it had; one older than that comes after the event the clock stands at, as a late
+    copy does."""
+    from pitwatch.events.model import Event, WagerPlaced
+    from pitwatch.store.order import STRIDE, WINDOW, TableClock
+
+    clock = TableClock()
+
+    def ev(i: int) -> Event:
+        return Event(f"e{i}", "T-1", "d-1", i, 1764547200000 + i, "r1", None,
+                     WagerPlaced(1, 0, "MAIN", 500))
+
+    for i in range(1, WINDOW + 2):
+        assert clock.position(ev(i)) == i * STRIDE
+    assert clock.position(ev(WINDOW)) == WINDOW * STRIDE  # still in the window
+    assert clock.position(ev(1)) == (WINDOW + 1) * STRIDE + 1  # gone: a late copy
+
+
+def test_building_batches_does_not_import_pandas() -> None:
+    """pyarrow's `pa.array` imports pandas (47 MB of the audit's peak memory); the
+    batches of every table, the events' in C and in Python, are built without it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from producers.simulate import Floor\n"
+        "from pitwatch.store.arrow import arrow_columns, arrow_events\n"
+        "from pitwatch.store.base import TABLES, to_columns\n"
+        "from pitwatch.store.rows import event_values\n"
+        "from tests.unit.test_store_columnar import ROUND, _violation\n"
+        "evs = list(Floor(1, 2, seed=3).events())\n"
+        "arrow_events(evs, list(range(len(evs))))\n"
+        "rows = [event_values(e, i) for i, e in enumerate(evs)]\n"
+        "arrow_columns('events', list(zip(*rows)))\n"
+        "arrow_columns('rounds', to_columns('rounds', [ROUND]))\n"
+        "arrow_columns('violations', to_columns('violations', [_violation(1)]))\n"
+        "print('pandas' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=Path(__file__).resolve().parents[2])
+    assert out.stdout.strip() == "False"
