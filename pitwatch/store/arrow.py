@@ -16,7 +16,7 @@ import functools
 import itertools
 import os
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,10 @@ from ..events.model import Event
 from .base import StoreError, column_types, to_columns
 from .rows import event_values
 
-#: `array.array` type codes of the integer columns.
+#: The Arrow type of each simple column type (DateTime is seconds, an unsigned 32-bit
+#: int), and the `array.array` type code of each integer one.
+_ARROW_NAMES = {"String": "string", "UInt8": "uint8", "UInt16": "uint16", "UInt32": "uint32",
+                "UInt64": "uint64", "Int8": "int8", "Int64": "int64", "DateTime": "uint32"}
 _INT_CODES = {"UInt8": "B", "UInt16": "H", "UInt32": "I", "UInt64": "Q", "Int8": "b",
               "Int64": "q", "DateTime": "I"}
 
@@ -41,11 +44,6 @@ def arrow_type(ch: str) -> Any:
     return getattr(pa, _ARROW_NAMES[ch])()
 
 
-#: The Arrow type of each simple column type (DateTime is seconds, an unsigned 32-bit int).
-_ARROW_NAMES = {"String": "string", "UInt8": "uint8", "UInt16": "uint16", "UInt32": "uint32",
-                "UInt64": "uint64", "Int8": "int8", "Int64": "int64", "DateTime": "uint32"}
-
-
 @functools.cache
 def arrow_schema(table: str) -> Any:
     import pyarrow as pa
@@ -53,37 +51,34 @@ def arrow_schema(table: str) -> Any:
     return pa.schema([(n, arrow_type(t)) for n, t in column_types(table)])
 
 
-def _strings(values: Sequence[Any]) -> tuple[int, list[Any]]:
-    """The offsets and UTF-8 data buffers of a string column."""
-    try:
-        data = [v.encode() for v in values]
-    except AttributeError:
-        bad = next(v for v in values if not isinstance(v, str))
-        raise TypeError(f"expected str, got {type(bad).__name__}") from None
-    return len(values), [None, array("i", itertools.accumulate(map(len, data), initial=0)),
-                         b"".join(data)]
-
-
-def _ints(code: str, values: Sequence[Any]) -> tuple[int, list[Any]]:
-    if any(v.__class__ is bool for v in values):
-        raise TypeError("expected an integer, got bool")
-    return len(values), [None, array(code, values)]
+def _offsets(lengths: Iterable[int]) -> array[int]:
+    """Arrow's int32 offsets of items of these lengths (past 2**31-1: OverflowError)."""
+    return array("i", itertools.accumulate(lengths, initial=0))
 
 
 def _array(ch: str, values: Sequence[Any]) -> Any:
-    """One column of values as an Arrow array of ClickHouse type `ch`."""
+    """One column of values as an Arrow array of ClickHouse type `ch`; what the type
+    cannot hold is a TypeError, an OverflowError or a ValueError."""
     import pyarrow as pa
 
+    typ, n = arrow_type(ch), len(values)
     if ch.startswith("Array("):
-        if any(not isinstance(v, list | tuple) for v in values):
+        if not all(isinstance(v, list | tuple) for v in values):
             raise TypeError(f"expected a list for {ch}")
         child = _array(ch[6:-1], [x for v in values for x in v])
-        offsets = array("i", itertools.accumulate(map(len, values), initial=0))
-        return pa.Array.from_buffers(arrow_type(ch), len(values), [None, pa.py_buffer(offsets)],
+        return pa.Array.from_buffers(typ, n, [None, pa.py_buffer(_offsets(map(len, values)))],
                                      children=[child])
-    n, bufs = _strings(values) if ch == "String" else _ints(_INT_CODES[ch], values)
-    return pa.Array.from_buffers(arrow_type(ch), n,
-                                 [b if b is None else pa.py_buffer(b) for b in bufs])
+    if ch == "String":
+        if not all(isinstance(v, str) for v in values):
+            bad = next(v for v in values if not isinstance(v, str))
+            raise TypeError(f"expected str, got {type(bad).__name__}")
+        data = [v.encode() for v in values]  # a lone surrogate: UnicodeEncodeError
+        bufs = [_offsets(map(len, data)), b"".join(data)]
+    else:
+        if any(v.__class__ is bool for v in values):
+            raise TypeError("expected an integer, got bool")
+        bufs = [array(_INT_CODES[ch], values)]
+    return pa.Array.from_buffers(typ, n, [None, *map(pa.py_buffer, bufs)])
 
 
 def arrow_columns(table: str, cols: Sequence[Sequence[Any]]) -> Any:

@@ -44,7 +44,8 @@ def test_a_batch_of_each_column_type_is_its_values_in_arrow() -> None:
 
 @pytest.mark.parametrize("column, value", [
     ("seats", [256]), ("seats", 3), ("events", -1), ("events", 2**32), ("paid", 2**63),
-    ("complete", True), ("dealer_id", b"d1"), ("dealer_id", None), ("wagered", 1.0)])
+    ("complete", True), ("dealer_id", b"d1"), ("dealer_id", None), ("dealer_id", "\ud800"),
+    ("wagered", 1.0)])
 def test_a_value_a_rounds_column_refuses_is_a_store_error_naming_it(
         column: str, value: Any) -> None:
     with pytest.raises(StoreError, match=rf"rounds\.{column} \("):
