@@ -149,6 +149,22 @@ class StagedFile:
         return self.path
 
 
+def orphans(staging: Path) -> list[Path]:
+    """Staged files of processes no longer running: what an audit that was killed left
+    behind (its rows are not in the store; auditing the input again stores them)."""
+    found = []
+    for f in staging.glob("*-*-*.arrow"):
+        try:
+            os.kill(int(f.stem.rsplit("-", 2)[1]), 0)
+        except ValueError:  # not a name StagedFile gives
+            continue
+        except ProcessLookupError:
+            found.append(f)
+        except PermissionError:  # another user's live process
+            continue
+    return sorted(found)
+
+
 def write_staged(staging: Path, table: str, data: Any) -> Path:
     """An Arrow table of `table` as an IPC file in `staging` of its own; its path."""
     f = StagedFile(staging, table)

@@ -4,7 +4,8 @@ Rows go in as data, in columnar batches: each batch becomes an Arrow table (one 
 array per column, typed from the DDL: `arrow.py`), appended at once to its table's
 staged Arrow IPC file in the data directory, and each file, once it holds `INSERT_ROWS`
 rows, is inserted with `INSERT ... SELECT ... FROM file(..., Arrow)`; no value is ever
-spliced into SQL text, and no batch waits in memory. (Measured in bench/audit.py's
+spliced into SQL text, and no batch waits in memory. What a killed process staged is
+removed when the store is next opened (`arrow.orphans`). (Measured in bench/audit.py's
 history, 5,000 rows a batch: the Arrow file takes a third of the time of the JSONEachRow
 file it replaced, and chDB's `Python()` table function over the same Arrow table takes
 longer than the file. The audit hands its batches already as columns, `insert_columns`,
@@ -31,7 +32,7 @@ from typing import Any
 import orjson
 
 from ..events.model import Event
-from .arrow import StagedFile, arrow_columns, arrow_events
+from .arrow import StagedFile, arrow_columns, arrow_events, orphans
 from .base import TABLES, Params, StoreError, columns, ddl_statements, to_columns
 
 
@@ -198,6 +199,8 @@ class EmbeddedStore:
         self.staging = self.path / "staging"
         self.staging.mkdir(exist_ok=True)
         self._session = session.Session(str(self.path / "chdb"))
+        for f in orphans(self.staging):  # the store is ours now: chDB locks it
+            f.unlink(missing_ok=True)
         self._staged: dict[str, StagedFile] = {}
         self._inserter = _Inserter(functools.partial(_insert_file, self._session))
         weakref.finalize(self, _finish, self._staged, self._inserter)

@@ -132,3 +132,25 @@ def test_a_value_its_column_refuses_is_raised_at_once_not_in_the_background(
     store.insert("violations", [_violation(1, "fine")])
     assert int(store.query("SELECT count() AS n FROM violations")[0]["n"]) == 1
     store.close()
+
+
+def test_opening_the_store_removes_what_a_killed_process_staged(tmp_path: Path) -> None:
+    """A killed audit leaves its staged files (its rows are not in the store; auditing
+    the input again stores them): the next open removes them, and nothing a running
+    process staged."""
+    import os
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    staging = tmp_path / "data" / "staging"
+    staging.mkdir(parents=True)
+    left = staging / f"events-{dead}-0.arrow"
+    live = staging / f"events-{os.getpid()}-999.arrow"
+    other = staging / "notes.arrow"
+    for f in (left, live, other):
+        f.write_bytes(b"x")
+    s = EmbeddedStore(tmp_path / "data")
+    assert sorted(p.name for p in staging.iterdir()) == sorted([live.name, other.name])
+    s.close()
