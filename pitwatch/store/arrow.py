@@ -154,15 +154,23 @@ def orphans(staging: Path) -> list[Path]:
     behind (its rows are not in the store; auditing the input again stores them)."""
     found = []
     for f in staging.glob("*-*-*.arrow"):
-        try:
-            os.kill(int(f.stem.rsplit("-", 2)[1]), 0)
-        except ValueError:  # not a name StagedFile gives
-            continue
-        except ProcessLookupError:
+        pid = f.stem.rsplit("-", 2)[1]
+        if pid.isdigit() and not _running(int(pid)):
             found.append(f)
-        except PermissionError:  # another user's live process
-            continue
     return sorted(found)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's
+        return True
+    try:  # a killed process not yet reaped (a zombie) answers, but runs no more
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
 
 
 def write_staged(staging: Path, table: str, data: Any) -> Path:

@@ -141,16 +141,24 @@ def test_opening_the_store_removes_what_a_killed_process_staged(tmp_path: Path) 
     import os
     import subprocess
     import sys
+    import time
 
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True).stdout.strip()
+    zombie = subprocess.Popen([sys.executable, "-c", "pass"])  # ended, not yet reaped
+    stat = Path(f"/proc/{zombie.pid}/stat")
+    deadline = time.monotonic() + 30
+    while stat.read_text().rsplit(")", 1)[1].split()[0] != "Z":
+        assert time.monotonic() < deadline, "the child never ended"
+        time.sleep(0.01)
     staging = tmp_path / "data" / "staging"
     staging.mkdir(parents=True)
-    left = staging / f"events-{dead}-0.arrow"
-    live = staging / f"events-{os.getpid()}-999.arrow"
-    other = staging / "notes.arrow"
-    for f in (left, live, other):
+    left = [staging / f"events-{dead}-0.arrow", staging / f"rounds-{zombie.pid}-3.arrow"]
+    kept = [staging / f"events-{os.getpid()}-999.arrow", staging / "notes.arrow",
+            staging / "a-b-c.arrow"]
+    for f in left + kept:
         f.write_bytes(b"x")
     s = EmbeddedStore(tmp_path / "data")
-    assert sorted(p.name for p in staging.iterdir()) == sorted([live.name, other.name])
+    zombie.wait()
+    assert sorted(p.name for p in staging.iterdir()) == sorted(p.name for p in kept)
     s.close()
