@@ -165,7 +165,7 @@ def _running(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:  # another user's
+    except (PermissionError, OverflowError):  # another user's, or no pid at all
         return True
     try:  # a killed process not yet reaped (a zombie) answers, but runs no more
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"

@@ -155,7 +155,7 @@ def test_opening_the_store_removes_what_a_killed_process_staged(tmp_path: Path) 
     staging.mkdir(parents=True)
     left = [staging / f"events-{dead}-0.arrow", staging / f"rounds-{zombie.pid}-3.arrow"]
     kept = [staging / f"events-{os.getpid()}-999.arrow", staging / "notes.arrow",
-            staging / "a-b-c.arrow"]
+            staging / "a-b-c.arrow", staging / f"events-{10**30}-1.arrow"]
     for f in left + kept:
         f.write_bytes(b"x")
     s = EmbeddedStore(tmp_path / "data")
