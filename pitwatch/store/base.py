@@ -30,7 +30,8 @@ class Store(Protocol):
         as the events themselves: `store.batch.BatchWriter` hands its batches so when
         it does. A store whose inserts return before the rows are stored also offers
         `sync()`, which waits for them and raises what failed: `BatchWriter.flush`
-        calls it.)"""
+        calls it. A store may name the rows a batch it takes best, `batch_rows`: the
+        audit's writer uses that size when it is there.)"""
 
     def query(self, sql: str, params: Params | None = None) -> list[dict[str, Any]]:
         """Run a query; rows as dicts. Values go in as `params` for `{name:Type}`

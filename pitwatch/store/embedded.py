@@ -23,6 +23,8 @@ from __future__ import annotations
 import functools
 import os
 import queue
+import sys
+import tempfile
 import threading
 import weakref
 from collections.abc import Callable, Sequence
@@ -185,6 +187,38 @@ def _chdb_session() -> Any:
     return session
 
 
+def _open_session(session: Any, path: Path) -> Any:
+    """chDB's session on the store in `path`. chDB says why it cannot open one only on
+    fd 2 (its exception just says it failed), so fd 2 is read while it opens: a store
+    another process holds open is a StoreError that says so, any other failure one
+    that gives chDB's reason, and what chDB writes when it opens is passed on."""
+    with tempfile.TemporaryFile() as said:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(said.fileno(), 2)
+        try:
+            opened = session.Session(str(path / "chdb"))
+        except Exception as e:  # chDB raises its own error types
+            failed: Exception | None = e
+        else:
+            failed = None
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        said.seek(0)
+        text = said.read().decode(errors="replace")
+    if failed is None:
+        sys.stderr.write(text)
+        return opened
+    if "Cannot lock file" in text:
+        raise StoreError(f"chDB: the store {path} is open in another process (an audit, "
+                         "the console or a demo using it): wait for it to end, or give "
+                         "another data directory") from failed
+    said_all = f"{failed} {text}".split("Stack trace", 1)[0]  # not chDB's own frames
+    reason = " ".join(said_all.split()).rstrip(", ")
+    raise StoreError(f"chDB: cannot open the store {path}: {reason}") from failed
+
+
 class EmbeddedStore:
     #: Rows a writer hands over at a time (`BatchWriter`): each batch goes to its
     #: table's staged file at once, so neither the events nor their Arrow form wait in
@@ -198,7 +232,7 @@ class EmbeddedStore:
         self.path.mkdir(parents=True, exist_ok=True)
         self.staging = self.path / "staging"
         self.staging.mkdir(exist_ok=True)
-        self._session = session.Session(str(self.path / "chdb"))
+        self._session = _open_session(session, self.path)
         for f in orphans(self.staging):  # the store is ours now: chDB locks it
             f.unlink(missing_ok=True)
         self._staged: dict[str, StagedFile] = {}

@@ -65,6 +65,48 @@ def test_audit_jsonl_stores_once_and_answers_sql(floor: Path) -> None:
     assert "match the stored ones" in rp.stdout
 
 
+def test_a_store_another_process_holds_open_is_one_clear_line(tmp_path: Path,
+                                                              floor: Path) -> None:
+    """chDB locks a store's directory while a process has it open: an audit (one job or
+    several) or a query on it meanwhile stops with one line that says so, status 2, and
+    once the holder ends the same command works."""
+    data = tmp_path / "held"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from pitwatch.store.embedded import "
+         "EmbeddedStore; s = EmbeddedStore(sys.argv[1]); s.setup(); print('open', "
+         "flush=True); sys.stdin.read(); s.close()", str(data)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "open\n"
+        avro = str(floor / "floor" / "events.avro")
+        for args in (("audit", avro, "--jobs", "1"), ("audit", avro, "--jobs", "2"),
+                     ("query", "SELECT 1")):
+            r = pitwatch(*args, "--data", str(data), cwd=tmp_path)
+            assert r.returncode == 2, (args, r.stdout, r.stderr)
+            assert r.stderr.strip().splitlines() == [
+                f"pitwatch {args[0]}: chDB: the store {data} is open in another process "
+                "(an audit, the console or a demo using it): wait for it to end, or give "
+                "another data directory"], args
+    finally:
+        holder.communicate("", timeout=60)
+    assert holder.returncode == 0
+    r = pitwatch("query", "--data", str(data), "SELECT count() AS n FROM events",
+                 cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+
+
+def test_a_store_chdb_cannot_open_gives_chdbs_reason_without_its_stack(
+        tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "chdb").write_text("not a directory")
+    r = pitwatch("query", "--data", str(data), "SELECT 1", cwd=tmp_path)
+    assert r.returncode == 2
+    (line,) = r.stderr.strip().splitlines()
+    assert line.startswith(f"pitwatch query: chDB: cannot open the store {data}: ")
+    assert "File exists" in line and "Stack trace" not in line
+
+
 def test_audit_keeps_bad_lines_aside(tmp_path: Path, floor: Path) -> None:
     lines = (floor / "floor" / "events.jsonl").read_text().splitlines()[:50]
     lines.insert(10, "{broken")
