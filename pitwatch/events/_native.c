@@ -1,8 +1,8 @@
 /* Avro blocks of records read in C, for the file audit: where each record ends, and
    each record built straight into pitwatch's typed classes; and, for the store, an
    event's JSON Lines form (`body`) and a batch of the `events` table as Arrow buffers
-   (`event_columns`), and the recent event ids of a table's record clock (`Recent`), at
-   the end of this file.
+   (`event_columns`), the recent event ids of a table's record clock (`Recent`) and the
+   contract's ranges (`RangeCheck`), at the end of this file.
 
    Both walk a block's bytes under a program compiled from the writer schema
    (pitwatch/events/native.py):
@@ -24,6 +24,7 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -1023,6 +1024,200 @@ static PyTypeObject RecentType = {
     .tp_as_sequence = &recent_as_sequence,
 };
 
+/* ---- RangeCheck: the contract's ranges, checked in C (pitwatch/events/limits.py) ----
+   `RangeCheck(event_type, envelope, payload, payloads)(event)` is True when the event is
+   certainly inside the ranges: it is of `event_type` and each field of `envelope` is in
+   range, and its `payload` attribute is of a type in `payloads` whose fields are each in
+   range. A field is (attribute, kind, lo, hi, optional): an "int" from lo to hi, a "str"
+   of lo to hi characters, "bytes" of lo to hi bytes, or None where optional. False gives
+   no verdict: anything else (a payload type not in `payloads`, a value out of range or
+   not of its kind) is left to `limits.check`, which names the field.
+
+   The fields are read at their slots' offsets, found once from the classes' member
+   descriptors (the classes are slotted dataclasses), so a check is a few loads. */
+
+enum { RANGE_INT, RANGE_STR, RANGE_BYTES };
+
+typedef struct {
+    Py_ssize_t offset;
+    int kind, optional;
+    long long lo, hi;
+} Field;
+
+typedef struct {
+    PyTypeObject *type; /* a reference kept in RangeCheck.keep */
+    Py_ssize_t n;
+    Field *fields;
+} Shape;
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *keep; /* the types of the shapes */
+    Shape envelope;
+    Py_ssize_t payload_offset;
+    Py_ssize_t n_payloads;
+    Shape *payloads;
+} RangeCheck;
+
+static int field_in(PyObject *obj, const Field *f) {
+    PyObject *v = *(PyObject **)((char *)obj + f->offset);
+    Py_ssize_t n;
+    int overflow;
+    if (v == NULL) return 0; /* a slot never set: Python raises AttributeError */
+    if (v == Py_None) return f->optional;
+    switch (f->kind) {
+    case RANGE_INT: {
+        if (!PyLong_Check(v)) return 0;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (x == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return 0;
+        }
+        return !overflow && f->lo <= x && x <= f->hi;
+    }
+    case RANGE_STR:
+        if (!PyUnicode_Check(v)) return 0;
+        n = PyUnicode_GET_LENGTH(v);
+        break;
+    default:
+        if (!PyBytes_Check(v)) return 0;
+        n = PyBytes_GET_SIZE(v);
+    }
+    return f->lo <= n && n <= f->hi;
+}
+
+static int shape_in(PyObject *obj, const Shape *s) {
+    for (Py_ssize_t i = 0; i < s->n; i++) {
+        if (!field_in(obj, &s->fields[i])) return 0;
+    }
+    return 1;
+}
+
+static PyObject *range_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
+                                  PyObject *kwnames) {
+    RangeCheck *rc = (RangeCheck *)self;
+    if (PyVectorcall_NARGS(nargsf) != 1 || kwnames != NULL) {
+        PyErr_SetString(PyExc_TypeError, "RangeCheck takes one event");
+        return NULL;
+    }
+    PyObject *ev = args[0];
+    if (rc->envelope.type == NULL || !Py_IS_TYPE(ev, rc->envelope.type)
+        || !shape_in(ev, &rc->envelope))
+        Py_RETURN_FALSE;
+    PyObject *payload = *(PyObject **)((char *)ev + rc->payload_offset);
+    if (payload == NULL) Py_RETURN_FALSE;
+    for (Py_ssize_t i = 0; i < rc->n_payloads; i++) {
+        if (Py_IS_TYPE(payload, rc->payloads[i].type))
+            return PyBool_FromLong(shape_in(payload, &rc->payloads[i]));
+    }
+    Py_RETURN_FALSE;
+}
+
+/* the offset of the slot `name` of `type`, or -1 with TypeError */
+static Py_ssize_t slot_offset(PyTypeObject *type, PyObject *name) {
+    PyObject *d = PyObject_GetAttr((PyObject *)type, name);
+    Py_ssize_t offset = -1;
+    if (d != NULL && Py_IS_TYPE(d, &PyMemberDescr_Type)
+        && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX)
+        offset = ((PyMemberDescrObject *)d)->d_member->offset;
+    Py_XDECREF(d);
+    if (offset < 0) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "%.100s.%U is not a slot", type->tp_name, name);
+    }
+    return offset;
+}
+
+static int shape_init(Shape *s, PyObject *type, PyObject *spec) {
+    static const char *KINDS[] = {"int", "str", "bytes"};
+    if (!PyType_Check(type) || !PyTuple_Check(spec)) {
+        PyErr_SetString(PyExc_TypeError, "a shape is a type and a tuple of fields");
+        return -1;
+    }
+    s->type = (PyTypeObject *)type;
+    s->n = PyTuple_GET_SIZE(spec);
+    if ((s->fields = PyMem_Calloc((size_t)s->n + 1, sizeof(Field))) == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < s->n; i++) {
+        PyObject *name, *kind;
+        Field *f = &s->fields[i];
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(spec, i), "UULLp;a field is (attribute, "
+                              "kind, lo, hi, optional)", &name, &kind, &f->lo, &f->hi,
+                              &f->optional))
+            return -1;
+        f->kind = -1;
+        for (int k = 0; k < 3; k++) {
+            if (PyUnicode_CompareWithASCIIString(kind, KINDS[k]) == 0) f->kind = k;
+        }
+        if (f->kind < 0) {
+            PyErr_Format(PyExc_ValueError, "kind %R: int, str or bytes", kind);
+            return -1;
+        }
+        if ((f->offset = slot_offset(s->type, name)) < 0) return -1;
+    }
+    return 0;
+}
+
+static void range_clear(RangeCheck *rc) {
+    PyMem_Free(rc->envelope.fields);
+    for (Py_ssize_t i = 0; i < rc->n_payloads; i++) PyMem_Free(rc->payloads[i].fields);
+    PyMem_Free(rc->payloads);
+    Py_CLEAR(rc->keep);
+    memset(&rc->envelope, 0, sizeof rc->envelope);
+    rc->payloads = NULL;
+    rc->n_payloads = 0;
+}
+
+static int range_init(RangeCheck *rc, PyObject *args, PyObject *kwds) {
+    PyObject *event_type, *envelope, *payload, *payloads, *key, *spec;
+    static char *kw[] = {"event_type", "envelope", "payload", "payloads", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!UO!", kw, &event_type, &PyTuple_Type,
+                                     &envelope, &payload, &PyDict_Type, &payloads))
+        return -1;
+    range_clear(rc);
+    rc->vectorcall = range_vectorcall;
+    if ((rc->keep = PyList_New(0)) == NULL || PyList_Append(rc->keep, event_type) < 0
+        || shape_init(&rc->envelope, event_type, envelope) < 0
+        || (rc->payload_offset = slot_offset(rc->envelope.type, payload)) < 0)
+        goto fail;
+    Py_ssize_t n = PyDict_Size(payloads), at = 0;
+    if ((rc->payloads = PyMem_Calloc((size_t)n + 1, sizeof(Shape))) == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    while (PyDict_Next(payloads, &at, &key, &spec)) {
+        if (PyList_Append(rc->keep, key) < 0) goto fail;
+        rc->n_payloads++;
+        if (shape_init(&rc->payloads[rc->n_payloads - 1], key, spec) < 0) goto fail;
+    }
+    return 0;
+fail:
+    range_clear(rc);
+    return -1;
+}
+
+static void range_dealloc(RangeCheck *rc) {
+    range_clear(rc);
+    Py_TYPE(rc)->tp_free((PyObject *)rc);
+}
+
+static PyTypeObject RangeCheckType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "pitwatch.events._native.RangeCheck",
+    .tp_doc = "RangeCheck(event_type, envelope, payload, payloads)(event) -> bool: True "
+              "when the event is certainly inside the contract's ranges",
+    .tp_basicsize = sizeof(RangeCheck),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(RangeCheck, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)range_init,
+    .tp_dealloc = (destructor)range_dealloc,
+};
+
 static PyMethodDef methods[] = {
     {"frame", frame, METH_VARARGS,
      "frame(program, data, count) -> (ends, tables) | None"},
@@ -1069,7 +1264,9 @@ PyMODINIT_FUNC PyInit__native(void) {
     if (PyModule_AddObject(m, "EVENT_COLUMNS", spec) < 0) goto fail;
     spec = NULL;
     if (PyType_Ready(&RecentType) < 0 || PyModule_AddObjectRef(m, "Recent",
-                                                              (PyObject *)&RecentType) < 0)
+                                                              (PyObject *)&RecentType) < 0
+        || PyType_Ready(&RangeCheckType) < 0
+        || PyModule_AddObjectRef(m, "RangeCheck", (PyObject *)&RangeCheckType) < 0)
         goto fail;
     return m;
 fail:

@@ -12,13 +12,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
+from . import native
 from .model import (
     CardDealt,
     CardsCleared,
     Checkpoint,
     Event,
+    HoleCardInserted,
+    HoleCardRevealed,
+    InsuranceOffered,
     PayoutMade,
     PlayerDecision,
+    RoundEnded,
     RoundStarted,
     Rules,
     ShoeLoaded,
@@ -76,19 +81,6 @@ def _id(where: str, v: str) -> None:
         raise _length(where, v)
 
 
-def _seat_hand(where: str, seat: int | None, hand: int | None) -> None:
-    if seat is not None and not 1 <= seat <= MAX_SEAT:
-        raise _outside(f"{where}.seat", seat, 1, MAX_SEAT)
-    if hand is not None and not 0 <= hand <= MAX_HAND:
-        raise _outside(f"{where}.hand", hand, 0, MAX_HAND)
-
-
-def _money(p: Any) -> None:
-    _seat_hand(type(p).__name__, p.seat, p.hand)
-    if not 0 <= p.amount <= MAX_AMOUNT:
-        raise _outside(f"{type(p).__name__}.amount", p.amount, 0, MAX_AMOUNT)
-
-
 def _rules(r: Rules) -> None:
     w = "TableOpened.rules"
     _int(f"{w}.decks", r.decks, 1, MAX_DECKS)
@@ -124,54 +116,74 @@ def _round_started(p: RoundStarted) -> None:
         _int("RoundStarted.seats", s, 1, MAX_SEAT)
 
 
-def _shoe(p: ShoeLoaded) -> None:
-    _id("ShoeLoaded.shoe_id", p.shoe_id)
-    _int("ShoeLoaded.decks", p.decks, 1, MAX_DECKS)
+#: The ranges of the fields checked one by one (`native.Field`: attribute, kind, lo, hi,
+#: optional), in the order they are checked: the envelope's, and the payloads' whose
+#: every checked field is an int, a str's length or a bytes' length (the others have
+#: functions of their own, `_PAYLOAD`). A type with no checked field has none. C checks
+#: these (`_in_range`) for nearly every event.
+_ID: Final = (1, MAX_ID)
+ENVELOPE: Final[tuple[native.Field, ...]] = (
+    ("event_id", "str", *_ID, False), ("table_id", "str", *_ID, False),
+    ("device_id", "str", *_ID, False), ("round_id", "str", *_ID, True),
+    ("seq", "int", 1, MAX_SEQ, False), ("ts", "int", MIN_TS, MAX_TS, False),
+    ("prev_digest", "bytes", DIGEST_BYTES, DIGEST_BYTES, True),
+)
+_SEAT_HAND: Final[tuple[native.Field, ...]] = (
+    ("seat", "int", 1, MAX_SEAT, True), ("hand", "int", 0, MAX_HAND, True))
+_MONEY: Final = (*_SEAT_HAND, ("amount", "int", 0, MAX_AMOUNT, False))
+FIELDS: Final[dict[type, tuple[native.Field, ...]]] = {
+    WagerPlaced: _MONEY, PayoutMade: _MONEY, WagerCollected: _MONEY, WagerReturned: _MONEY,
+    CardDealt: _SEAT_HAND, CardsCleared: _SEAT_HAND, PlayerDecision: _SEAT_HAND,
+    SwitchOffered: (("seat", "int", 1, MAX_SEAT, False),),
+    ShoeLoaded: (("shoe_id", "str", *_ID, False), ("decks", "int", 1, MAX_DECKS, False)),
+    Checkpoint: (("head_seq", "int", 1, MAX_SEQ, False), ("key_id", "str", *_ID, False),
+                 ("head_digest", "bytes", DIGEST_BYTES, DIGEST_BYTES, False),
+                 ("signature", "bytes", SIGNATURE_BYTES, SIGNATURE_BYTES, False)),
+    InsuranceOffered: (), HoleCardInserted: (), HoleCardRevealed: (), RoundEnded: (),
+}
 
-
-def _checkpoint(p: Checkpoint) -> None:
-    _int("Checkpoint.head_seq", p.head_seq, 1, MAX_SEQ)
-    _id("Checkpoint.key_id", p.key_id)
-    if len(p.head_digest) != DIGEST_BYTES:
-        raise OutOfRange(f"Checkpoint.head_digest: {len(p.head_digest)} bytes, not "
-                         f"{DIGEST_BYTES}")
-    if len(p.signature) != SIGNATURE_BYTES:
-        raise OutOfRange(f"Checkpoint.signature: {len(p.signature)} bytes, not "
-                         f"{SIGNATURE_BYTES}")
-
-
+#: The payloads with ranges `FIELDS` cannot say: lists, and the rules' nested records.
 _PAYLOAD: Final[dict[type, Callable[[Any], None]]] = {
     TableOpened: lambda p: _rules(p.rules),
-    ShoeLoaded: _shoe,
     RoundStarted: _round_started,
-    WagerPlaced: _money,
-    PayoutMade: _money,
-    WagerCollected: _money,
-    WagerReturned: _money,
-    CardDealt: lambda p: _seat_hand("CardDealt", p.seat, p.hand),
-    CardsCleared: lambda p: _seat_hand("CardsCleared", p.seat, p.hand),
-    PlayerDecision: lambda p: _seat_hand("PlayerDecision", p.seat, p.hand),
-    SwitchOffered: lambda p: _int("SwitchOffered.seat", p.seat, 1, MAX_SEAT),
-    Checkpoint: _checkpoint,
 }
+
+#: True when an event is certainly inside the ranges (in C; without the extension,
+#: never): `check` then has nothing to find.
+_in_range = native.range_check(Event, ENVELOPE, "payload", FIELDS)
+
+
+#: What a range is in, where its numbers alone do not say.
+_UNITS: Final = {"ts": " (ms from 1970 to 2106)"}
+
+
+def _fields(obj: Any, fields: tuple[native.Field, ...], prefix: str) -> None:
+    for name, kind, lo, hi, optional in fields:
+        v = getattr(obj, name)
+        if optional and v is None:
+            continue
+        if kind == "int":
+            if not lo <= v <= hi:
+                raise OutOfRange(f"{prefix}{name}: {v} is outside {lo}..{hi}"
+                                 + _UNITS.get(prefix + name, ""))
+        elif not lo <= len(v) <= hi:
+            unit, want = ("characters", f"{lo}..{hi}") if kind == "str" else (
+                "bytes", f"{lo}" if lo == hi else f"{lo}..{hi}")
+            raise OutOfRange(f"{prefix}{name}: {len(v)} {unit}, not {want}")
 
 
 def check(ev: Event) -> None:
     """Raise OutOfRange naming the first field of `ev` outside the contract's ranges."""
-    if not 0 < len(ev.event_id) <= MAX_ID:
-        raise _length("event_id", ev.event_id)
-    if not 0 < len(ev.table_id) <= MAX_ID:
-        raise _length("table_id", ev.table_id)
-    if not 0 < len(ev.device_id) <= MAX_ID:
-        raise _length("device_id", ev.device_id)
-    if ev.round_id is not None and not 0 < len(ev.round_id) <= MAX_ID:
-        raise _length("round_id", ev.round_id)
-    if not 1 <= ev.seq <= MAX_SEQ:
-        raise OutOfRange(f"seq: {ev.seq} is outside 1..{MAX_SEQ}")
-    if not MIN_TS <= ev.ts <= MAX_TS:
-        raise OutOfRange(f"ts: {ev.ts} is outside {MIN_TS}..{MAX_TS} (ms from 1970 to 2106)")
-    if ev.prev_digest is not None and len(ev.prev_digest) != DIGEST_BYTES:
-        raise OutOfRange(f"prev_digest: {len(ev.prev_digest)} bytes, not {DIGEST_BYTES}")
-    f = _PAYLOAD.get(type(ev.payload))
-    if f is not None:
-        f(ev.payload)
+    if not _in_range(ev):
+        check_in_python(ev)
+
+
+def check_in_python(ev: Event) -> None:
+    """`check` with no help from C: what finds and names the field out of range."""
+    _fields(ev, ENVELOPE, "")
+    p = ev.payload
+    fields = FIELDS.get(type(p))
+    if fields is not None:
+        _fields(p, fields, type(p).__name__ + ".")
+    elif (f := _PAYLOAD.get(type(p))) is not None:
+        f(p)

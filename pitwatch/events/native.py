@@ -19,16 +19,19 @@ JSON Lines form of an event (the `body` of every row) ten times faster than buil
 its dict for orjson, and `event_columns` a whole batch of `events` rows as Arrow
 buffers; each gives None for what it does not write, and the caller writes that in
 Python. For the store's record clock, `recent_ids` keeps a table's last event ids and
-their positions as 128-bit hashes, a fifth of the memory of a dict of the ids. The
-extension is built when the package is installed (hatch_build.py); where it could not
-be, `Program.of` is None, the writers give None and `recent_ids` is a dict.
+their positions as 128-bit hashes, a fifth of the memory of a dict of the ids. For the
+decoders, `range_check` answers whether an event is certainly inside the contract's
+ranges (pitwatch/events/limits.py) in a tenth of the time Python takes. The extension is
+built when the package is installed (hatch_build.py); where it could not be,
+`Program.of` is None, the writers give None, `recent_ids` is a dict and `range_check`
+never vouches for an event.
 """
 
 from __future__ import annotations
 
 from array import array
 from collections.abc import Callable, Mapping
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, cast
 
 try:
     from . import _native
@@ -223,3 +226,21 @@ def recent_ids(capacity: int) -> RecentIds:
     """The last `capacity` ids added, and their positions: in C (40 bytes an id) where
     the extension is built."""
     return _PyRecent(capacity) if _native is None else _native.Recent(capacity)
+
+
+#: A field's range: (attribute, kind, lo, hi, optional): an "int" from lo to hi, a "str"
+#: of lo to hi characters, "bytes" of lo to hi bytes; None passes where optional.
+Field = tuple[str, str, int, int, bool]
+
+
+def range_check(event_type: type, envelope: tuple[Field, ...], payload: str,
+                payloads: Mapping[type, tuple[Field, ...]]) -> Callable[[Any], bool]:
+    """A test that is True when an event is certainly inside these ranges: of
+    `event_type`, each `envelope` field in range, and its `payload` attribute of a type
+    in `payloads` with each of that type's fields in range. False gives no verdict (the
+    caller then checks in Python, and names the field); without the extension it is
+    always False. The classes must be slotted (the extension reads the slots)."""
+    if _native is None:
+        return lambda ev: False
+    return cast(Callable[[Any], bool],
+                _native.RangeCheck(event_type, envelope, payload, dict(payloads)))
