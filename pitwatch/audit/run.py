@@ -18,7 +18,7 @@ from ..packs.registry import select
 from ..store.base import Store
 from ..store.batch import BatchWriter
 from ..store.history import continue_history
-from ..store.order import Positions, TableClock
+from ..store.order import Positions, table_clock
 from ..store.rows import round_row, violation_row
 
 #: A round is incomplete once a later event of its table carries a device ts this much
@@ -151,7 +151,7 @@ def audit_events(
                 if ev.table_id in stored:
                     continue_history(store, auditor.table(ev.table_id), ev)  # type: ignore[arg-type]
                 else:  # nothing stored: the table's record clock starts at 0
-                    positions.tables[ev.table_id] = TableClock()
+                    positions.tables[ev.table_id] = table_clock()
             pos = positions.of(ev)
             auditor.feed(ev)
             writer.add_event(ev, pos)

@@ -1,8 +1,8 @@
 /* Avro blocks of records read in C, for the file audit: where each record ends, and
    each record built straight into pitwatch's typed classes; and, for the store, an
    event's JSON Lines form (`body`) and a batch of the `events` table as Arrow buffers
-   (`event_columns`), the recent event ids of a table's record clock (`Recent`) and the
-   contract's ranges (`RangeCheck`), at the end of this file.
+   (`event_columns`), a table's record clock and its recent event ids (`Clock`,
+   `Recent`), and the contract's ranges (`RangeCheck`), at the end of this file.
 
    Both walk a block's bytes under a program compiled from the writer schema
    (pitwatch/events/native.py):
@@ -19,8 +19,8 @@
    it accepts fastavro reads to the same values, and a block it refuses the caller reads
    with fastavro as before.
 
-   No I/O, and no state but a `Recent`'s own: the same bytes (the same event) give the
-   same answer. */
+   No I/O, and no state but a `Recent`'s or a `Clock`'s own: the same bytes (the same
+   event) give the same answer. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -964,26 +964,22 @@ static void recent_dealloc(Recent *r) {
     Py_TYPE(r)->tp_free((PyObject *)r);
 }
 
-static PyObject *recent_get(Recent *r, PyObject *id) {
-    uint64_t h[2];
-    if (recent_hash(r, id, h) < 0) return NULL;
+/* the slot holding the id of hash `h`, or -1 */
+static int32_t recent_find(Recent *r, const uint64_t h[2]) {
     for (int32_t i = r->heads[h[0] & r->mask]; i >= 0; i = r->slots[i].next) {
-        if (r->slots[i].h[0] == h[0] && r->slots[i].h[1] == h[1])
-            return PyLong_FromUnsignedLongLong(r->slots[i].pos);
+        if (r->slots[i].h[0] == h[0] && r->slots[i].h[1] == h[1]) return i;
     }
-    Py_RETURN_NONE;
+    return -1;
 }
 
-static PyObject *recent_add(Recent *r, PyObject *args) {
-    PyObject *id, *at;
-    uint64_t h[2];
-    if (!PyArg_ParseTuple(args, "OO!", &id, &PyLong_Type, &at) || recent_hash(r, id, h) < 0)
-        return NULL;
-    unsigned long long pos = PyLong_AsUnsignedLongLong(at); /* a negative one raises */
-    if (pos == (unsigned long long)-1 && PyErr_Occurred()) return NULL;
+/* the id of hash `h` added at `pos`, the oldest leaving once `capacity` are held */
+static int recent_put(Recent *r, const uint64_t h[2], uint64_t pos) {
     if (r->count < r->capacity && r->count == r->allocated) {
         Py_ssize_t want = r->allocated * 2 < r->capacity ? r->allocated * 2 : r->capacity;
-        if (recent_grow(r, want) < 0) return PyErr_NoMemory();
+        if (recent_grow(r, want) < 0) {
+            PyErr_NoMemory();
+            return -1;
+        }
     }
     int32_t i = (int32_t)(r->count % r->capacity);
     if (r->count >= r->capacity) { /* the oldest id leaves its bucket's chain */
@@ -996,6 +992,25 @@ static PyObject *recent_add(Recent *r, PyObject *args) {
     r->slots[i].pos = pos;
     recent_link(r, i);
     r->count++;
+    return 0;
+}
+
+static PyObject *recent_get(Recent *r, PyObject *id) {
+    uint64_t h[2];
+    if (recent_hash(r, id, h) < 0) return NULL;
+    int32_t i = recent_find(r, h);
+    if (i < 0) Py_RETURN_NONE;
+    return PyLong_FromUnsignedLongLong(r->slots[i].pos);
+}
+
+static PyObject *recent_add(Recent *r, PyObject *args) {
+    PyObject *id, *at;
+    uint64_t h[2];
+    if (!PyArg_ParseTuple(args, "OO!", &id, &PyLong_Type, &at) || recent_hash(r, id, h) < 0)
+        return NULL;
+    unsigned long long pos = PyLong_AsUnsignedLongLong(at); /* a negative one raises */
+    if (pos == (unsigned long long)-1 && PyErr_Occurred()) return NULL;
+    if (recent_put(r, h, pos) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -1022,6 +1037,129 @@ static PyTypeObject RecentType = {
     .tp_dealloc = (destructor)recent_dealloc,
     .tp_methods = recent_methods,
     .tp_as_sequence = &recent_as_sequence,
+};
+
+/* ---- Clock: a table's record clock (pitwatch/store/order.py, `TableClock`) ----
+   `Clock(window, stride)`: `position(event)` is the event's position in its table's
+   order of record: the position it had when its id is among the last `window` seen,
+   else `total * stride + extra` after the clock moves: a device's seq past its `last`
+   one adds the step to `total` (and `extra` is 0), any other event adds 1 to `extra`
+   (up to stride - 1). `total`, `extra` and `last` (a dict: device id -> seq) are the
+   clock's attributes, which a writer resuming from the store sets. A position past
+   2**64 - 1 (or below 0) raises OverflowError, as the store would refuse it. */
+
+typedef struct {
+    PyObject_HEAD
+    Recent *recent;
+    PyObject *last;
+    long long total, extra, stride;
+} Clock;
+
+static PyObject *clock_position(Clock *c, PyObject *ev) {
+    PyObject *id = NULL, *device = NULL, *seq = NULL, *result = NULL;
+    uint64_t h[2];
+    if (c->recent == NULL) {
+        PyErr_SetString(PyExc_ValueError, "Clock not initialised");
+        return NULL;
+    }
+    if (c->last == NULL || !PyDict_Check(c->last)) {
+        PyErr_SetString(PyExc_TypeError, "Clock.last is a dict of device id -> seq");
+        return NULL;
+    }
+    if ((id = PyObject_GetAttr(ev, envelope_names[0])) == NULL
+        || recent_hash(c->recent, id, h) < 0)
+        goto done;
+    int32_t known = recent_find(c->recent, h);
+    if (known >= 0) {
+        result = PyLong_FromUnsignedLongLong(c->recent->slots[known].pos);
+        goto done;
+    }
+    if ((device = PyObject_GetAttr(ev, envelope_names[2])) == NULL
+        || (seq = PyObject_GetAttr(ev, envelope_names[3])) == NULL)
+        goto done;
+    long long s = PyLong_AsLongLong(seq), last = 0;
+    if (s == -1 && PyErr_Occurred()) goto done;
+    PyObject *was = PyDict_GetItemWithError(c->last, device);
+    if (was == NULL && PyErr_Occurred()) goto done;
+    if (was != NULL && (last = PyLong_AsLongLong(was)) == -1 && PyErr_Occurred()) goto done;
+    long long total = c->total, extra = c->extra;
+    if (s > last) {
+        if (__builtin_add_overflow(total, s - last, &total)) goto overflow;
+        extra = 0;
+    } else if (extra + 1 < c->stride) {
+        extra++;
+    }
+    __int128 pos = (__int128)total * c->stride + extra;
+    if (pos < 0 || pos > (__int128)UINT64_MAX) goto overflow;
+    if (s > last && PyDict_SetItem(c->last, device, seq) < 0) goto done;
+    c->total = total;
+    c->extra = extra;
+    if (recent_put(c->recent, h, (uint64_t)pos) == 0)
+        result = PyLong_FromUnsignedLongLong((uint64_t)pos);
+    goto done;
+overflow:
+    PyErr_SetString(PyExc_OverflowError, "the record clock passed 2**64 - 1");
+done:
+    Py_XDECREF(id);
+    Py_XDECREF(device);
+    Py_XDECREF(seq);
+    return result;
+}
+
+static int clock_init(Clock *c, PyObject *args, PyObject *kwds) {
+    Py_ssize_t window;
+    long long stride;
+    static char *kw[] = {"window", "stride", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "nL", kw, &window, &stride)) return -1;
+    if (stride < 1) {
+        PyErr_SetString(PyExc_ValueError, "stride from 1");
+        return -1;
+    }
+    PyObject *recent = PyObject_CallFunction((PyObject *)&RecentType, "n", window);
+    PyObject *last = PyDict_New();
+    if (recent == NULL || last == NULL) {
+        Py_XDECREF(recent);
+        Py_XDECREF(last);
+        return -1;
+    }
+    Py_XSETREF(c->recent, (Recent *)recent);
+    Py_XSETREF(c->last, last);
+    c->total = c->extra = 0;
+    c->stride = stride;
+    return 0;
+}
+
+static void clock_dealloc(Clock *c) {
+    Py_XDECREF(c->recent);
+    Py_XDECREF(c->last);
+    Py_TYPE(c)->tp_free((PyObject *)c);
+}
+
+static PyMethodDef clock_methods[] = {
+    {"position", (PyCFunction)clock_position, METH_O, "position(event) -> int"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMemberDef clock_members[] = {
+    {"total", T_LONGLONG, offsetof(Clock, total), 0, "the sum of the devices' last seqs"},
+    {"extra", T_LONGLONG, offsetof(Clock, extra), 0,
+     "events since the clock last moved that did not move it"},
+    {"last", T_OBJECT_EX, offsetof(Clock, last), 0, "each device's last seq"},
+    {"stride", T_LONGLONG, offsetof(Clock, stride), READONLY, "positions a tick"},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyTypeObject ClockType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "pitwatch.events._native.Clock",
+    .tp_doc = "Clock(window, stride): a table's record clock",
+    .tp_basicsize = sizeof(Clock),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)clock_init,
+    .tp_dealloc = (destructor)clock_dealloc,
+    .tp_methods = clock_methods,
+    .tp_members = clock_members,
 };
 
 /* ---- RangeCheck: the contract's ranges, checked in C (pitwatch/events/limits.py) ----
@@ -1265,6 +1403,8 @@ PyMODINIT_FUNC PyInit__native(void) {
     spec = NULL;
     if (PyType_Ready(&RecentType) < 0 || PyModule_AddObjectRef(m, "Recent",
                                                               (PyObject *)&RecentType) < 0
+        || PyType_Ready(&ClockType) < 0
+        || PyModule_AddObjectRef(m, "Clock", (PyObject *)&ClockType) < 0
         || PyType_Ready(&RangeCheckType) < 0
         || PyModule_AddObjectRef(m, "RangeCheck", (PyObject *)&RangeCheckType) < 0)
         goto fail;

@@ -18,8 +18,9 @@ so the outcome never depends on this module. For the store, `json_body` writes t
 JSON Lines form of an event (the `body` of every row) ten times faster than building
 its dict for orjson, and `event_columns` a whole batch of `events` rows as Arrow
 buffers; each gives None for what it does not write, and the caller writes that in
-Python. For the store's record clock, `recent_ids` keeps a table's last event ids and
-their positions as 128-bit hashes, a fifth of the memory of a dict of the ids. For the
+Python. For the store's record clock, `record_clock` is the whole clock in C, and
+`recent_ids` keeps a table's last event ids and their positions as 128-bit hashes, a
+fifth of the memory of a dict of the ids. For the
 decoders, `range_check` answers whether an event is certainly inside the contract's
 ranges (pitwatch/events/limits.py) in a tenth of the time Python takes. The extension is
 built when the package is installed (hatch_build.py); where it could not be,
@@ -193,7 +194,7 @@ def event_columns(events: list[Any], positions: list[int], fingerprint: str,
 
 
 class RecentIds(Protocol):
-    """The last ids of a table's events and their positions (`store.order.TableClock`)."""
+    """The last ids of a table's events and their positions (`store.order`)."""
 
     def get(self, event_id: str, /) -> int | None: ...
     def add(self, event_id: str, pos: int, /) -> None: ...
@@ -220,6 +221,21 @@ class _PyRecent:
 
     def __len__(self) -> int:
         return len(self._pos)
+
+
+class Clock(Protocol):
+    """A table's record clock (`store.order`), in C where the extension is built."""
+
+    total: int
+    extra: int
+    last: dict[str, int]
+
+    def position(self, event: Any, /) -> int: ...
+
+
+def record_clock(window: int, stride: int) -> Clock | None:
+    """A record clock in C (`_native.Clock`), or None without the extension."""
+    return None if _native is None else _native.Clock(window, stride)
 
 
 def recent_ids(capacity: int) -> RecentIds:

@@ -412,3 +412,57 @@ def test_recent_ids_refuse_what_is_not_an_id_and_a_position(bad: tuple[Any, Any]
     with pytest.raises((TypeError, OverflowError)):
         r.add(*bad)
     assert len(r) == 0
+
+
+# --- the record clock in C ---------------------------------------------------------------
+
+_clock_steps = st.lists(st.one_of(
+    st.tuples(st.just("event"), st.sampled_from(["e1", "e2", "e3", "é4", ""]),
+              st.sampled_from(["shoe", "console", "wager"]), st.integers(1, 40)),
+    st.tuples(st.just("resume"), st.integers(0, 50 * 16 + 15),
+              st.dictionaries(st.sampled_from(["shoe", "console"]), st.integers(1, 40)))),
+    max_size=80)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_clock_steps)
+def test_the_record_clock_in_c_gives_the_positions_python_gives(
+        steps: list[tuple[Any, ...]]) -> None:
+    """Events of several devices, their seqs stepping forward, back and repeating, their
+    ids repeating (a redelivery) within a small window and after it, and resumes at any
+    stored position: the C clock gives each event the position the Python clock gives,
+    and stands where it stands."""
+    from pitwatch.events.model import Event, RoundEnded
+    from pitwatch.store import order
+
+    c = native.record_clock(4, 16)
+    assert c is not None
+    py = order._PyTableClock()
+    py.recent = native._PyRecent(4)
+    for step in steps:
+        if step[0] == "event":
+            _, event_id, device, seq = step
+            ev = Event(event_id, "T-1", device, seq, 0, None, None, RoundEnded())
+            with pytest.MonkeyPatch.context() as m:
+                m.setattr(order, "STRIDE", 16)
+                want = py.position(ev)
+            assert c.position(ev) == want
+        else:
+            _, pos, last = step
+            for clock in (c, py):
+                clock.total, clock.extra = divmod(pos, 16)
+                clock.last = dict(last)
+        assert (c.total, c.extra, c.last) == (py.total, py.extra, py.last)
+
+
+def test_the_record_clock_refuses_a_position_past_64_bits() -> None:
+    from pitwatch.events.model import Event, RoundEnded
+
+    c = native.record_clock(4, 1024)
+    assert c is not None
+    c.total = 2**54
+    with pytest.raises(OverflowError):
+        c.position(Event("e1", "T-1", "shoe", 1, 0, None, None, RoundEnded()))
+    c.last = []  # type: ignore[assignment]
+    with pytest.raises(TypeError, match="dict"):
+        c.position(Event("e2", "T-1", "shoe", 1, 0, None, None, RoundEnded()))

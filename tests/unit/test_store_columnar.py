@@ -316,9 +316,9 @@ def test_the_record_clock_keeps_a_redelivered_events_position_until_it_leaves_th
     it had; one older than that comes after the event the clock stands at, as a late
     copy does."""
     from pitwatch.events.model import Event, WagerPlaced
-    from pitwatch.store.order import STRIDE, WINDOW, TableClock
+    from pitwatch.store.order import STRIDE, WINDOW, table_clock
 
-    clock = TableClock()
+    clock = table_clock()
 
     def ev(i: int) -> Event:
         return Event(f"e{i}", "T-1", "d-1", i, 1764547200000 + i, "r1", None,
