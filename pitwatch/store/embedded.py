@@ -58,10 +58,13 @@ WAITING_BATCHES = 1
 #: Rows an insert: a table's batches are appended to its staged file until it holds
 #: this many (or until `sync`). chDB spends about 0.1 s of CPU an insert whatever its
 #: size (214k events, the inserts alone: 5.6 s in 5,000-row inserts, 1.4 s in 100,000),
-#: and its peak memory is least between: 1.08M events into chDB, peak RSS over chDB
-#: opened 206 MB at 5,000 rows, 150 at 35,000 and at 50,000, 217 at 100,000 and 369
-#: at 200,000 (its merges of many small parts, then an insert's own working set).
-INSERT_ROWS = 50_000
+#: and it holds about 2.5 times an insert's rows while it inserts (read, gathered into
+#: one block, sorted: 62 MB over chDB opened for 50,000 events), while small inserts
+#: make many parts to merge. Peak RSS over chDB opened, 1.08M events, with the
+#: `TABLE_SETTINGS`: 148 MB at 15,000 rows, 161 at 20,000, 129-132 at 25,000, 141 at
+#: 30,000, 157 at 35,000, 151-154 at 50,000 (which of the merges overlap an insert moves
+#: it); 115 on 267k events at 25,000.
+INSERT_ROWS = 25_000
 
 
 def _run(session: Any, sql: str, fmt: str = "CSV", params: Params | None = None) -> str:
@@ -172,10 +175,15 @@ JEMALLOC_CONF = "dirty_decay_ms:0,muzzy_decay_ms:0"
 
 #: Merges one column at a time, not all columns of every part at once: the audit's peak
 #: memory into chDB was 200 MB over chDB opened, and 172 MB with this (267k events,
-#: bench/audit.py), in the same time. Set here, not in schemas/clickhouse: the server
-#: (18.16) takes no MODIFY SETTING, and its memory is not the audit's.
-MERGE_SETTINGS = ("vertical_merge_algorithm_min_rows_to_activate = 1, "
-                  "vertical_merge_algorithm_min_columns_to_activate = 1")
+#: bench/audit.py), in the same time. And compressed blocks of 16 to 64 KiB, not 64 KiB
+#: to 1 MiB: each column an insert or a merge writes or reads holds a block and its
+#: compressed form, and the peak over chDB opened was 140-168 MB with the default, 142-152
+#: with these (4 runs each, 267k events, 50,000 rows an insert; the store no larger).
+#: Set here, not in schemas/clickhouse: the server (18.16) takes no MODIFY SETTING, and
+#: its memory is not the audit's.
+TABLE_SETTINGS = ("vertical_merge_algorithm_min_rows_to_activate = 1, "
+                  "vertical_merge_algorithm_min_columns_to_activate = 1, "
+                  "min_compress_block_size = 16384, max_compress_block_size = 65536")
 
 
 def _chdb_session() -> Any:
@@ -246,7 +254,7 @@ class EmbeddedStore:
         for stmt in ddl_statements():
             self._run(stmt)
         for t in TABLES:
-            self._run(f"ALTER TABLE {t} MODIFY SETTING {MERGE_SETTINGS}")
+            self._run(f"ALTER TABLE {t} MODIFY SETTING {TABLE_SETTINGS}")
 
     def insert(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
         if rows:
