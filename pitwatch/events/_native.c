@@ -28,6 +28,65 @@
 #include <stdint.h>
 #include <string.h>
 
+/* ---- attributes of slotted classes (the event model's), read at their slots' offsets:
+   `slot_attr(obj, name)` is `getattr(obj, name)`, and `slot_lookup` its first half. The
+   offset of each (type, name) is found once, from the type's member descriptor, and kept
+   with the type's version tag (a type changed since is looked up again); the types and
+   names kept are held, so their addresses are never another's. Anything else (a type
+   with its own __getattribute__, a name that is not a slot, an empty slot, a full
+   cache) goes through Python's getattr as before. */
+
+#define SLOT_CACHE 256
+static struct {
+    PyTypeObject *type;
+    PyObject *name;
+    unsigned int tag;
+    Py_ssize_t offset; /* -1: not a slot holding an object */
+} slot_cache[SLOT_CACHE];
+
+/* the offset of the slot `name` of `type` holding an object, or -1 (no error set) */
+static Py_ssize_t member_offset(PyTypeObject *type, PyObject *name) {
+    PyObject *d = _PyType_Lookup(type, name); /* borrowed; sets no error */
+    if (d != NULL && Py_IS_TYPE(d, &PyMemberDescr_Type)
+        && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX)
+        return ((PyMemberDescrObject *)d)->d_member->offset;
+    return -1;
+}
+
+/* 1 and a new reference in *out when `name` is a set slot of `obj`'s type; else 0 */
+static int slot_lookup(PyObject *obj, PyObject *name, PyObject **out) {
+    PyTypeObject *t = Py_TYPE(obj);
+    if (t->tp_getattro != PyObject_GenericGetAttr
+        || !PyType_HasFeature(t, Py_TPFLAGS_VALID_VERSION_TAG))
+        return 0;
+    size_t h = ((uintptr_t)t >> 4) * 31u + ((uintptr_t)name >> 4);
+    for (size_t k = 0; k < 8; k++) {
+        size_t i = (h + k) & (SLOT_CACHE - 1);
+        if (slot_cache[i].type == NULL) {
+            slot_cache[i].type = (PyTypeObject *)Py_NewRef((PyObject *)t);
+            slot_cache[i].name = Py_NewRef(name);
+            slot_cache[i].tag = 0;
+        } else if (slot_cache[i].type != t || slot_cache[i].name != name) {
+            continue;
+        }
+        if (slot_cache[i].tag != t->tp_version_tag) {
+            slot_cache[i].offset = member_offset(t, name);
+            slot_cache[i].tag = t->tp_version_tag;
+        }
+        PyObject *v = slot_cache[i].offset < 0
+            ? NULL : *(PyObject **)((char *)obj + slot_cache[i].offset);
+        if (v == NULL) return 0;
+        *out = Py_NewRef(v);
+        return 1;
+    }
+    return 0;
+}
+
+static PyObject *slot_attr(PyObject *obj, PyObject *name) {
+    PyObject *v;
+    return slot_lookup(obj, name, &v) ? v : PyObject_GetAttr(obj, name);
+}
+
 enum {
     OP_NULL, OP_BOOLEAN, OP_INT, OP_LONG, OP_FLOAT, OP_DOUBLE, OP_BYTES, OP_STRING,
     OP_FIXED,  /* size */
@@ -555,7 +614,7 @@ enum { PLAIN, HEX, HEX_OR_NONE };
 
 /* `,"name":value` of obj's attribute; a HEX field is bytes, written as hex. */
 static int out_field(Out *o, PyObject *obj, PyObject *name, int kind) {
-    PyObject *v = PyObject_GetAttr(obj, name);
+    PyObject *v = slot_attr(obj, name);
     if (v == NULL) return -1;
     int r = -1;
     if (out_key(o, name) == 0) {
@@ -587,7 +646,7 @@ static int is_hex(PyObject *name) {
 static int write_body(Out *o, PyObject *ev) {
     PyObject *payload = NULL, *slots = NULL, *type_name = NULL;
     int r = -1;
-    if ((payload = PyObject_GetAttr(ev, payload_name)) == NULL
+    if ((payload = slot_attr(ev, payload_name)) == NULL
         || (type_name = PyType_GetName(Py_TYPE(payload))) == NULL)
         goto done;
     int is_checkpoint = PyUnicode_Compare(type_name, checkpoint_name) == 0;
@@ -689,6 +748,7 @@ static int put_int(Columns *c, int col, PyObject *v, int64_t lo, uint64_t hi, in
    cost of making an AttributeError for most events (a card has no amount) */
 static PyObject *attr_or(PyObject *obj, PyObject *name, PyObject *dflt) {
     PyObject *v;
+    if (slot_lookup(obj, name, &v)) return v;
 #if PY_VERSION_HEX >= 0x030D0000
     int found = PyObject_GetOptionalAttr(obj, name, &v);
 #else
@@ -702,14 +762,14 @@ static int put_event(Columns *c, PyObject *ev, PyObject *pos, PyObject *fingerpr
     PyObject *v[N_COLUMNS] = {NULL}, *payload = NULL;
     int r = -1;
     for (int i = C_EVENT_ID; i <= C_DEVICE_ID; i++) {
-        if ((v[i] = PyObject_GetAttr(ev, column_attr[i])) == NULL
+        if ((v[i] = slot_attr(ev, column_attr[i])) == NULL
             || put_str(c, i, v[i]) < 0)
             goto done;
     }
-    if ((v[C_SEQ] = PyObject_GetAttr(ev, column_attr[C_SEQ])) == NULL
+    if ((v[C_SEQ] = slot_attr(ev, column_attr[C_SEQ])) == NULL
         || put_int(c, C_SEQ, v[C_SEQ], 0, UINT64_MAX, 8) < 0)
         goto done;
-    if ((v[C_TS] = PyObject_GetAttr(ev, column_attr[C_TS])) == NULL
+    if ((v[C_TS] = slot_attr(ev, column_attr[C_TS])) == NULL
         || !PyLong_CheckExact(v[C_TS]))
         goto done;
     {
@@ -721,13 +781,13 @@ static int put_event(Columns *c, PyObject *ev, PyObject *pos, PyObject *fingerpr
             || out_raw(&c->data[C_TS_MS], (const char *)&ms, 2) < 0)
             goto done;
     }
-    if ((v[C_ROUND_ID] = PyObject_GetAttr(ev, column_attr[C_ROUND_ID])) == NULL) goto done;
+    if ((v[C_ROUND_ID] = slot_attr(ev, column_attr[C_ROUND_ID])) == NULL) goto done;
     if (v[C_ROUND_ID] == Py_None) {
         if (put_offset(c, C_ROUND_ID) < 0) goto done;
     } else if (put_str(c, C_ROUND_ID, v[C_ROUND_ID]) < 0) {
         goto done;
     }
-    if ((payload = PyObject_GetAttr(ev, payload_name)) == NULL
+    if ((payload = slot_attr(ev, payload_name)) == NULL
         || (v[C_TYPE] = PyType_GetName(Py_TYPE(payload))) == NULL
         || put_str(c, C_TYPE, v[C_TYPE]) < 0)
         goto done;
@@ -763,7 +823,7 @@ static int put_event(Columns *c, PyObject *ev, PyObject *pos, PyObject *fingerpr
         if (bad) goto done;
     }
     if (put_offset(c, C_BODY) < 0) goto done;
-    if ((v[C_WRITER] = PyObject_GetAttr(ev, writer_name)) == NULL) goto done;
+    if ((v[C_WRITER] = slot_attr(ev, writer_name)) == NULL) goto done;
     if (PyBytes_CheckExact(v[C_WRITER]) && PyBytes_GET_SIZE(v[C_WRITER]) > 0) {
         if (out_hex(&c->data[C_WRITER], v[C_WRITER], 0) < 0 || put_offset(c, C_WRITER) < 0)
             goto done;
@@ -1066,7 +1126,7 @@ static PyObject *clock_position(Clock *c, PyObject *ev) {
         PyErr_SetString(PyExc_TypeError, "Clock.last is a dict of device id -> seq");
         return NULL;
     }
-    if ((id = PyObject_GetAttr(ev, envelope_names[0])) == NULL
+    if ((id = slot_attr(ev, envelope_names[0])) == NULL
         || recent_hash(c->recent, id, h) < 0)
         goto done;
     int32_t known = recent_find(c->recent, h);
@@ -1074,8 +1134,8 @@ static PyObject *clock_position(Clock *c, PyObject *ev) {
         result = PyLong_FromUnsignedLongLong(c->recent->slots[known].pos);
         goto done;
     }
-    if ((device = PyObject_GetAttr(ev, envelope_names[2])) == NULL
-        || (seq = PyObject_GetAttr(ev, envelope_names[3])) == NULL)
+    if ((device = slot_attr(ev, envelope_names[2])) == NULL
+        || (seq = slot_attr(ev, envelope_names[3])) == NULL)
         goto done;
     long long s = PyLong_AsLongLong(seq), last = 0;
     if (s == -1 && PyErr_Occurred()) goto done;
@@ -1171,8 +1231,8 @@ static PyTypeObject ClockType = {
    no verdict: anything else (a payload type not in `payloads`, a value out of range or
    not of its kind) is left to `limits.check`, which names the field.
 
-   The fields are read at their slots' offsets, found once from the classes' member
-   descriptors (the classes are slotted dataclasses), so a check is a few loads. */
+   The fields are read at their slots' offsets (`member_offset`), found once, so a check
+   is a few loads. */
 
 enum { RANGE_INT, RANGE_STR, RANGE_BYTES };
 
@@ -1254,16 +1314,9 @@ static PyObject *range_vectorcall(PyObject *self, PyObject *const *args, size_t 
 
 /* the offset of the slot `name` of `type`, or -1 with TypeError */
 static Py_ssize_t slot_offset(PyTypeObject *type, PyObject *name) {
-    PyObject *d = PyObject_GetAttr((PyObject *)type, name);
-    Py_ssize_t offset = -1;
-    if (d != NULL && Py_IS_TYPE(d, &PyMemberDescr_Type)
-        && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX)
-        offset = ((PyMemberDescrObject *)d)->d_member->offset;
-    Py_XDECREF(d);
-    if (offset < 0) {
-        PyErr_Clear();
+    Py_ssize_t offset = member_offset(type, name);
+    if (offset < 0)
         PyErr_Format(PyExc_TypeError, "%.100s.%U is not a slot", type->tp_name, name);
-    }
     return offset;
 }
 

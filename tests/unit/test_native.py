@@ -466,3 +466,43 @@ def test_the_record_clock_refuses_a_position_past_64_bits() -> None:
     c.last = []  # type: ignore[assignment]
     with pytest.raises(TypeError, match="dict"):
         c.position(Event("e2", "T-1", "shoe", 1, 0, None, None, RoundEnded()))
+
+
+def test_attributes_read_at_their_slots_are_what_getattr_gives() -> None:
+    """C reads the model's fields at their slots' offsets, found once a class: a class
+    changed since (a field made a property) and a subclass that overrides a field are
+    read as Python's getattr reads them, and the cache holds no more than it may."""
+    base = Event("e", "T-1", "d", 1, 0, "R-1", None, WagerPlaced(1, 0, "MAIN", 2500))
+    assert native.json_body(base) == python_line(base)
+
+    class Doubled(WagerPlaced):
+        __slots__ = ()
+
+        @property  # type: ignore[override]
+        def amount(self) -> int:
+            return 5000
+
+    payload = Doubled.__new__(Doubled)
+    for name, value in (("seat", 1), ("hand", 0), ("kind", "MAIN"), ("amount", 2500)):
+        WagerPlaced.__dict__[name].__set__(payload, value)  # the slot holds 2500
+    doubled = replace(base, payload=payload)
+    assert native.json_body(doubled) == python_line(doubled)
+    cols = native.event_columns([doubled], [7], "00" * 8, jsonl.dumps)
+    assert cols is not None
+    assert int.from_bytes(cols[11], "little") == 5000  # amount, as getattr reads it
+
+    slot = WagerPlaced.__dict__["kind"]
+    try:
+        WagerPlaced.kind = property(lambda self: "SIDE")  # type: ignore[assignment,method-assign]
+        assert b'"kind":"SIDE"' in (native.json_body(base) or b"")
+        assert native.json_body(base) == python_line(base)
+    finally:
+        WagerPlaced.kind = slot  # type: ignore[method-assign]
+    assert native.json_body(base) == python_line(base)
+
+    many = [type(f"P{i}", (WagerPlaced,), {"__slots__": ()}) for i in range(400)]
+    for cls in many:  # more (class, name) pairs than the cache holds: getattr for the rest
+        ev = replace(base, payload=cls(2, 1, "MAIN", 100))
+        cols = native.event_columns([ev], [7], "00" * 8, jsonl.dumps)
+        assert cols is not None
+        assert (cols[8], cols[9], cols[11]) == (b"\x02", b"\x01", (100).to_bytes(8, "little"))
