@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -92,6 +94,25 @@ def _with_bar(events: Iterable[Event]) -> Iterator[Event]:
         bar.update(n)
 
 
+#: The cyclic garbage collector's thresholds while an audit runs (CPython's own: 700, 10,
+#: 10). An audit makes millions of short-lived objects (events, payloads, rows) and
+#: next to no cycles, and CPython looks for cycles among the young every 700 objects
+#: made: 4% of the `--no-store` time and 6% of the audit into chDB, whose batches keep
+#: their events long enough to age them (267k events); the peak RSS is the same.
+AUDIT_GC_THRESHOLDS = (10_000, 20, 20)
+
+
+@contextmanager
+def _collecting_less() -> Iterator[None]:
+    """`AUDIT_GC_THRESHOLDS` for the duration, the thresholds before restored after."""
+    before = gc.get_threshold()
+    gc.set_threshold(*AUDIT_GC_THRESHOLDS)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+
+
 def audit_events(
     events: Iterable[Event],
     *,
@@ -141,22 +162,26 @@ def audit_events(
     # tables with a stored history: only theirs is asked for (a query each costs chDB
     # tens of milliseconds, and a fresh store has none)
     stored = stored_tables(store) if store is not None else set()
+    clocks = positions.tables
     n = 0
-    for ev in events:
-        n += 1
-        if writer is None:
-            auditor.feed(ev)
-        else:
-            if ev.table_id not in auditor.tables:
+    with _collecting_less():
+        for ev in events:
+            n += 1
+            if writer is None:
+                auditor.feed(ev)
+                continue
+            clock = clocks.get(ev.table_id)
+            if clock is None:  # the table's first event
                 if ev.table_id in stored:
                     continue_history(store, auditor.table(ev.table_id), ev)  # type: ignore[arg-type]
+                    clock = positions.clock(ev)  # resumed from the store
                 else:  # nothing stored: the table's record clock starts at 0
-                    positions.tables[ev.table_id] = table_clock()
-            pos = positions.of(ev)
+                    clock = clocks[ev.table_id] = table_clock()
+            pos = clock.position(ev)
             auditor.feed(ev)
             writer.add_event(ev, pos)
-    if finish:
-        auditor.finish()
+        if finish:
+            auditor.finish()
     rep.events += n
     rep.tables.update(auditor.tables)
     if writer is not None:

@@ -92,13 +92,18 @@ class Positions:
     def of(self, ev: Event) -> int:
         """The position of `ev` in its table's order of record; events must come in
         that order."""
+        return self.clock(ev).position(ev)
+
+    def clock(self, ev: Event) -> Clock:
+        """The record clock of `ev`'s table: on the table's first event, a new one,
+        resumed from the store when there is one."""
         clock = self.tables.get(ev.table_id)
         if clock is None:
             clock = table_clock()
             if self.store is not None:
                 self._resume(self.store, clock, ev)
             self.tables[ev.table_id] = clock
-        return clock.position(ev)
+        return clock
 
     def _resume(self, store: Store, clock: Clock, ev: Event) -> None:
         delay = 0.5

@@ -177,3 +177,25 @@ def test_a_code_that_cannot_stand_alone_is_paired_in_its_round_id(code: str) -> 
     ids = [r for r, t in rounds().items() if code in codes_of(r, t)]
     assert ids and all(codes_of(r, rounds()[r]) == {code, "INSURANCE_SETTLEMENT_WRONG"}
                        for r in ids)
+
+
+def test_the_audit_collects_cycles_less_often_and_puts_the_thresholds_back() -> None:
+    """An audit makes millions of short-lived objects and next to no cycles: while it
+    runs, the cyclic collector's thresholds are `AUDIT_GC_THRESHOLDS`; after it (or after
+    it failed), they are the caller's again."""
+    import gc
+
+    from pitwatch.audit import run
+
+    before = gc.get_threshold()
+    seen: list[tuple[int, int, int]] = []
+    audit_paths([ROUNDS], on_violation=lambda v: seen.append(gc.get_threshold()))
+    assert seen and set(seen) == {run.AUDIT_GC_THRESHOLDS} != {before}
+    assert gc.get_threshold() == before
+
+    def failing(v: object) -> None:
+        raise RuntimeError("the caller's own failure")
+
+    with pytest.raises(RuntimeError, match="own failure"):
+        audit_paths([ROUNDS], on_violation=failing)
+    assert gc.get_threshold() == before
