@@ -33,7 +33,7 @@ import pickle
 import resource
 import sys
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
@@ -47,7 +47,6 @@ from ..events.avro import (
     ContainerBlock,
     DecodeError,
     read_container_blocks,
-    read_container_records,
 )
 from ..events.files import AVRO_SUFFIXES, Rejected, expand
 from ..events.jsonl import InvalidEvent, from_json, loads
@@ -125,8 +124,8 @@ def first_tables(files: Sequence[Path], records: int) -> dict[str, int]:
         with open(path, "rb") as f:
             try:
                 if path.suffix in AVRO_SUFFIXES:
-                    ids: Iterator[object] = (d.get("table_id")
-                                             for d, _ in read_container_records(f))
+                    ids: Iterator[object] = (t for block in read_container_blocks(f)
+                                             for t in _table_ids(block))
                 else:
                     ids = (_table_of(line) for line in f if line.strip())
                 for t in ids:
@@ -138,6 +137,16 @@ def first_tables(files: Sequence[Path], records: int) -> dict[str, int]:
             except Exception:  # a damaged file: plan on what was read
                 pass
     return counts
+
+
+def _table_ids(block: ContainerBlock) -> Iterable[object]:
+    """The table_id of each record of an Avro block: framed in C, not decoded, where the
+    framer takes the block; else from fastavro's records (which raise where the block
+    is damaged, after the records before it)."""
+    framed = block.frame()
+    if framed is not None:
+        return framed[1]
+    return (d.get("table_id") for d, _ in block.records())
 
 
 def _table_of(line: bytes) -> object:
@@ -159,6 +168,8 @@ class _Shard:
         self.emit, self.report = emit, report
         self.at = 0
         self.reported = 0  # the last record reported judged
+        #: whether each table seen (by its table_id as framed) is this worker's
+        self.ours: dict[str | None, bool] = {}
 
     def _reject(self, r: Rejected) -> None:
         self.emit(self.at, "reject", r)
@@ -207,7 +218,11 @@ class _Shard:
         framed = block.frame()
         if framed is not None:
             ends, tables = framed
-            mine = [i for i, t in enumerate(tables) if owner(t) == k]
+            ours = self.ours
+            for t in tables:  # the tables first seen here, in order: `owner` ranks them
+                if t not in ours:
+                    ours[t] = owner(t) == k
+            mine = [i for i, t in enumerate(tables) if ours[t]]
             built = block.events([(ends[i - 1] if i else 0, ends[i]) for i in mine])
             if built is not None:
                 return zip(mine, built, strict=True)
