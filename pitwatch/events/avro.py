@@ -374,8 +374,6 @@ class ContainerBlock:
     def judged(self, rec: Event | tuple[dict[str, Any], bytes]) -> Event:
         """The event of a record `read`, range-checked: DecodeError (or KeyError) when it
         is not one of the contract (`shown` is what to show of it)."""
-        if rec.__class__ is Event:  # built in C: nearly always in range, C says so
-            return rec if limits.in_range(rec) else checked(rec)
         return checked(rec) if isinstance(rec, Event) else from_datum(*rec)
 
     def shown(self, rec: Event | tuple[dict[str, Any], bytes]) -> str:

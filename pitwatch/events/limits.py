@@ -120,7 +120,7 @@ def _round_started(p: RoundStarted) -> None:
 #: optional), in the order they are checked: the envelope's, and the payloads' whose
 #: every checked field is an int, a str's length or a bytes' length (the others have
 #: functions of their own, `_PAYLOAD`). A type with no checked field has none. C checks
-#: these (`in_range`) for nearly every event.
+#: these (`_in_range`) for nearly every event.
 _ID: Final = (1, MAX_ID)
 ENVELOPE: Final[tuple[native.Field, ...]] = (
     ("event_id", "str", *_ID, False), ("table_id", "str", *_ID, False),
@@ -149,8 +149,8 @@ _PAYLOAD: Final[dict[type, Callable[[Any], None]]] = {
 }
 
 #: True when an event is certainly inside the ranges (in C; without the extension,
-#: never): `check` then has nothing to find. The decoders ask it first.
-in_range = native.range_check(Event, ENVELOPE, "payload", FIELDS)
+#: never): `check` then has nothing to find.
+_in_range = native.range_check(Event, ENVELOPE, "payload", FIELDS)
 
 
 #: What a range is in, where its numbers alone do not say.
@@ -174,7 +174,7 @@ def _fields(obj: Any, fields: tuple[native.Field, ...], prefix: str) -> None:
 
 def check(ev: Event) -> None:
     """Raise OutOfRange naming the first field of `ev` outside the contract's ranges."""
-    if not in_range(ev):
+    if not _in_range(ev):
         check_in_python(ev)
 
 

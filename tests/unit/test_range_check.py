@@ -1,4 +1,4 @@
-"""The contract's ranges checked in C (`native.range_check`, `limits.in_range`): it
+"""The contract's ranges checked in C (`native.range_check`, `limits._in_range`): it
 vouches for an event only when Python's check finds nothing, it vouches for every
 in-range event of the types it knows (so the decoders' fast path is taken), and the
 reasons an out-of-range event is refused with are Python's, naming the field."""
@@ -98,7 +98,7 @@ def _exact_types(ev: Event) -> bool:
 @given(events)
 def test_c_vouches_for_an_event_exactly_when_python_finds_nothing(ev: Event) -> None:
     reason = _verdict(limits.check_in_python, ev)
-    vouched = limits.in_range(ev)
+    vouched = limits._in_range(ev)
     if vouched:
         assert reason is None, ev
     if reason is None and type(ev.payload) in limits.FIELDS and _exact_types(ev):
@@ -139,9 +139,9 @@ def one_field_at_an_edge(draw: st.DrawFn) -> Event:
 def test_c_and_python_agree_on_each_field_at_its_edges(ev: Event) -> None:
     reason = _verdict(limits.check_in_python, ev)
     if reason is not None:
-        assert not limits.in_range(ev), (ev, reason)
+        assert not limits._in_range(ev), (ev, reason)
     elif _exact_types(ev):
-        assert limits.in_range(ev), ev
+        assert limits._in_range(ev), ev
     assert _verdict(limits.check, ev) == reason
 
 
@@ -164,7 +164,7 @@ def test_c_and_python_agree_on_each_field_at_its_edges(ev: Event) -> None:
 def test_an_event_out_of_range_is_refused_naming_its_field(changes: dict[str, Any],
                                                            reason: str) -> None:
     ev = _event(**changes)
-    assert not limits.in_range(ev)
+    assert not limits._in_range(ev)
     with pytest.raises(limits.OutOfRange) as e:
         limits.check(ev)
     assert str(e.value) == reason
@@ -177,9 +177,9 @@ def test_an_event_of_a_subclass_is_left_to_python() -> None:
         __slots__ = ()
 
     ev = _event()
-    assert limits.in_range(ev)
+    assert limits._in_range(ev)
     other = Other(**{f: getattr(ev, f) for f in Event.__dataclass_fields__})
-    assert not limits.in_range(other)
+    assert not limits._in_range(other)
     limits.check(other)
 
 
