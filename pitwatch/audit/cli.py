@@ -43,10 +43,9 @@ examples:
   pitwatch audit floor/ --keys floor/keys.json     # devices must sign (Ed25519 checkpoints)
   pitwatch audit year/ --jobs 8                      # tables shared among 8 processes
 
---jobs N shares the tables among N processes (default: the machine's cores), beside
-one that reads the input once and hands each its own tables' records; a table's events
-stay in one process, in input order, and the results are merged in the input's order:
-the output, the store and the exit status are those of --jobs 1.
+--jobs N shares the tables among N processes (default: the machine's cores); a
+table's events stay in one process, in input order, and the results are merged in the
+input's order: the output, the store and the exit status are those of --jobs 1.
 
 exit status: 0 done (and nothing at or above --fail-on), 1 a violation at or above
 --fail-on, 2 bad input: no file, no event in the files, no readable event at all, or

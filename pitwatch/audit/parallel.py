@@ -35,10 +35,8 @@ import heapq
 import multiprocessing
 import os
 import pickle
-import queue
 import resource
 import sys
-import threading
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from multiprocessing.connection import Connection, wait
@@ -76,9 +74,6 @@ _PLAN = 10_000
 _LINES = 1000
 #: The buffer of the pipe of a worker's records (Linux's default limit for a user).
 _PIPE = 1 << 20
-#: Messages a worker reads ahead of its audit (`_read_ahead`; an Avro block's share is
-#: about 35 KB). 5M events, `--jobs 2`: 116 s with none, 86-94 s with 500 or 2,000.
-_AHEAD = 500
 
 Item = tuple[int, int, str, Any]  # (record tag, order within it, kind, payload)
 
@@ -225,8 +220,6 @@ class _Feed:
                     self._read(block, self.at - start)
                 else:
                     self._framed(block, self.at - start, *framed)
-        except BrokenPipeError:  # a worker stopped (it says why), not the file
-            raise
         except Exception as e:  # a corrupt block: the rest of the file cannot be framed
             n = self.at - start
             self.at += 1
@@ -426,31 +419,6 @@ class _StoreProxy:
         pass
 
 
-def _read_ahead(data: Connection, ahead: int) -> Callable[[], Any]:
-    """`data.recv`, read up to `ahead` messages ahead of the audit on a thread of its
-    own. The reader feeds every worker in input order, so a worker that is behind for a
-    stretch (its tables busier there) would hold the reader back, and the other worker
-    would wait: the pipe alone holds too little to even it out."""
-    pending: queue.Queue[Any] = queue.Queue(ahead)
-
-    def pump() -> None:
-        try:
-            while True:
-                pending.put(data.recv())
-        except (EOFError, OSError):  # the reader is done, or gone
-            pending.put(None)
-
-    threading.Thread(target=pump, daemon=True, name="pitwatch-audit-read").start()
-
-    def recv() -> Any:
-        msg = pending.get()
-        if msg is None:
-            raise EOFError
-        return msg
-
-    return recv
-
-
 def _worker(conn: Connection, data: Connection, k: int, staging: Path | None,
             keys: dict[str, Any] | None = None) -> None:
     """Audit worker k's records, as the reader hands them on `data`, reporting to the
@@ -480,7 +448,7 @@ def _worker(conn: Connection, data: Connection, k: int, staging: Path | None,
 
     rep = AuditReport()
     try:
-        shard = _Shard(_read_ahead(data, _AHEAD), emit, report)
+        shard = _Shard(data.recv, emit, report)
         store = None if staging is None else _StoreProxy(conn, staging)
         audit_events(counting(shard.events()), store=store, report=rep,
                      keep_violations=False,

@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import fastavro
 import pytest
 
 from pitwatch.audit.parallel import (
@@ -25,9 +24,6 @@ from pitwatch.audit.parallel import (
 )
 from pitwatch.audit.run import AuditReport
 from pitwatch.events import avro
-from pitwatch.events.avro import to_datum
-from pitwatch.events.schema import strip_logical
-from tests.evolution import v2_schema
 
 TABLES = ("events", "rounds", "violations")
 
@@ -168,27 +164,6 @@ def test_a_worker_builds_its_own_records_as_fastavro_reads_them(
         assert shards(files, 2) == framed
     monkeypatch.setattr(avro.ContainerSchema, "frame", lambda self, data, count: None)
     assert shards(files, 2) == framed
-
-
-def test_a_file_under_another_schema_version_is_read_as_one_job_reads_it(
-        floor: Path) -> None:
-    """A file written under another schema (version 2, a field added): the C builder is
-    for this schema only, so the reader reads its blocks with fastavro, and each worker
-    reads its own records' bytes to the same events, with their bytes as written."""
-    with open(floor / "floor" / "events.avro", "rb") as f:
-        evs = list(avro.read_container(f))
-    with open(floor / "v2.avro", "wb") as f:
-        fastavro.writer(f, strip_logical(v2_schema()),
-                        [to_datum(ev) | {"firmware": "2.0.1"} for ev in evs],
-                        codec="deflate", sync_interval=8 * 1024)
-    with open(floor / "v2.avro", "rb") as f:
-        every = list(avro.read_container(f))
-    got = shards([floor / "v2.avro"], 2)
-    assert got[0] and got[1]
-    merged = [ev for _, ev in sorted(got[0] + got[1], key=lambda x: x[0])]
-    assert merged == every == evs  # the same events; their bytes are version 2's
-    assert [ev.raw for ev in merged] == [ev.raw for ev in every]
-    assert merged[0].raw != evs[0].raw
 
 
 def test_jobs_must_be_positive(floor: Path) -> None:
