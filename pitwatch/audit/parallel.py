@@ -1,16 +1,13 @@
 """`pitwatch audit --jobs N`: the audit of files across processes, with the same output,
 store and exit status as one process.
 
-Sharding. One process, the reader, reads the input once and hands each record to the
-worker of its table (`_Feed`); tables are shared by their number of records among the
-input's first 10,000 (`_Owners`). A table's events stay in one process, in input order.
-Of an Avro block, the reader only inflates it and frames it: the framer
-(`events/native.py`, in C) finds where each record ends and its table without decoding
-it, and `split` joins each worker's records' bytes, which that worker alone builds into
-events. A block the framer refuses, the reader reads with fastavro as one process reads
-it, up to its error, and hands on each record's bytes. JSON Lines are parsed by the
-reader (orjson) for their table, and by the worker of that table. Each worker's pipe
-holds at most a megabyte: the reader stays that close behind the slowest worker.
+Sharding. Every worker reads all the input and audits only its own tables, shared by
+their number of records among the input's first 10,000 (`_Owners`). Every worker sees
+the same input, so each finds the same owners on its own; a table's events stay in one
+process, in input order. Of an Avro file, a worker decodes only its own tables' records:
+the framer (`events/native.py`, in C) finds where each record of a block ends and its
+table without decoding it, and a block it refuses is decoded whole, as one process
+decodes it. JSON Lines are parsed whole (orjson) for their table.
 
 Merging. Everything a worker finds (violations, round summaries, engine errors, rejected
 records) is tagged with the input record it was found at (its number in the input, or,
@@ -29,8 +26,6 @@ them and merges the replaced rows at the end, as one process does.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import heapq
 import multiprocessing
 import os
@@ -41,7 +36,7 @@ import traceback
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import orjson
 
@@ -50,15 +45,13 @@ from ..engine.errors import EngineError
 from ..engine.violation import Violation
 from ..events.avro import (
     ContainerBlock,
-    ContainerSchema,
     DecodeError,
     read_container_blocks,
 )
 from ..events.files import AVRO_SUFFIXES, Rejected, expand
-from ..events.jsonl import InvalidEvent, loads
+from ..events.jsonl import InvalidEvent, from_json, loads
 from ..events.keys import KeyRegistry
 from ..events.model import Event
-from ..events.native import split
 from ..store.arrow import stage, stage_events
 from ..store.base import Params, StoreError, to_columns
 from ..store.embedded import EmbeddedStore
@@ -70,10 +63,6 @@ _END = 1 << 62
 _CHUNK = 4000
 #: Records read first to share the tables by their share of the input.
 _PLAN = 10_000
-#: JSON Lines the reader hands on at a time.
-_LINES = 1000
-#: The buffer of the pipe of a worker's records (Linux's default limit for a user).
-_PIPE = 1 << 20
 
 Item = tuple[int, int, str, Any]  # (record tag, order within it, kind, payload)
 
@@ -168,218 +157,98 @@ def _table_of(line: bytes) -> object:
     return d.get("table_id") if isinstance(d, dict) else None
 
 
-# --- the reader ---------------------------------------------------------------------
+class _Shard:
+    """One worker's view of the input: its own tables' events, each with its record
+    number in `self.at` while it is audited; rejects of its own records as items."""
 
-
-class _Feed:
-    """The input read once, in the reader process, each record handed on to the worker
-    of its table (`outs[k]`, a pipe). Every worker gets every message, its own records
-    of it possibly none, so that each knows how far the input is read. Messages:
-
-    - ("schema", file, writer schema): the Avro file whose records follow;
-    - ("framed", at, n, indices, bytes, ends): a block's records at those indices (the
-      framer's), their bytes joined and where each ends; record i of the block is the
-      input's record at + i + 1 and the file's n + i + 1;
-    - ("read", at, n, indices, [bytes]): the same of a block the framer refuses (or a
-      file under another schema), read here as one process reads it, up to its error;
-    - ("lines", at, file, [(tag, line number, line)]): JSON Lines;
-    - ("reject", tag, Rejected): the rest of an Avro file unreadable (to worker 0);
-    - ("end", ranks): the input is read; each table's order of first sight."""
-
-    def __init__(self, files: Sequence[Path], outs: Sequence[Any]) -> None:
-        self.files, self.outs = files, outs
-        self.owners = _Owners(len(outs))
+    def __init__(self, files: Sequence[Path], k: int, jobs: int,
+                 emit: Callable[[int, str, Any], None], report: Callable[[int], None]) -> None:
+        self.files, self.k, self.owners = files, k, _Owners(jobs)
         self.owners.plan(first_tables(files, _PLAN))
-        self.at = 0  # the input's records read
-        #: each table's worker, by its table_id as framed
-        self.owner: dict[str | None, int] = {}
+        self.emit, self.report = emit, report
+        self.at = 0
+        self.reported = 0  # the last record reported judged
+        #: whether each table seen (by its table_id as framed) is this worker's
+        self.ours: dict[str | None, bool] = {}
 
-    def run(self) -> None:
+    def _reject(self, r: Rejected) -> None:
+        self.emit(self.at, "reject", r)
+
+    def events(self) -> Iterator[Event]:
         for path in self.files:
             with open(path, "rb") as f:
                 if path.suffix in AVRO_SUFFIXES:
-                    self._avro(f, str(path))
+                    yield from self._avro(f, str(path))
                 else:
-                    self._jsonl(f, str(path))
-        self._all(("end", self.owners.rank))
+                    yield from self._jsonl(f, str(path))
+        self.at = _END
 
-    def _all(self, msg: tuple[Any, ...]) -> None:
-        for out in self.outs:
-            out.send(msg)
-
-    def _avro(self, f: Any, name: str) -> None:
-        start = self.at  # the file's record n is the input's start + n
-        schema = None
+    def _avro(self, f: Any, name: str) -> Iterator[Event]:
+        n = 0  # records of the file read
         try:
             for block in read_container_blocks(f):
-                if block.schema is not schema:
-                    schema = block.schema
-                    self._all(("schema", name, schema.writer))
-                framed = block.frame() if schema.buildable else None
-                if framed is None:
-                    self._read(block, self.at - start)
-                else:
-                    self._framed(block, self.at - start, *framed)
+                if self.at - self.reported >= _CHUNK:
+                    self.report(self.at)  # every record before this block is judged
+                    self.reported = self.at
+                first, at = n, self.at
+                for i, rec in self._mine(block):
+                    n, self.at = first + i + 1, at + i + 1
+                    if rec is None:
+                        continue
+                    try:
+                        ev = block.judged(rec)
+                    except (DecodeError, KeyError) as e:
+                        self._reject(Rejected(name, n, f"record {n}: {e}", block.shown(rec)))
+                        continue
+                    yield ev
+                n, self.at = first + block.count, at + block.count
         except Exception as e:  # a corrupt block: the rest of the file cannot be framed
-            n = self.at - start
             self.at += 1
-            self.outs[0].send(("reject", self.at, Rejected(
-                name, n + 1, f"corrupt Avro container after record {n}: {e}", "")))
+            if self.k == 0:
+                self._reject(Rejected(name, n + 1,
+                                      f"corrupt Avro container after record {n}: {e}", ""))
 
-    def _framed(self, block: ContainerBlock, n: int, ends: list[int],
-                tables: list[str | None]) -> None:
-        owner, of = self.owner, self.owners.of
-        for t in tables:  # the tables first seen here, in order: `of` ranks them
-            if t not in owner:
-                owner[t] = of(t)
-        parts = split(block.raw, ends, [owner[t] for t in tables], len(self.outs))
-        for out, (mine, data, own_ends) in zip(self.outs, parts, strict=True):
-            out.send(("framed", self.at, n, mine, data, own_ends))
-        self.at += block.count
+    def _mine(self, block: ContainerBlock) -> Iterator[tuple[int, Any]]:
+        """This worker's records of the block, by their index in it, as
+        `ContainerBlock.read` gives them. Framed (`events/native.py`), only they are
+        built. A block the framer refuses is read whole, as one process reads it, errors
+        and all, and each of its records is given (None when it is another's), so that
+        an error is met after the record it follows."""
+        k, owner = self.k, self.owners.of
+        framed = block.frame()
+        if framed is not None:
+            ends, tables = framed
+            ours = self.ours
+            for t in tables:  # the tables first seen here, in order: `owner` ranks them
+                if t not in ours:
+                    ours[t] = owner(t) == k
+            mine = [i for i, t in enumerate(tables) if ours[t]]
+            built = block.events([(ends[i - 1] if i else 0, ends[i]) for i in mine])
+            if built is not None:
+                return zip(mine, built, strict=True)
+        return ((i, rec if owner(rec[0].get("table_id") if isinstance(rec, tuple)
+                                 else rec.table_id) == k else None)
+                for i, rec in enumerate(block.read()))
 
-    def _read(self, block: ContainerBlock, n: int) -> None:
-        """A block read by fastavro, as one process reads it: each record's bytes to its
-        table's worker, those before an error included (the error is raised on)."""
-        at, jobs = self.at, len(self.outs)
-        mine: list[list[int]] = [[] for _ in range(jobs)]
-        raws: list[list[bytes]] = [[] for _ in range(jobs)]
-        try:
-            for i, (d, raw) in enumerate(block.records()):
-                k = self.owners.of(d.get("table_id"))
-                mine[k].append(i)
-                raws[k].append(raw)
-                self.at = at + i + 1
-        finally:
-            for k, out in enumerate(self.outs):
-                out.send(("read", at, n, mine[k], raws[k]))
-
-    def _jsonl(self, f: Any, name: str) -> None:
-        jobs, of = len(self.outs), self.owners.of
-        lines: list[list[tuple[int, int, bytes]]] = [[] for _ in range(jobs)]
-        at = self.at
+    def _jsonl(self, f: Any, name: str) -> Iterator[Event]:
+        k, owner = self.k, self.owners.of
         for lineno, line in enumerate(f, 1):
             if not line.strip():
                 continue
             self.at += 1
-            lines[of(_table_of(line))].append((self.at, lineno, line))
-            if self.at - at >= _LINES:
-                self._lines(at, name, lines)
-                at, lines = self.at, [[] for _ in range(jobs)]
-        self._lines(at, name, lines)
-
-    def _lines(self, at: int, name: str, lines: list[list[tuple[int, int, bytes]]]) -> None:
-        for out, own in zip(self.outs, lines, strict=True):
-            out.send(("lines", at, name, own))
-
-
-def _reader(conn: Connection, outs: list[Connection], files: list[Path]) -> None:
-    """Read the input for the workers (`_Feed`), and say so on `conn`."""
-    try:
-        with contextlib.suppress(BrokenPipeError):  # a worker stopped: it says why
-            _Feed(files, outs).run()
-        use = resource.getrusage(resource.RUSAGE_SELF)
-        conn.send(("read", use.ru_utime + use.ru_stime))
-    except BaseException as e:  # handed to the main process, which raises it there
-        conn.send(("error", _picklable(e, "audit reader"), traceback.format_exc()))
-    finally:
-        for out in outs:
-            out.close()
-        conn.close()
-
-
-def _picklable(e: BaseException, who: str) -> BaseException:
-    try:
-        pickle.dumps(e)
-        return e
-    except Exception:
-        return RuntimeError(f"{who}: {e!r}")
-
-
-# --- the worker ---------------------------------------------------------------------
-
-
-class _ReaderGone(Exception):
-    """The reader's pipe closed before the end of the input: the reader says why."""
-
-
-class _Shard:
-    """One worker's records, as the reader hands them on (`_Feed`): its own tables'
-    events, each with its input record's tag in `self.at` while it is audited; rejects
-    of its own records as items."""
-
-    def __init__(self, recv: Callable[[], Any], emit: Callable[[int, str, Any], None],
-                 report: Callable[[int], None]) -> None:
-        self.recv, self.emit, self.report = recv, emit, report
-        self.at = 0
-        self.reported = 0  # the last record reported judged
-        self.rank: dict[str, int] = {}  # each table's order of first sight, at the end
-        self.name, self.schema = "", cast(ContainerSchema, None)
-
-    def events(self) -> Iterator[Event]:
-        while True:
+            if self.at % _CHUNK == 0:
+                self.report(self.at - 1)
             try:
-                msg = self.recv()
-            except EOFError:
-                raise _ReaderGone from None
-            what = msg[0]
-            if what == "schema":
-                self.name, self.schema = msg[1], ContainerSchema(msg[2])
+                d = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                d = None
+            if owner(d.get("table_id") if isinstance(d, dict) else None) != k:
                 continue
-            if what == "reject":
-                self.emit(msg[1], "reject", msg[2])
-                continue
-            if what == "end":
-                self.rank, self.at = msg[1], _END
-                return
-            if msg[1] - self.reported >= _CHUNK:
-                self.report(msg[1])  # every record before the message is judged
-                self.reported = msg[1]
-            if what == "lines":
-                yield from self._lines(msg[2], msg[3])
-            else:
-                at, n, mine, recs = msg[1:5]
-                if what == "framed":
-                    recs = self._built(recs, msg[5])
-                yield from self._records(at, n, mine, recs)
-
-    def _built(self, data: bytes, ends: list[int]) -> Sequence[Event | bytes]:
-        """The records framed, built in C; else each record's bytes, for fastavro."""
-        built = self.schema.build(data, len(ends))
-        if built is not None:
-            return built
-        return [data[a:b] for a, b in zip([0, *ends], ends, strict=False)]
-
-    def _records(self, at: int, n: int, mine: list[int],
-                 recs: Sequence[Event | bytes]) -> Iterator[Event]:
-        schema = self.schema
-        for i, got in zip(mine, recs, strict=True):
-            self.at, seen = at + i + 1, n + i + 1
-            rec: Event | tuple[dict[str, Any], bytes]
-            if isinstance(got, bytes):  # not built in C: fastavro reads it
-                try:
-                    rec = (schema.datum(got), got)
-                except Exception as e:  # fastavro raises many kinds on bad bytes
-                    self.emit(self.at, "reject", Rejected(
-                        self.name, seen, f"record {seen}: not a record of the file's "
-                        f"schema: {e}", ""))
-                    continue
-            else:
-                rec = got
             try:
-                ev = schema.judged(rec)
-            except (DecodeError, KeyError) as e:
-                self.emit(self.at, "reject", Rejected(
-                    self.name, seen, f"record {seen}: {e}", schema.shown(rec)))
-                continue
-            yield ev
-
-    def _lines(self, name: str, lines: list[tuple[int, int, bytes]]) -> Iterator[Event]:
-        for self.at, lineno, line in lines:
-            try:
-                yield loads(line)
+                yield loads(line) if d is None else from_json(d)
             except InvalidEvent as e:
-                self.emit(self.at, "reject", Rejected(
-                    name, lineno, str(e), line.decode("utf-8", "replace").rstrip("\n")))
+                self._reject(Rejected(name, lineno, str(e),
+                                      line.decode("utf-8", "replace").rstrip("\n")))
 
 
 class _StoreProxy:
@@ -419,10 +288,10 @@ class _StoreProxy:
         pass
 
 
-def _worker(conn: Connection, data: Connection, k: int, staging: Path | None,
-            keys: dict[str, Any] | None = None) -> None:
-    """Audit worker k's records, as the reader hands them on `data`, reporting to the
-    main process on `conn` (with the key registry's JSON, when signatures are verified)."""
+def _worker(conn: Connection, files: list[Path], k: int, jobs: int,
+            staging: Path | None, keys: dict[str, Any] | None = None) -> None:
+    """Audit worker k's tables of `files`, reporting to the main process on `conn`
+    (with the key registry's JSON, when signatures are verified)."""
     items: list[Item] = []
     order = 0
     counted = sent = 0
@@ -431,7 +300,7 @@ def _worker(conn: Connection, data: Connection, k: int, staging: Path | None,
     def emit(at: int, kind: str, payload: Any) -> None:
         nonlocal order
         if at >= _END and kind != "reject":  # closed by the end of the input: table order
-            at = _END + shard.rank[payload.table_id]
+            at = _END + shard.owners.rank[payload.table_id]
         items.append((at, order, kind, payload))
         order += 1
 
@@ -448,7 +317,7 @@ def _worker(conn: Connection, data: Connection, k: int, staging: Path | None,
 
     rep = AuditReport()
     try:
-        shard = _Shard(data.recv, emit, report)
+        shard = _Shard(files, k, jobs, emit, report)
         store = None if staging is None else _StoreProxy(conn, staging)
         audit_events(counting(shard.events()), store=store, report=rep,
                      keep_violations=False,
@@ -460,9 +329,13 @@ def _worker(conn: Connection, data: Connection, k: int, staging: Path | None,
         use = resource.getrusage(resource.RUSAGE_SELF)
         conn.send(("done", rep.events, sorted(rep.tables), use.ru_utime + use.ru_stime))
     except BaseException as e:  # handed to the main process, which raises it there
-        conn.send(("error", _picklable(e, f"audit worker {k}"), traceback.format_exc()))
+        try:
+            pickle.dumps(e)
+            err: BaseException = e
+        except Exception:
+            err = RuntimeError(f"audit worker {k}: {e!r}")
+        conn.send(("error", err, traceback.format_exc()))
     finally:
-        data.close()
         conn.close()
 
 
@@ -518,26 +391,15 @@ def audit_parallel(
     try:
         if store is not None:
             store.setup()
-        outs = []
         for k in range(jobs):
             mine, theirs = ctx.Pipe()
-            into, out = _data_pipe(ctx)
-            p = ctx.Process(target=_worker, args=(theirs, into, k, staging, registry),
+            p = ctx.Process(target=_worker, args=(theirs, files, k, jobs, staging, registry),
                             name=f"pitwatch-audit-{k}", daemon=True)
             p.start()
             theirs.close()
-            into.close()
             conns.append(mine)
-            outs.append(out)
             procs.append(p)
-        mine, theirs = ctx.Pipe()
-        p = ctx.Process(target=_reader, args=(theirs, outs, files),
-                        name="pitwatch-audit-reader", daemon=True)
-        p.start()
-        for c in (theirs, *outs):
-            c.close()
-        procs.append(p)
-        _serve(conns, mine, store, rep, on_violation, on_reject, keep_violations,
+        _serve(conns, store, rep, on_violation, on_reject, keep_violations,
                _bar(files) if progress else None)
         for p in procs:
             p.join()
@@ -553,15 +415,6 @@ def audit_parallel(
     return rep
 
 
-def _data_pipe(ctx: Any) -> tuple[Connection, Connection]:
-    """A one-way pipe for a worker's records, its buffer as large as Linux lets it be
-    (`_PIPE`): the reader may read that far ahead of the worker."""
-    into, out = ctx.Pipe(duplex=False)
-    with contextlib.suppress(AttributeError, OSError):  # not Linux, or past the limit
-        fcntl.fcntl(out.fileno(), fcntl.F_SETPIPE_SZ, _PIPE)
-    return into, out
-
-
 def _bar(files: Sequence[Path]) -> Any:
     if sum(f.stat().st_size for f in files) <= 5_000_000:
         return None
@@ -571,16 +424,14 @@ def _bar(files: Sequence[Path]) -> Any:
                 mininterval=0.5)
 
 
-def _serve(conns: list[Connection], reader: Connection, store: EmbeddedStore | None,
-           rep: AuditReport,
+def _serve(conns: list[Connection], store: EmbeddedStore | None, rep: AuditReport,
            on_violation: Callable[[Violation], None] | None,
            on_reject: Callable[[Rejected], None] | None, keep_violations: bool,
            bar: Any) -> None:
-    """Answer the workers (and the reader) until each is done, handing on what they found
-    in order."""
+    """Answer the workers until each is done, handing on what they found in order."""
     merge = _Merge(len(conns))
     index = {id(c): w for w, c in enumerate(conns)}
-    live = [*conns, reader]
+    live = list(conns)
     tables: set[str] = set()
 
     def deliver() -> None:
@@ -608,17 +459,13 @@ def _serve(conns: list[Connection], reader: Connection, store: EmbeddedStore | N
         while live:
             for c in wait(live):
                 conn: Connection = c  # type: ignore[assignment]
-                w = index.get(id(conn), -1)
-                who = "the audit's reader" if w < 0 else f"audit worker {w}"
+                w = index[id(conn)]
                 try:
                     msg = conn.recv()
                 except EOFError:
-                    raise RuntimeError(f"{who} stopped without a word "
+                    raise RuntimeError(f"audit worker {w} stopped without a word "
                                        "(killed? out of memory?)") from None
                 what = msg[0]
-                if what == "error" and isinstance(msg[1], _ReaderGone):
-                    live.remove(conn)  # the reader stopped first: it says why
-                    continue
                 if what == "items":
                     merge.add(w, msg[1], msg[2])
                     if bar is not None:
@@ -636,12 +483,9 @@ def _serve(conns: list[Connection], reader: Connection, store: EmbeddedStore | N
                     tables.update(msg[2])
                     rep.worker_cpu.append(msg[3])
                     live.remove(conn)
-                elif what == "read":
-                    rep.worker_cpu.append(msg[1])
-                    live.remove(conn)
-                else:  # "error": the worker's (or the reader's) exception, raised here
+                else:  # "error": the worker's exception, raised here
                     if not isinstance(msg[1], ValueError | OSError | StoreError):
-                        print(f"pitwatch audit: {who} failed:\n{msg[2]}", file=sys.stderr)
+                        print(f"pitwatch audit: worker {w} failed:\n{msg[2]}", file=sys.stderr)
                     raise msg[1]
         deliver()
     finally:

@@ -465,85 +465,6 @@ done:
     return result;
 }
 
-/* `split(data, ends, owners, jobs)`: the records of a framed block (`data`, record i
-   ending at ends[i]) shared among `jobs` workers, record i to worker owners[i]: for each
-   worker, the indices of its records, their bytes joined, and where each ends in them. */
-static PyObject *split(PyObject *self, PyObject *args) {
-    Py_buffer data;
-    PyObject *ends, *owners;
-    Py_ssize_t jobs;
-    (void)self;
-    if (!PyArg_ParseTuple(args, "y*O!O!n", &data, &PyList_Type, &ends, &PyList_Type,
-                          &owners, &jobs))
-        return NULL;
-    PyObject *result = NULL;
-    Py_ssize_t count = PyList_GET_SIZE(ends);
-    Py_ssize_t *at = NULL, *bytes = NULL, *fill = NULL, *own = NULL;
-    if (PyList_GET_SIZE(owners) != count || jobs < 1) {
-        PyErr_SetString(PyExc_ValueError, "split: an owner for each record, 1 job or more");
-        goto done;
-    }
-    at = PyMem_Calloc((size_t)count + 1, sizeof *at);  /* at[i]: where record i starts */
-    own = PyMem_Calloc((size_t)count + 1, sizeof *own);
-    bytes = PyMem_Calloc((size_t)jobs, sizeof *bytes);
-    fill = PyMem_Calloc((size_t)jobs, sizeof *fill);  /* records, then bytes, so far */
-    if (at == NULL || own == NULL || bytes == NULL || fill == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < count; i++) {
-        Py_ssize_t e = PyLong_AsSsize_t(PyList_GET_ITEM(ends, i));
-        Py_ssize_t k = PyLong_AsSsize_t(PyList_GET_ITEM(owners, i));
-        if ((e == -1 || k == -1) && PyErr_Occurred()) goto done;
-        if (e < at[i] || e > data.len || k < 0 || k >= jobs) {
-            PyErr_SetString(PyExc_ValueError,
-                            "split: ends must rise within the data, owners be below jobs");
-            goto done;
-        }
-        at[i + 1] = e;
-        own[i] = k;
-        bytes[k] += e - at[i];
-        fill[k]++;
-    }
-    result = PyList_New(jobs);
-    if (result == NULL) goto done;
-    for (Py_ssize_t k = 0; k < jobs; k++) {
-        PyObject *part = Py_BuildValue("(NNN)", PyList_New(fill[k]),
-                                       PyBytes_FromStringAndSize(NULL, bytes[k]),
-                                       PyList_New(fill[k]));
-        if (part == NULL) {
-            Py_CLEAR(result);
-            goto done;
-        }
-        PyList_SET_ITEM(result, k, part);
-        fill[k] = bytes[k] = 0;
-    }
-    for (Py_ssize_t i = 0; i < count; i++) {
-        PyObject *part = PyList_GET_ITEM(result, own[i]);
-        Py_ssize_t k = own[i], len = at[i + 1] - at[i];
-        memcpy(PyBytes_AS_STRING(PyTuple_GET_ITEM(part, 1)) + bytes[k],
-               (const char *)data.buf + at[i], (size_t)len);
-        bytes[k] += len;
-        PyObject *index = PyLong_FromSsize_t(i), *end = PyLong_FromSsize_t(bytes[k]);
-        if (index == NULL || end == NULL) {
-            Py_XDECREF(index);
-            Py_XDECREF(end);
-            Py_CLEAR(result);
-            goto done;
-        }
-        PyList_SET_ITEM(PyTuple_GET_ITEM(part, 0), fill[k], index);
-        PyList_SET_ITEM(PyTuple_GET_ITEM(part, 2), fill[k], end);
-        fill[k]++;
-    }
-done:
-    PyMem_Free(at);
-    PyMem_Free(own);
-    PyMem_Free(bytes);
-    PyMem_Free(fill);
-    PyBuffer_Release(&data);
-    return result;
-}
-
 /* --- the JSON Lines body ------------------------------------------------------- */
 
 /* `body(event)`: the event's JSON Lines form, byte for byte what
@@ -1489,9 +1410,6 @@ static PyTypeObject RangeCheckType = {
 };
 
 static PyMethodDef methods[] = {
-    {"split", split, METH_VARARGS,
-     "split(data, ends, owners, jobs) -> [(indices, bytes, ends)]: a block's records "
-     "by worker"},
     {"frame", frame, METH_VARARGS,
      "frame(program, data, count) -> (ends, tables) | None"},
     {"build", build_block, METH_VARARGS,

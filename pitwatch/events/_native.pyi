@@ -1,9 +1,6 @@
 from collections.abc import Callable
 from typing import Any
 
-def split(
-    data: bytes, ends: list[int], owners: list[int], jobs: int, /
-) -> list[tuple[list[int], bytes, list[int]]]: ...
 def frame(
     program: bytes, data: bytes, count: int, /
 ) -> tuple[list[int], list[str | None]] | None: ...

@@ -320,57 +320,13 @@ def write_container(out: IO[bytes], events: Iterable[Event], codec: str = "defla
     return n
 
 
-class ContainerSchema:
-    """How the records of a container file are read, from its header's writer schema:
-    built in C (`native`) under this schema, framed in C under any, and otherwise read
-    by fastavro, each record with its raw bytes as written (the canonical form under
-    the file's writer schema, so digests need no re-encoding, and a file of another
-    released version keeps its digests)."""
-
-    def __init__(self, writer: Any) -> None:
-        self.writer = writer  # as the file's header gives it (what `--jobs` workers get)
-        plain = plain_schema()
-        self._writer = fastavro.parse_schema(strip_logical(writer))
-        same = fingerprint(self._writer) == fingerprint(plain)
-        #: fastavro's own record iteration reads the file (this schema, no logical types)
-        self.fast = same and strip_logical(writer) == writer
-        self._reader = None if same else plain
-        self.program = Program.of(self._writer, _typed if same else None, _ENUMS)
-        #: its records are built in C (when the bytes are not refused)
-        self.buildable = self.program is not None and self.program.buildable
-
-    def frame(self, data: bytes, count: int) -> tuple[list[int], list[str | None]] | None:
-        """Where each of `count` records ends and its table_id, undecoded (`native`);
-        None when there is no program or it refuses the bytes."""
-        return None if self.program is None else self.program.frame(data, count)
-
-    def build(self, data: bytes, count: int) -> list[Event] | None:
-        """`count` records built as events in C (`native`), not yet range-checked
-        (`checked`); None when the file is not under this schema, or the bytes are
-        refused: then fastavro reads them (`datum`)."""
-        return None if self.program is None else self.program.build(data, count)
-
-    def datum(self, raw: bytes) -> dict[str, Any]:
-        """fastavro's datum of one record's bytes."""
-        return cast(dict[str, Any], fastavro.schemaless_reader(
-            io.BytesIO(raw), self._writer, self._reader, return_record_name=True))
-
-    def judged(self, rec: Event | tuple[dict[str, Any], bytes]) -> Event:
-        """The event of a record built (`build`) or read (datum and bytes), range-checked:
-        DecodeError (or KeyError) when it is not one of the contract (`shown` is what to
-        show of it)."""
-        return checked(rec) if isinstance(rec, Event) else from_datum(*rec)
-
-    def shown(self, rec: Event | tuple[dict[str, Any], bytes]) -> str:
-        """What a rejected record shows: fastavro's datum of it, as Python writes it."""
-        return repr(self.datum(rec.raw or b"") if isinstance(rec, Event) else rec[0])[:2000]
-
-
 class ContainerBlock:
     """One block of a container file, decompressed, its records read on demand."""
 
-    def __init__(self, block: Any, schema: ContainerSchema) -> None:
-        self._block, self.schema = block, schema
+    def __init__(self, block: Any, fast: bool, writer_plain: Any, reader: Any,
+                 program: Program | None) -> None:
+        self._block, self._fast = block, fast
+        self._writer, self._reader, self._program = writer_plain, reader, program
         self._bio: io.BytesIO = block.bytes_
         self.raw = self._bio.getvalue()
         self.count: int = block.num_records
@@ -379,13 +335,13 @@ class ContainerBlock:
         """Every record's fastavro datum and raw bytes. With fastavro's own record
         iteration when the file is under this schema: it reads the block's bytes lazily,
         so where the read position stands after a record is where its bytes end."""
-        bio, raw, schema = self._bio, self.raw, self.schema
+        bio, raw = self._bio, self.raw
         bio.seek(0)
         records: Iterable[Any]
-        if schema.fast:
+        if self._fast:
             records = self._block
         else:  # the same bytes, read under the writer's schema without logical types
-            records = (fastavro.schemaless_reader(bio, schema._writer, schema._reader,
+            records = (fastavro.schemaless_reader(bio, self._writer, self._reader,
                                                   return_record_name=True)
                        for _ in range(self.count))
         pos = 0
@@ -395,13 +351,19 @@ class ContainerBlock:
             pos = end
 
     def frame(self) -> tuple[list[int], list[str | None]] | None:
-        """Where each record ends and its table_id, undecoded (`ContainerSchema.frame`)."""
-        return self.schema.frame(self.raw, self.count)
+        """Where each record ends and its table_id, undecoded (`native`); None when there
+        is no program or it refuses the block."""
+        return None if self._program is None else self._program.frame(self.raw, self.count)
 
-    def events(self) -> list[Event] | None:
-        """Every record built as an event in C (`ContainerSchema.build`), or None: then
-        `records` reads the block."""
-        return self.schema.build(self.raw, self.count)
+    def events(self, spans: list[tuple[int, int]] | None = None) -> list[Event] | None:
+        """Every record, or those at `spans` (as framed), built as events in C (`native`),
+        not yet range-checked (`checked`); None when the file is not under this schema,
+        or the block is refused: then `records` reads it."""
+        if self._program is None:
+            return None
+        if spans is None:
+            return self._program.build(self.raw, self.count)
+        return self._program.build(b"".join(self.raw[a:b] for a, b in spans), len(spans))
 
     def read(self) -> Iterator[Event | tuple[dict[str, Any], bytes]]:
         """Every record: built in C when it can be (`events`), else fastavro's datum and
@@ -410,19 +372,38 @@ class ContainerBlock:
         return iter(built) if built is not None else self.records()
 
     def judged(self, rec: Event | tuple[dict[str, Any], bytes]) -> Event:
-        return self.schema.judged(rec)
+        """The event of a record `read`, range-checked: DecodeError (or KeyError) when it
+        is not one of the contract (`shown` is what to show of it)."""
+        return checked(rec) if isinstance(rec, Event) else from_datum(*rec)
 
     def shown(self, rec: Event | tuple[dict[str, Any], bytes]) -> str:
-        return self.schema.shown(rec)
+        """What a rejected record shows: fastavro's datum of it, as Python writes it."""
+        return repr(self.datum(rec.raw or b"") if isinstance(rec, Event) else rec[0])[:2000]
+
+    def datum(self, raw: bytes) -> dict[str, Any]:
+        """fastavro's datum of one record's bytes (what a rejected record shows)."""
+        return cast(dict[str, Any], fastavro.schemaless_reader(
+            io.BytesIO(raw), self._writer, self._reader, return_record_name=True))
 
 
 def read_container_blocks(src: IO[bytes]) -> Iterator[ContainerBlock]:
-    """The blocks of a container file (one writer schema per file: `ContainerSchema`)."""
-    schema: ContainerSchema | None = None
-    for block in fastavro.block_reader(src, return_record_name=True):
-        if schema is None:
-            schema = ContainerSchema(block.writer_schema)
-        yield ContainerBlock(block, schema)
+    """The blocks of a container file, each able to read its records with their raw
+    bytes as written: the canonical form under the file's writer schema, so digests
+    need no re-encoding (and a file of another released version keeps its digests)."""
+    plain = plain_schema()
+    same = logical = False
+    writer_plain: Any = None
+    program: Program | None = None
+    for n, block in enumerate(fastavro.block_reader(src, return_record_name=True)):
+        if n == 0:  # one writer schema per file
+            writer = block.writer_schema
+            writer_plain = fastavro.parse_schema(strip_logical(writer))
+            same = fingerprint(writer_plain) == fingerprint(plain)
+            logical = strip_logical(writer) != writer
+            # built in C only under this schema; framed under any
+            program = Program.of(writer_plain, _typed if same else None, _ENUMS)
+        yield ContainerBlock(block, same and not logical, writer_plain,
+                             None if same else plain, program)
 
 
 def read_container_records(src: IO[bytes]) -> Iterator[tuple[dict[str, Any], bytes]]:

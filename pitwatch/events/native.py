@@ -7,8 +7,7 @@ every field as dearly). For files, the two costs together were most of the audit
 So a small C walk over a program compiled here from the writer schema does both:
 
 - `Program.frame` finds where each record of a block ends and its table_id, decoding
-  nothing else, and `split` shares the records among `audit --jobs` workers by their
-  tables: each worker then decodes only its own tables' records;
+  nothing else: an `audit --jobs` worker then decodes only its own tables' records;
 - `Program.build` builds each record with the builder its record type is given (the
   typed classes, fields in the schema's order), an enum as its value, an array as a tuple,
   a logical type as the type it is written as (the file reader strips them too).
@@ -94,23 +93,6 @@ class Program:
         if not self.buildable:
             return None
         return _native.build(self.code, self.consts, data, count)
-
-
-def split(data: bytes, ends: list[int], owners: list[int],
-          jobs: int) -> list[tuple[list[int], bytes, list[int]]]:
-    """The records of a framed block (record i of `data` ending at ends[i]) shared among
-    `jobs` workers, record i to worker owners[i]: for each worker, the indices of its
-    records, their bytes joined, and where each ends in them."""
-    if _native is not None:
-        return _native.split(data, ends, owners, jobs)
-    parts: list[tuple[list[int], bytearray, list[int]]] = [
-        ([], bytearray(), []) for _ in range(jobs)]
-    for i, (end, k) in enumerate(zip(ends, owners, strict=True)):
-        mine, joined, own_ends = parts[k]
-        mine.append(i)
-        joined += data[ends[i - 1] if i else 0:end]
-        own_ends.append(len(joined))
-    return [(mine, bytes(joined), own_ends) for mine, joined, own_ends in parts]
 
 
 def json_body(event: Any) -> bytes | None:

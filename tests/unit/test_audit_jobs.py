@@ -5,24 +5,13 @@ continue one shift's history in one store."""
 
 from __future__ import annotations
 
-import multiprocessing
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from pitwatch.audit.parallel import (
-    _Feed,
-    _Merge,
-    _Owners,
-    _reader,
-    _ReaderGone,
-    _serve,
-    _Shard,
-)
-from pitwatch.audit.run import AuditReport
+from pitwatch.audit.parallel import _Merge, _Owners, _Shard
 from pitwatch.events import avro
 
 TABLES = ("events", "rounds", "violations")
@@ -127,31 +116,17 @@ def test_a_block_the_framer_refuses_is_read_as_one_job_reads_it(floor: Path) -> 
     assert store_rows(floor / "c2", floor) == store_rows(floor / "c1", floor)
 
 
-class _Outbox(list[Any]):
-    """A worker's pipe, as the reader sees it."""
-
-    def send(self, msg: Any) -> None:
-        self.append(msg)
-
-
-def shards(files: list[Path], jobs: int) -> list[list[tuple[int, object]]]:
-    """Each worker's events, with their records' tags, as the reader hands them on."""
-    outs = [_Outbox() for _ in range(jobs)]
-    _Feed(files, outs).run()
-    got = []
-    for out in outs:
-        s = _Shard(iter(out).__next__, lambda at, kind, x: None, lambda upto: None)
-        got.append([(s.at, ev) for ev in s.events()])
-    return got
-
-
 def test_a_worker_builds_its_own_records_as_fastavro_reads_them(
         floor: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each worker's events, framed by the reader and built in C by the worker, are those
-    one process reads; records the builder refuses are read by fastavro, and a block the
-    framer refuses is read by the reader with fastavro, each to the same events."""
+    """Each worker's events, framed and built in C, are those one process reads; and a
+    block the builder refuses is read whole with fastavro, to the same events."""
     files = [floor / "floor" / "events.avro"]
-    framed = shards(files, 2)
+
+    def shard(k: int) -> list[object]:
+        s = _Shard(files, k, 2, lambda at, kind, x: None, lambda upto: None)
+        return [(s.at, ev) for ev in s.events()]
+
+    framed = [shard(0), shard(1)]
     with open(files[0], "rb") as f:
         every = list(avro.read_container(f))
     assert 0 < len(framed[0]) < len(every) and len(framed[0]) + len(framed[1]) == len(every)
@@ -159,11 +134,8 @@ def test_a_worker_builds_its_own_records_as_fastavro_reads_them(
     assert merged == every
     assert [ev.raw for ev in merged] == [ev.raw for ev in every]
 
-    with monkeypatch.context() as m:
-        m.setattr(avro.ContainerSchema, "build", lambda self, data, count: None)
-        assert shards(files, 2) == framed
-    monkeypatch.setattr(avro.ContainerSchema, "frame", lambda self, data, count: None)
-    assert shards(files, 2) == framed
+    monkeypatch.setattr(avro.ContainerBlock, "events", lambda self, spans=None: None)
+    assert [shard(0), shard(1)] == framed
 
 
 def test_jobs_must_be_positive(floor: Path) -> None:
@@ -194,22 +166,3 @@ def test_merge_waits_for_every_worker_to_pass_a_tag() -> None:
     assert list(m.ready()) == [("violation", "w0@5")]
     m.add(1, [], 100)
     assert list(m.ready()) == [("round", "w1@7"), ("violation", "w0@9")]
-
-
-def test_a_reader_that_fails_says_why_and_its_error_is_raised(tmp_path: Path) -> None:
-    """The reader's own failure (here: a file gone before it was read) reaches the main
-    process as its error, not as the workers' closed pipes."""
-    ctl, ctl_theirs = multiprocessing.Pipe()
-    into, out = multiprocessing.Pipe(duplex=False)
-    _reader(ctl_theirs, [out], [tmp_path / "gone.avro"])
-    what, err, _ = ctl.recv()
-    assert what == "error" and isinstance(err, FileNotFoundError)
-    with pytest.raises(EOFError):
-        into.recv()  # the worker's pipe is closed: it stops with _ReaderGone
-
-    worker, worker_theirs = multiprocessing.Pipe()
-    worker_theirs.send(("error", _ReaderGone(), ""))
-    ctl_theirs2, reader = multiprocessing.Pipe()
-    ctl_theirs2.send(("error", err, ""))
-    with pytest.raises(FileNotFoundError):
-        _serve([worker], reader, None, AuditReport(), None, None, True, None)

@@ -272,45 +272,6 @@ def test_a_schema_with_a_record_type_left_unbuilt_is_only_framed() -> None:
     assert program.build(b"", 0) is None
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.binary(max_size=40), st.integers(0, 3))), st.integers(0, 3))
-def test_a_block_is_split_among_workers_as_python_splits_it(
-        records: list[tuple[bytes, int]], extra: int) -> None:
-    """`split` (the `--jobs` reader's): each worker's record indices, their bytes joined
-    and where each ends, as the Python fallback gives them, and the records whole."""
-    jobs = 1 + max((k for _, k in records), default=0) + extra
-    data = b"".join(r for r, _ in records)
-    ends = [sum(len(r) for r, _ in records[:i + 1]) for i in range(len(records))]
-    owners = [k for _, k in records]
-    parts = native.split(data, ends, owners, jobs)
-    assert len(parts) == jobs
-    for k, (mine, joined, own_ends) in enumerate(parts):
-        assert mine == [i for i, o in enumerate(owners) if o == k]
-        assert joined == b"".join(records[i][0] for i in mine)
-        assert own_ends == [sum(len(records[i][0]) for i in mine[:j + 1])
-                            for j in range(len(mine))]
-    without = native._native
-    try:
-        native._native = None  # type: ignore[assignment]
-        assert native.split(data, ends, owners, jobs) == parts
-    finally:
-        native._native = without
-
-
-@pytest.mark.parametrize("ends, owners, jobs", [
-    ([3, 2], [0, 0], 1),  # ends that fall
-    ([3, 9], [0, 0], 1),  # past the data
-    ([3, 5], [0, 1], 1),  # an owner past the jobs
-    ([3, 5], [0, -1], 2),
-    ([3, 5], [0], 2),  # an owner short
-    ([3, 5], [0, 0], 0),
-])
-def test_split_refuses_ends_or_owners_that_do_not_fit(ends: list[int], owners: list[int],
-                                                      jobs: int) -> None:
-    with pytest.raises(ValueError, match="split"):
-        native.split(b"abcde", ends, owners, jobs)
-
-
 @pytest.mark.parametrize("schema", [
     {"type": "record", "name": "t.NoTable", "fields": [{"name": "x", "type": "string"}]},
     {"type": "record", "name": "t.Optional", "fields": [
@@ -340,7 +301,7 @@ def test_a_record_outside_the_contract_is_rejected_as_fastavro_read_shows_it(
         return list(read_avro(buf, "f.avro", rejects.append)), rejects
 
     native_read = read()
-    monkeypatch.setattr(avro.ContainerBlock, "events", lambda self: None)
+    monkeypatch.setattr(avro.ContainerBlock, "events", lambda self, spans=None: None)
     assert read() == native_read
     evs, rejects = native_read
     assert evs == [good, good]
