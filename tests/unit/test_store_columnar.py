@@ -353,3 +353,36 @@ def test_building_batches_does_not_import_pandas() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=Path(__file__).resolve().parents[2])
     assert out.stdout.strip() == "False"
+
+
+def _events_columns(n: int, body: str) -> list[list[Any]]:
+    """`n` rows of the events table as columns, each with `body` for its body."""
+    values: dict[str, Any] = {"table_id": "NJ-BJ-01", "device_id": "NJ-BJ-01-shoe",
+                              "ts": 1_764_547_200, "ts_ms": 0, "round_id": "r1",
+                              "type": "CardDealt", "seat": 0, "hand": -1, "kind": "",
+                              "amount": 0, "body": body, "writer": "6ebdb5aab495a1e5"}
+    return [[f"e{i:08d}" for i in range(n)] if c == "event_id"
+            else list(range(1, n + 1)) if c in ("seq", "pos") else [values[c]] * n
+            for c in columns("events")]
+
+
+def test_an_inserts_part_is_compact_and_a_large_one_wide_with_strings_in_one_stream(
+        store: EmbeddedStore) -> None:
+    """Fewer files a part (embedded.TABLE_SETTINGS): an insert of the audit's size (12.5
+    MB here, past chDB's own 10 MB for a Wide part) is one Compact part, a file for all
+    columns; a part of 32 MiB and more is Wide, a String column without a file of its
+    lengths beside it."""
+    body = "x" * 480
+    store.insert_columns("events", _events_columns(25_000, body))
+    store.sync()
+    store.insert_columns("events", _events_columns(80_000, body))
+    store.sync()
+    parts = store.query("SELECT rows, part_type, path FROM system.parts "
+                        "WHERE table = 'events' AND active ORDER BY rows")
+    assert [(p["rows"], p["part_type"]) for p in parts] == [(25_000, "Compact"),
+                                                            (80_000, "Wide")]
+    files = {f.name for f in Path(parts[1]["path"]).iterdir()}
+    assert {"body.bin", "event_id.bin"} <= files
+    assert not any(".size." in f for f in files), sorted(files)
+    assert store.query("SELECT count() AS n FROM events WHERE body = {b:String}",
+                       {"b": body}) == [{"n": 105_000}]
