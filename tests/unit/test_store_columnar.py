@@ -355,13 +355,14 @@ def test_building_batches_does_not_import_pandas() -> None:
     assert out.stdout.strip() == "False"
 
 
-def _events_columns(n: int, body: str) -> list[list[Any]]:
-    """`n` rows of the events table as columns, each with `body` for its body."""
+def _events_columns(n: int, body: str, first: int = 0) -> list[list[Any]]:
+    """`n` rows of the events table as columns, event ids from `first` on, each with
+    `body` for its body."""
     values: dict[str, Any] = {"table_id": "NJ-BJ-01", "device_id": "NJ-BJ-01-shoe",
                               "ts": 1_764_547_200, "ts_ms": 0, "round_id": "r1",
                               "type": "CardDealt", "seat": 0, "hand": -1, "kind": "",
                               "amount": 0, "body": body, "writer": "6ebdb5aab495a1e5"}
-    return [[f"e{i:08d}" for i in range(n)] if c == "event_id"
+    return [[f"e{i:08d}" for i in range(first, first + n)] if c == "event_id"
             else list(range(1, n + 1)) if c in ("seq", "pos") else [values[c]] * n
             for c in columns("events")]
 
@@ -373,9 +374,10 @@ def test_an_inserts_part_is_compact_and_a_large_one_wide_with_strings_in_one_str
     columns; a part of 32 MiB and more is Wide, a String column without a file of its
     lengths beside it."""
     body = "x" * 480
+    store.query("SYSTEM STOP MERGES events")  # the two parts stay as inserted
     store.insert_columns("events", _events_columns(25_000, body))
     store.sync()
-    store.insert_columns("events", _events_columns(80_000, body))
+    store.insert_columns("events", _events_columns(80_000, body, first=25_000))
     store.sync()
     parts = store.query("SELECT rows, part_type, path FROM system.parts "
                         "WHERE table = 'events' AND active ORDER BY rows")
