@@ -52,7 +52,7 @@ from ..events.files import AVRO_SUFFIXES, Rejected, expand
 from ..events.jsonl import InvalidEvent, from_json, loads
 from ..events.keys import KeyRegistry
 from ..events.model import Event
-from ..store.arrow import stage, stage_events
+from ..store.arrow import stage, stage_event_rows, stage_events
 from ..store.base import Params, StoreError, to_columns
 from ..store.embedded import EmbeddedStore
 from .run import AuditReport, audit_events
@@ -273,6 +273,10 @@ class _StoreProxy:
         if events:
             self.conn.send(("file", "events",
                             str(stage_events(self.staging, events, positions))))
+
+    def insert_event_rows(self, raw: tuple[Any, ...], rows: int) -> None:
+        if rows:
+            self.conn.send(("file", "events", str(stage_event_rows(self.staging, raw, rows))))
 
     def query(self, sql: str, params: Params | None = None) -> list[dict[str, Any]]:
         self.conn.send(("query", sql, None if params is None else dict(params)))

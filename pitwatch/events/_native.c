@@ -839,6 +839,69 @@ done:
     return r;
 }
 
+static Columns *columns_new(void) {
+    Columns *c = PyMem_Calloc(1, sizeof *c);
+    if (c == NULL) return NULL;
+    for (int i = 0; i < N_COLUMNS; i++) {
+        c->data[i].buf = c->data[i].small;
+        c->data[i].cap = sizeof c->data[i].small;
+        c->offsets[i].buf = c->offsets[i].small;
+        c->offsets[i].cap = sizeof c->offsets[i].small;
+        if (COLUMNS[i].kind == K_STR) {
+            int32_t none = 0;
+            memcpy(c->offsets[i].buf, &none, 4);  /* a String column's first offset */
+            c->offsets[i].len = 4;
+        }
+    }
+    return c;
+}
+
+static void columns_free(Columns *c) {
+    if (c == NULL) return;
+    for (int i = 0; i < N_COLUMNS; i++) {
+        if (c->data[i].buf != c->data[i].small) PyMem_Free(c->data[i].buf);
+        if (c->offsets[i].buf != c->offsets[i].small) PyMem_Free(c->offsets[i].buf);
+    }
+    PyMem_Free(c);
+}
+
+/* the columns as `event_columns` returns them */
+static PyObject *columns_tuple(Columns *c) {
+    PyObject *result = PyTuple_New(N_COLUMNS);
+    if (result == NULL) return NULL;
+    for (int i = 0; i < N_COLUMNS; i++) {
+        PyObject *col = COLUMNS[i].kind == K_STR
+            ? Py_BuildValue("(y#y#)", c->offsets[i].buf, c->offsets[i].len,
+                            c->data[i].buf, c->data[i].len)
+            : PyBytes_FromStringAndSize(c->data[i].buf, c->data[i].len);
+        if (col == NULL) {
+            Py_DECREF(result);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(result, i, col);
+    }
+    return result;
+}
+
+/* `put_event`, or nothing at all: where it refuses the event (-1) or raises (-2), every
+   column is put back as it was before */
+static int put_whole_event(Columns *c, PyObject *ev, PyObject *pos, PyObject *fingerprint,
+                           PyObject *body_of) {
+    Py_ssize_t data[N_COLUMNS], offsets[N_COLUMNS];
+    for (int i = 0; i < N_COLUMNS; i++) {
+        data[i] = c->data[i].len;
+        offsets[i] = c->offsets[i].len;
+    }
+    int r = put_event(c, ev, pos, fingerprint, body_of);
+    if (r < 0) {
+        for (int i = 0; i < N_COLUMNS; i++) {
+            c->data[i].len = data[i];
+            c->offsets[i].len = offsets[i];
+        }
+    }
+    return r;
+}
+
 static PyObject *event_columns(PyObject *self, PyObject *args) {
     PyObject *events, *positions, *fingerprint, *body_of, *result = NULL;
     (void)self;
@@ -850,15 +913,8 @@ static PyObject *event_columns(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "as many positions as events");
         return NULL;
     }
-    Columns *c = PyMem_Calloc(1, sizeof *c);
+    Columns *c = columns_new();
     if (c == NULL) return PyErr_NoMemory();
-    for (int i = 0; i < N_COLUMNS; i++) {
-        c->data[i].buf = c->data[i].small;
-        c->data[i].cap = sizeof c->data[i].small;
-        c->offsets[i].buf = c->offsets[i].small;
-        c->offsets[i].cap = sizeof c->offsets[i].small;
-        if (COLUMNS[i].kind == K_STR && put_offset(c, i) < 0) goto done;
-    }
     for (Py_ssize_t k = 0; k < n; k++) {
         int r = put_event(c, PyList_GET_ITEM(events, k), PyList_GET_ITEM(positions, k),
                           fingerprint, body_of);
@@ -869,26 +925,111 @@ static PyObject *event_columns(PyObject *self, PyObject *args) {
             goto done;
         }
     }
-    if ((result = PyTuple_New(N_COLUMNS)) == NULL) goto done;
-    for (int i = 0; i < N_COLUMNS; i++) {
-        PyObject *col = COLUMNS[i].kind == K_STR
-            ? Py_BuildValue("(y#y#)", c->offsets[i].buf, c->offsets[i].len,
-                            c->data[i].buf, c->data[i].len)
-            : PyBytes_FromStringAndSize(c->data[i].buf, c->data[i].len);
-        if (col == NULL) {
-            Py_CLEAR(result);
-            goto done;
-        }
-        PyTuple_SET_ITEM(result, i, col);
-    }
+    result = columns_tuple(c);
 done:
-    for (int i = 0; i < N_COLUMNS; i++) {
-        if (c->data[i].buf != c->data[i].small) PyMem_Free(c->data[i].buf);
-        if (c->offsets[i].buf != c->offsets[i].small) PyMem_Free(c->offsets[i].buf);
-    }
-    PyMem_Free(c);
+    columns_free(c);
     return result;
 }
+
+/* `EventRows(fingerprint, body_of)`: the rows of the `events` table written one event at
+   a time as the events come (`add`), while each is still in the cache the audit just
+   read it into, rather than a batch at a time long after; `take` gives the rows so far
+   as `event_columns` gives a batch's, and starts again. An event `add` does not write
+   (what `event_columns` refuses a batch for) leaves the rows as they were: False. */
+typedef struct {
+    PyObject_HEAD
+    Columns *c;
+    PyObject *fingerprint, *body_of;
+    Py_ssize_t rows;
+} EventRows;
+
+static int rows_init(EventRows *r, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"fingerprint", "body_of", NULL};
+    PyObject *fingerprint, *body_of;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "UO", kwlist, &fingerprint, &body_of))
+        return -1;
+    Columns *c = columns_new();
+    if (c == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    columns_free(r->c);
+    r->c = c;
+    r->rows = 0;
+    Py_XSETREF(r->fingerprint, Py_NewRef(fingerprint));
+    Py_XSETREF(r->body_of, Py_NewRef(body_of));
+    return 0;
+}
+
+static void rows_dealloc(EventRows *r) {
+    columns_free(r->c);
+    Py_XDECREF(r->fingerprint);
+    Py_XDECREF(r->body_of);
+    Py_TYPE(r)->tp_free((PyObject *)r);
+}
+
+static PyObject *rows_add(EventRows *r, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "add(event, position)");
+        return NULL;
+    }
+    if (r->c == NULL) {
+        PyErr_SetString(PyExc_ValueError, "EventRows not initialised");
+        return NULL;
+    }
+    int res = put_whole_event(r->c, args[0], args[1], r->fingerprint, r->body_of);
+    if (res == -2) return NULL;
+    if (res < 0) {
+        PyErr_Clear();
+        Py_RETURN_FALSE;
+    }
+    r->rows++;
+    Py_RETURN_TRUE;
+}
+
+static PyObject *rows_take(EventRows *r, PyObject *unused) {
+    (void)unused;
+    if (r->c == NULL) {
+        PyErr_SetString(PyExc_ValueError, "EventRows not initialised");
+        return NULL;
+    }
+    Columns *fresh = columns_new();
+    if (fresh == NULL) return PyErr_NoMemory();
+    PyObject *result = columns_tuple(r->c);
+    if (result == NULL) {
+        columns_free(fresh);
+        return NULL;
+    }
+    columns_free(r->c);
+    r->c = fresh;
+    r->rows = 0;
+    return result;
+}
+
+static Py_ssize_t rows_len(EventRows *r) { return r->rows; }
+
+static PyMethodDef rows_methods[] = {
+    {"add", (PyCFunction)(void (*)(void))rows_add, METH_FASTCALL,
+     "add(event, position) -> bool: the event's row written (False: not, nothing written)"},
+    {"take", (PyCFunction)rows_take, METH_NOARGS,
+     "take() -> tuple: the rows so far, as event_columns gives them; then none"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PySequenceMethods rows_as_sequence = {.sq_length = (lenfunc)rows_len};
+
+static PyTypeObject EventRowsType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "pitwatch.events._native.EventRows",
+    .tp_doc = "EventRows(fingerprint, body_of): the events table's rows, an event at a time",
+    .tp_basicsize = sizeof(EventRows),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)rows_init,
+    .tp_dealloc = (destructor)rows_dealloc,
+    .tp_methods = rows_methods,
+    .tp_as_sequence = &rows_as_sequence,
+};
 
 /* `Recent(capacity)`: the last `capacity` event ids of a table and their positions, for
    its record clock (pitwatch/store/order.py), kept as 128-bit hashes of their UTF-8
@@ -1458,6 +1599,8 @@ PyMODINIT_FUNC PyInit__native(void) {
                                                               (PyObject *)&RecentType) < 0
         || PyType_Ready(&ClockType) < 0
         || PyModule_AddObjectRef(m, "Clock", (PyObject *)&ClockType) < 0
+        || PyType_Ready(&EventRowsType) < 0
+        || PyModule_AddObjectRef(m, "EventRows", (PyObject *)&EventRowsType) < 0
         || PyType_Ready(&RangeCheckType) < 0
         || PyModule_AddObjectRef(m, "RangeCheck", (PyObject *)&RangeCheckType) < 0)
         goto fail;

@@ -193,6 +193,23 @@ def event_columns(events: list[Any], positions: list[int], fingerprint: str,
     return _native.event_columns(events, positions, fingerprint, body_of)
 
 
+class EventRows(Protocol):
+    """The `events` table's rows written in C an event at a time (`_native.EventRows`):
+    `add` writes one (False: it does not, and writes nothing: the caller writes it in
+    Python), `take` gives the rows so far as `event_columns` gives a batch's."""
+
+    def add(self, event: Any, position: int, /) -> bool: ...
+    def take(self) -> tuple[Any, ...]: ...
+    def __len__(self) -> int: ...
+
+
+def event_rows(fingerprint: str, body_of: Callable[[Any], bytes]) -> EventRows | None:
+    """A writer of `events` rows an event at a time as they come, while each is in the
+    cache the audit just read it into (`event_columns` reads a batch's long after), or
+    None without the extension."""
+    return None if _native is None else cast(EventRows, _native.EventRows(fingerprint, body_of))
+
+
 class RecentIds(Protocol):
     """The last ids of a table's events and their positions (`store.order`)."""
 

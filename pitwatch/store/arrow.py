@@ -108,16 +108,30 @@ def arrow_events(events: list[Event], positions: list[int]) -> Any:
     (`native.event_columns`: the rows of 20,000 events in about the time Python takes
     for 3,000); where C refuses a value, row by row in Python (`rows.event_values`),
     which names the value its column refuses."""
-    import pyarrow as pa
-
-    types = column_types("events")
     raw = None
-    if types == native.EVENT_COLUMNS:
+    if column_types("events") == native.EVENT_COLUMNS:
         raw = native.event_columns(events, positions, current_fingerprint(), dumps)
     if raw is None:
         rows = [event_values(ev, pos) for ev, pos in zip(events, positions, strict=True)]
         return arrow_columns("events", list(zip(*rows, strict=True)))
-    arrays = [pa.Array.from_buffers(arrow_type(t), len(events),
+    return arrow_event_rows(raw, len(events))
+
+
+def event_rows() -> native.EventRows | None:
+    """A writer of `events` rows an event at a time, in C (`native.event_rows`), for
+    `arrow_event_rows`; None where C does not write this DDL's columns or is not built."""
+    if column_types("events") != native.EVENT_COLUMNS:
+        return None
+    return native.event_rows(current_fingerprint(), dumps)
+
+
+def arrow_event_rows(raw: tuple[Any, ...], rows: int) -> Any:
+    """`rows` rows of the `events` table as C wrote them (`native.event_columns`,
+    `EventRows.take`) as an Arrow table."""
+    import pyarrow as pa
+
+    types = column_types("events")
+    arrays = [pa.Array.from_buffers(arrow_type(t), rows,
                                     [None, *map(pa.py_buffer, col if isinstance(col, tuple)
                                                 else (col,))])
               for (_, t), col in zip(types, raw, strict=True)]
@@ -184,6 +198,11 @@ def stage(staging: Path, table: str, cols: Sequence[Sequence[Any]]) -> Path:
     """Write a batch of `table` (one sequence per column, DDL order) as an Arrow IPC file
     in `staging`; its path."""
     return write_staged(staging, table, arrow_columns(table, cols))
+
+
+def stage_event_rows(staging: Path, raw: tuple[Any, ...], rows: int) -> Path:
+    """`stage` for `events` rows as C wrote them (`arrow_event_rows`)."""
+    return write_staged(staging, "events", arrow_event_rows(raw, rows))
 
 
 def stage_events(staging: Path, events: list[Event], positions: list[int]) -> Path:

@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..events.model import Event
+from .arrow import event_rows
 from .base import TABLES, Store, column_names
 from .rows import event_values
 
@@ -18,7 +19,11 @@ class BatchWriter:
     batch goes to the store as one sequence per column (`zip(*rows)`, no dict a row)
     when the store has `insert_columns`, else as dicts to `insert`. An event is
     buffered as itself and its position (`add_event`) when the store has
-    `insert_events`, which makes the rows of a whole batch at once (in C, for chDB)."""
+    `insert_events`, which makes the rows of a whole batch at once (in C, for chDB); and
+    when the store has `insert_event_rows`, each event's row is written in C as it is
+    added (`arrow.event_rows`), while the event is still in the cache, and the event is
+    not kept: only an event C does not write waits for `insert_events` (Python), which
+    names the value its column refuses."""
 
     def __init__(self, store: Store, batch_rows: int = 5000) -> None:
         self.store = store
@@ -30,6 +35,9 @@ class BatchWriter:
             store, "insert_events", None)
         self.events: list[Event] = []
         self.positions: list[int] = []
+        self._insert_rows: Callable[[tuple[Any, ...], int], None] | None = getattr(
+            store, "insert_event_rows", None)
+        self.rows = event_rows() if self._insert_rows is not None else None
 
     def add(self, table: str, row: Mapping[str, Any]) -> None:
         self.add_values(table, tuple(row[c] for c in column_names(table)))
@@ -46,12 +54,18 @@ class BatchWriter:
         if self._insert_events is None:
             self.add_values("events", event_values(ev, pos))
             return
-        self.events.append(ev)
-        self.positions.append(pos)
-        if len(self.events) >= self.batch_rows:
+        rows = self.rows
+        if rows is None or not rows.add(ev, pos):
+            self.events.append(ev)
+            self.positions.append(pos)
+        if len(self.events) + (0 if rows is None else len(rows)) >= self.batch_rows:
             self.flush_table("events")
 
     def flush_table(self, table: str) -> None:
+        if table == "events" and self.rows is not None and len(self.rows):
+            n = len(self.rows)
+            self._insert_rows(self.rows.take(), n)  # type: ignore[misc]
+            self.written[table] += n
         if table == "events" and self.events and self._insert_events is not None:
             self._insert_events(self.events, self.positions)
             self.written[table] += len(self.events)

@@ -34,7 +34,7 @@ from typing import Any
 import orjson
 
 from ..events.model import Event
-from .arrow import StagedFile, arrow_columns, arrow_events, orphans
+from .arrow import StagedFile, arrow_columns, arrow_event_rows, arrow_events, orphans
 from .base import TABLES, Params, StoreError, columns, ddl_statements, to_columns
 
 
@@ -285,6 +285,12 @@ class EmbeddedStore:
         Arrow table here (`arrow_events`) and staged as `insert_columns` does."""
         if events:
             self._stage("events", arrow_events(events, positions))
+
+    def insert_event_rows(self, raw: tuple[Any, ...], rows: int) -> None:
+        """`rows` rows of the `events` table as C wrote them an event at a time
+        (`arrow.event_rows`), staged as `insert_columns` does."""
+        if rows:
+            self._stage("events", arrow_event_rows(raw, rows))
 
     def _stage(self, table: str, data: Any) -> None:
         self._inserter.check()

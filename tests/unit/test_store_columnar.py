@@ -388,3 +388,72 @@ def test_an_inserts_part_is_compact_and_a_large_one_wide_with_strings_in_one_str
     assert not any(".size." in f for f in files), sorted(files)
     assert store.query("SELECT count() AS n FROM events WHERE body = {b:String}",
                        {"b": body}) == [{"n": 105_000}]
+
+
+def test_rows_written_an_event_at_a_time_are_the_batchs_and_a_refused_one_writes_nothing(
+) -> None:
+    """`EventRows`, which the audit's writer fills as each event comes: the rows of a
+    simulated floor (every payload type) are what `event_columns` writes of the whole
+    batch; an event C refuses (a seat past 255) is False and leaves no trace; `take`
+    starts again."""
+    from dataclasses import replace
+
+    from pitwatch.events import native
+    from pitwatch.events.model import Event, WagerPlaced
+    from producers.simulate import Floor
+
+    evs = list(Floor(3, 6, seed=4, inject=0.3).events())
+    positions = [i * 1024 + i % 3 for i in range(len(evs))]
+    rows = native.event_rows("00" * 8, lambda e: b"{}")
+    assert rows is not None
+    bad = replace(Event("e1", "T-1", "d-1", 3, 1764547200123, "r1", None,
+                        WagerPlaced(2, 0, "MAIN", 2500)), payload=WagerPlaced(256, 0, "MAIN", 1))
+    for i, (ev, pos) in enumerate(zip(evs, positions, strict=True)):
+        assert rows.add(ev, pos)
+        if i == 3:
+            assert not rows.add(bad, 7)
+    assert len(rows) == len(evs)
+    assert rows.take() == native.event_columns(evs, positions, "00" * 8, lambda e: b"{}")
+    assert len(rows) == 0
+    assert rows.take() == native.event_columns([], [], "00" * 8, lambda e: b"{}")
+    assert rows.add(evs[0], 1) and len(rows) == 1
+
+
+def test_the_writer_stores_every_event_and_names_a_value_c_refuses(
+        store: EmbeddedStore) -> None:
+    """Through the audit's writer (`BatchWriter`, rows written in C as events come): every
+    event lands, with its position, across batches; an event whose value its column
+    refuses is a StoreError naming the column, as when a batch was built at once."""
+    from dataclasses import replace
+
+    from pitwatch.events.model import Event, WagerPlaced
+    from pitwatch.store.batch import BatchWriter
+
+    w = BatchWriter(store, 100)
+    assert w.rows is not None  # else C is never used
+    evs = [Event(f"e{i}", "T-1", "d-1", i + 1, 1764547200123 + i, "r1", None,
+                 WagerPlaced(2, 0, "MAIN", 2500 + i)) for i in range(250)]
+    for i, ev in enumerate(evs):
+        w.add_event(ev, (i + 1) * 1024)
+    w.flush()
+    assert store.query("SELECT count() AS n, sum(amount) AS a, max(pos) AS p FROM events") == [
+        {"n": 250, "a": sum(2500 + i for i in range(250)), "p": 250 * 1024}]
+    w.add_event(replace(evs[0], event_id="bad", payload=WagerPlaced(256, 0, "MAIN", 1)), 1)
+    with pytest.raises(StoreError, match=r"events\.seat \(UInt8\)"):
+        w.flush()
+
+
+def test_an_error_writing_a_body_in_python_is_raised_from_adding_the_event() -> None:
+    from pitwatch.events import native
+    from pitwatch.events.model import Event, Rules, TableOpened
+
+    ev = Event("e1", "T-1", "d-1", 3, 0, None, None, TableOpened("NJ", "BLACKJACK", Rules()))
+
+    def refuse(e: Any) -> bytes:
+        raise ValueError("no body")
+
+    rows = native.event_rows("00" * 8, refuse)
+    assert rows is not None
+    with pytest.raises(ValueError, match="no body"):
+        rows.add(ev, 1)
+    assert len(rows) == 0
