@@ -27,8 +27,9 @@ class Store(Protocol):
         """Insert rows as data (never as SQL text). (A store may also offer
         `insert_columns(table, cols)`, the batch as one sequence per column in DDL
         order, and `insert_events(events, positions)`, a batch of the `events` table
-        as the events themselves: `store.batch.BatchWriter` hands its batches so when
-        it does. A store whose inserts return before the rows are stored also offers
+        as the events themselves, or `insert_event_rows(raw, rows)`, rows C wrote an
+        event at a time (`store.arrow.event_rows`): `store.batch.BatchWriter` hands its
+        batches so when it does. A store whose inserts return before the rows are stored also offers
         `sync()`, which waits for them and raises what failed: `BatchWriter.flush`
         calls it. A store may name the rows a batch it takes best, `batch_rows`: the
         audit's writer uses that size when it is there.)"""
