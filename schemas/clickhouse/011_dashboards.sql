@@ -76,7 +76,10 @@ FROM events
 GROUP BY table_id, month;
 
 -- What each table's last TableOpened posted: the floor board's game and jurisdiction,
--- without reading the events.
+-- without reading the events. The view reads only the TableOpened events (a table and
+-- month with none has no row, and its game and jurisdiction are '' as before): it then
+-- parses no other event's body, and an insert without one makes no part here. chDB's
+-- CPU inserting 1.08M events: 12.5-13.5 s with the WHERE, 13.4-14.1 s without it.
 CREATE TABLE IF NOT EXISTS table_posted (
     table_id      String,
     month         Date,
@@ -93,4 +96,5 @@ SELECT table_id, toStartOfMonth(ts) AS month,
        argMaxIfState(visitParamExtractString(body, 'game'),
                      toUInt64(ts) * 1000 + ts_ms, type = 'TableOpened') AS game
 FROM events
+WHERE type = 'TableOpened'
 GROUP BY table_id, month

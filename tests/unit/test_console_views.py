@@ -273,3 +273,32 @@ def test_silent_tables_are_an_alert_on_the_feed(store_dir: Path) -> None:
 
     # by the store's clock, with a long enough threshold, none is
     serve(store_dir, quiet, clock="store", silent_after_s=3600, silent_every=0.1)
+
+
+def test_table_posted_reads_only_the_tables_opened(tmp_path: Path) -> None:
+    """The floor board's game and jurisdiction come from each table's last TableOpened;
+    its view reads only those events: a month of a table's other events adds no row."""
+    from pitwatch.store.rows import event_row
+
+    events = list(Floor(2, 2, seed=5).events())
+    rows = [event_row(ev, i) for i, ev in enumerate(events)]
+    opened = [r for r in rows if r["type"] == "TableOpened"]
+    assert opened and len(opened) < len(rows)
+    later = [dict(r, ts=r["ts"] + 40 * 86_400) for r in rows if r["type"] != "TableOpened"]
+    store = EmbeddedStore(tmp_path)
+    try:
+        store.setup()
+        store.insert("events", rows + later)
+        posted = store.query(
+            "SELECT table_id, toString(month) AS m, argMaxIfMerge(jurisdiction) AS j, "
+            "argMaxIfMerge(game) AS g FROM table_posted GROUP BY table_id, month "
+            "ORDER BY table_id, m")
+        months = store.query("SELECT count(DISTINCT (table_id, toStartOfMonth(ts))) AS n "
+                             "FROM events")
+    finally:
+        store.close()
+    assert int(months[0]["n"]) == 2 * len({r["table_id"] for r in rows})
+    want = {(ev.table_id, ev.payload.jurisdiction, ev.payload.game)  # type: ignore[attr-defined]
+            for ev in events if type(ev.payload).__name__ == "TableOpened"}
+    assert {(p["table_id"], p["j"], p["g"]) for p in posted} == want
+    assert len(posted) == len(want) and all(p["j"] and p["g"] for p in posted)
