@@ -171,7 +171,7 @@ def _finish(staged: dict[str, StagedFile], inserter: _Inserter) -> None:
 #: audit's peak memory into chDB was 270 MB over chDB opened with them kept, 200 without
 #: (267k events, bench/audit.py). It costs kernel time: inserting 1.08M events' staged
 #: files took 4.4-5.1 s of kernel CPU with it and 1.1-1.8 s with a 1 s decay, for a peak
-#: 55-70 MB higher (docs/performance.md). Read once, when chDB loads; a user's own
+#: 55-72 MB higher (docs/performance.md). Read once, when chDB loads; a user's own
 #: setting wins.
 JEMALLOC_CONF = "dirty_decay_ms:0,muzzy_decay_ms:0"
 
