@@ -1,11 +1,13 @@
 """The embedded audit on one core: a 1,000,000-event Avro file audited (decode, record
 checks, rule packs), without a store (`pitwatch audit --no-store`) and into chDB (the
 default `pitwatch audit`), against a bare fastavro decode of the same file, all read from
-disk and each the best of the same number of runs, in the same run. Memory: peak RSS of
+disk. The sides run in rounds, each round every side once, in turn (`interleaved`), and
+each ratio is the median of the rounds' own ratios: on a shared host that drifts, a
+round's sides meet the same host. Wall times shown are the best of the rounds. Memory: peak RSS of
 each, in a fresh process, on a quarter of the input and on all of it, to show it stays
 flat as the input grows.
 
-    .venv/bin/python bench/audit.py [--events 1000000] [--repeat 2] [--no-store] [--jobs 2]
+    .venv/bin/python bench/audit.py [--events 1000000] [--repeat 3] [--no-store] [--jobs 2]
     .venv/bin/python bench/audit.py --scaling [--sizes 100000,1000000,5000000]
 
 Targets (issue 9): --no-store <= 1.8x the bare read on one job; --jobs 2 >= 1.7x faster
@@ -24,11 +26,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
+import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -218,6 +222,56 @@ def stored(path: Path, jobs: int) -> tuple[int, float, float, float, float]:
         return audit(path, Path(d), jobs)
 
 
+#: One run of a side: events, wall seconds, precision, recall, CPU seconds of the
+#: busiest process.
+Run = tuple[int, float, float, float, float]
+
+
+def bare_run(path: Path) -> Run:
+    """`bare_decode` as a run (nothing to find: precision and recall 1)."""
+    n, t, c = bare_decode(path)
+    return n, t, 1.0, 1.0, c
+
+
+def steal_ticks() -> int:
+    """CPU time the hypervisor gave to other guests, all cores, since boot (clock ticks;
+    0 where /proc/stat does not say)."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+        return int(fields[8]) if len(fields) > 8 else 0
+    except OSError:
+        return 0
+
+
+def interleaved(runs: dict[str, Callable[[], Run]], rounds: int
+                ) -> tuple[list[dict[str, Run]], float]:
+    """`rounds` rounds, each running every side once, the order turned a step each round
+    (so no side always runs first, or last); and the share of the cores' time the
+    hypervisor gave to other guests meanwhile. Sides run in blocks (every run of one,
+    then of the next) put the host's drift between them: on these machines the same
+    command has taken 16 s and then 30 s minutes apart."""
+    sides = list(runs)
+    out: list[dict[str, Run]] = []
+    s0, t0 = steal_ticks(), time.perf_counter()
+    for r in range(rounds):
+        turn = sides[r % len(sides):] + sides[:r % len(sides)]
+        out.append({side: runs[side]() for side in turn})
+    ticks, wall = steal_ticks() - s0, time.perf_counter() - t0
+    return out, ticks / os.sysconf("SC_CLK_TCK") / (wall * (os.cpu_count() or 1))
+
+
+def paired(rounds: list[dict[str, Run]], a: str, b: str) -> tuple[float, float, float]:
+    """The wall time of side `a` over side `b`, each round's own: median, lowest, highest."""
+    ratios = sorted(r[a][1] / r[b][1] for r in rounds)
+    return statistics.median(ratios), ratios[0], ratios[-1]
+
+
+def shown(ratio: tuple[float, float, float]) -> str:
+    median, low, high = ratio
+    return f"{median:.2f}x" if low == high else f"{median:.2f}x ({low:.2f}-{high:.2f})"
+
+
 def scaling(sizes: list[int], repeat: int) -> None:
     """Audit time against input size, --no-store at --jobs 1 and 2 and the default
     command (into chDB, --jobs 2), beside the bare read; the table, and
@@ -283,7 +337,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--events", type=int, default=1_000_000)
-    ap.add_argument("--repeat", type=int, default=2, help="runs per side; the best counts")
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="rounds, each running every side once (--scaling: runs per side)")
     ap.add_argument("--no-store", action="store_true", help="leave the chDB audit out")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON too")
     ap.add_argument("--jobs", type=int, default=2, help="processes of the --jobs side")
@@ -304,38 +359,50 @@ def main() -> None:
     path = floor_file(args.events)
     quarter = floor_file(args.events // 4)
     k = args.repeat
-    n, t_bare, c_bare = min((bare_decode(path) for _ in range(k)), key=lambda r: r[1])
-    n_a, t_audit, precision, recall, c_audit = min((audit(path, None) for _ in range(k)),
-                                                   key=lambda r: r[1])
+    runs: dict[str, Callable[[], Run]] = {"bare": lambda: bare_run(path),
+                                          "audit": lambda: audit(path, None)}
+    if not args.no_store:
+        runs["store"] = lambda: stored(path, 1)
+    if args.jobs > 1:
+        runs["jobs"] = lambda: audit(path, None, args.jobs)
+    rounds, stolen = interleaved(runs, k)
+    best = {side: min((r[side] for r in rounds), key=lambda x: x[1]) for side in runs}
+    n, t_bare, _, _, c_bare = best["bare"]
+    n_a, t_audit, precision, recall, c_audit = best["audit"]
     print(f"audit bench: {path.name} ({path.stat().st_size / 1e6:.0f} MB, {n:,} events, "
-          f"one core, best of {k} each)")
-    print("  (wall time; CPU: seconds of the busiest process, unmoved by a shared machine)")
+          f"one core; {k} rounds, each running every side once, in turn)")
+    print("  (wall time, best of the rounds; CPU: seconds of the busiest process, unmoved "
+          "by a shared machine; each ratio is the median of the rounds' own ratios, its "
+          "range in brackets: a host that drifts moves every side of a round alike)")
+    print(f"  host: {stolen:.1%} of the CPU stolen by the hypervisor while "
+          "the rounds ran")
     print(f"  bare fastavro read (baseline)     {n / t_bare:12,.0f} events/s   {t_bare:6.2f} s"
           f"   CPU {c_bare:6.2f} s")
+    read_ratio = paired(rounds, "audit", "bare")
     print(f"  pitwatch audit --no-store         {n_a / t_audit:12,.0f} events/s   "
-          f"{t_audit:6.2f} s   CPU {c_audit:6.2f} s   {t_audit / t_bare:.2f}x the read "
+          f"{t_audit:6.2f} s   CPU {c_audit:6.2f} s   {shown(read_ratio)} the read "
           f"(CPU {c_audit / c_bare:.2f}x)")
     figures = {"events": n, "bare_eps": n / t_bare, "audit_eps": n_a / t_audit,
-               "ratio": t_audit / t_bare, "cpu_ratio": c_audit / c_bare,
+               "ratio": read_ratio[0], "cpu_ratio": c_audit / c_bare,
                "precision": precision, "recall": recall}
     sides = ["bare", "audit"]
     if not args.no_store:
-        n_s, t_store, _, _, c_store = min((stored(path, 1) for _ in range(k)),
-                                          key=lambda r: r[1])
+        n_s, t_store, _, _, c_store = best["store"]
+        store_ratio = paired(rounds, "store", "audit")
         print(f"  pitwatch audit (into chDB)        {n_s / t_store:12,.0f} events/s   "
-              f"{t_store:6.2f} s   CPU {c_store:6.2f} s   {t_store / t_bare:.2f}x the read, "
-              f"{t_store / t_audit:.2f}x --no-store (CPU {c_store / c_audit:.2f}x)")
-        figures.update(audit_store_eps=n_s / t_store, store_ratio=t_store / t_audit,
+              f"{t_store:6.2f} s   CPU {c_store:6.2f} s   {shown(store_ratio)} --no-store "
+              f"(CPU {c_store / c_audit:.2f}x)")
+        figures.update(audit_store_eps=n_s / t_store, store_ratio=store_ratio[0],
                        store_cpu_ratio=c_store / c_audit)
         sides += ["chdb", "store"]
     if args.jobs > 1:
-        n_j, t_jobs, p_j, r_j, c_jobs = min((audit(path, None, args.jobs) for _ in range(k)),
-                                            key=lambda r: r[1])
+        n_j, t_jobs, p_j, r_j, c_jobs = best["jobs"]
         assert (n_j, p_j, r_j) == (n_a, precision, recall), "--jobs changed the findings"
+        speedup = paired(rounds, "audit", "jobs")
         print(f"  pitwatch audit --no-store --jobs {args.jobs} {n_j / t_jobs:10,.0f} events/s   "
-              f"{t_jobs:6.2f} s   CPU {c_jobs:6.2f} s   {t_audit / t_jobs:.2f}x faster than "
+              f"{t_jobs:6.2f} s   CPU {c_jobs:6.2f} s   {shown(speedup)} faster than "
               f"--jobs 1 (busiest process's CPU: {c_audit / c_jobs:.2f}x less)")
-        figures.update(jobs_eps=n_j / t_jobs, jobs_speedup=t_audit / t_jobs,
+        figures.update(jobs_eps=n_j / t_jobs, jobs_speedup=speedup[0],
                        jobs_cpu_speedup=c_audit / c_jobs)
     print(f"  against the injected truth: precision {precision:.3f}, recall {recall:.3f}")
     for side in sides:
