@@ -34,6 +34,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -277,26 +278,30 @@ def scaling(sizes: list[int], repeat: int) -> None:
     command (into chDB, --jobs 2), beside the bare read; the table, and
     docs/scaling-audit.png."""
     rows = []
-    print(f"audit scaling: best of {repeat} each, bare read as the baseline")
-    print("  (wall seconds; in brackets the CPU seconds of the busiest process)")
+    print(f"audit scaling: {repeat} round(s) a size, each running every side once in turn; "
+          "bare read as the baseline")
+    print("  (wall seconds, best of the rounds; in brackets the CPU seconds of the busiest "
+          "process; ratios: the median of the rounds' own)")
     print(f"  {'events':>10}  {'bare s':>13}  {'jobs 1 s':>13}  {'jobs 2 s':>13}  "
           f"{'j1/bare':>7}  {'j1/bare cpu':>11}  {'j1/j2':>6}  {'j1/j2 cpu':>9}  "
-          f"{'RSS j1':>7}  {'chDB j2 s':>9}  {'chDB/j2':>7}")
+          f"{'RSS j1':>7}  {'chDB j2 s':>9}  {'chDB/j2':>7}  {'stolen':>6}")
     for size in sizes:
         path = bench_file(size)
-        n, t_bare, c_bare = min((bare_decode(path) for _ in range(repeat)),
-                                key=lambda r: r[1])
-        _, t1, _, _, c1 = min((audit(path, None, 1) for _ in range(repeat)),
-                              key=lambda r: r[1])
-        _, t2, _, _, c2 = min((audit(path, None, 2) for _ in range(repeat)),
-                              key=lambda r: r[1])
-        _, t_db, _, _, _ = min((stored(path, 2) for _ in range(repeat)), key=lambda r: r[1])
+        rounds, stolen = interleaved({"bare": partial(bare_run, path),
+                                      "j1": partial(audit, path, None, 1),
+                                      "j2": partial(audit, path, None, 2),
+                                      "db": partial(stored, path, 2)}, repeat)
+        n, t_bare, _, _, c_bare = min((r["bare"] for r in rounds), key=lambda x: x[1])
+        _, t1, _, _, c1 = min((r["j1"] for r in rounds), key=lambda x: x[1])
+        _, t2, _, _, c2 = min((r["j2"] for r in rounds), key=lambda x: x[1])
+        t_db = min(r["db"][1] for r in rounds)
         rss = peak_rss_mb(path, "audit")  # the input streams: flat in its size
         rows.append((n, t_bare, t1, t2, c1, c2, t_db))
         print(f"  {n:10,}  {t_bare:6.2f} [{c_bare:5.2f}]  {t1:6.2f} [{c1:5.2f}]  "
-              f"{t2:6.2f} [{c2:5.2f}]  {t1 / t_bare:6.2f}x  {c1 / c_bare:10.2f}x  "
-              f"{t1 / t2:5.2f}x  {c1 / c2:8.2f}x  {rss:4.0f} MB  {t_db:9.2f}  "
-              f"{t_db / t2:6.2f}x", flush=True)
+              f"{t2:6.2f} [{c2:5.2f}]  {paired(rounds, 'j1', 'bare')[0]:6.2f}x  "
+              f"{c1 / c_bare:10.2f}x  {paired(rounds, 'j1', 'j2')[0]:5.2f}x  "
+              f"{c1 / c2:8.2f}x  {rss:4.0f} MB  {t_db:9.2f}  "
+              f"{paired(rounds, 'db', 'j2')[0]:6.2f}x  {stolen:6.1%}", flush=True)
     SCALING.write_text(json.dumps({"repeat": repeat, "rows": rows}))
     plot(rows, repeat)
 
@@ -323,7 +328,7 @@ def plot(rows: list[tuple[float, ...]], repeat: int) -> None:
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("events in the file")
-    ax.set_ylabel(f"seconds (best of {repeat})")
+    ax.set_ylabel(f"seconds (best of {repeat} round{'s' if repeat > 1 else ''})")
     ax.set_title("Audit time against input size (2 cores, shared)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
