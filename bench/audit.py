@@ -3,9 +3,9 @@ checks, rule packs), without a store (`pitwatch audit --no-store`) and into chDB
 default `pitwatch audit`), against a bare fastavro decode of the same file, all read from
 disk. The sides run in rounds, each round every side once, in turn (`interleaved`), and
 each ratio is the median of the rounds' own ratios: on a shared host that drifts, a
-round's sides meet the same host. Wall times shown are the best of the rounds. Memory: peak RSS of
-each, in a fresh process, on a quarter of the input and on all of it, to show it stays
-flat as the input grows.
+round's sides meet the same host. Wall times shown are the best of the rounds. Memory:
+peak RSS of each, in a fresh process, on a quarter of the input and on all of it, to
+show it stays flat as the input grows.
 
     .venv/bin/python bench/audit.py [--events 1000000] [--repeat 3] [--no-store] [--jobs 2]
     .venv/bin/python bench/audit.py --scaling [--sizes 100000,1000000,5000000]
@@ -343,7 +343,7 @@ def main() -> None:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=3,
-                    help="rounds, each running every side once (--scaling: runs per side)")
+                    help="rounds, each running every side once, in turn")
     ap.add_argument("--no-store", action="store_true", help="leave the chDB audit out")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON too")
     ap.add_argument("--jobs", type=int, default=2, help="processes of the --jobs side")
@@ -364,12 +364,12 @@ def main() -> None:
     path = floor_file(args.events)
     quarter = floor_file(args.events // 4)
     k = args.repeat
-    runs: dict[str, Callable[[], Run]] = {"bare": lambda: bare_run(path),
-                                          "audit": lambda: audit(path, None)}
+    runs: dict[str, Callable[[], Run]] = {"bare": partial(bare_run, path),
+                                          "audit": partial(audit, path, None)}
     if not args.no_store:
-        runs["store"] = lambda: stored(path, 1)
+        runs["store"] = partial(stored, path, 1)
     if args.jobs > 1:
-        runs["jobs"] = lambda: audit(path, None, args.jobs)
+        runs["jobs"] = partial(audit, path, None, args.jobs)
     rounds, stolen = interleaved(runs, k)
     best = {side: min((r[side] for r in rounds), key=lambda x: x[1]) for side in runs}
     n, t_bare, _, _, c_bare = best["bare"]
