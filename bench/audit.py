@@ -262,6 +262,11 @@ def interleaved(runs: dict[str, Callable[[], Run]], rounds: int
     return out, ticks / os.sysconf("SC_CLK_TCK") / (wall * (os.cpu_count() or 1))
 
 
+def best_of(rounds: list[dict[str, Run]]) -> dict[str, Run]:
+    """Each side's fastest run of the rounds."""
+    return {side: min((r[side] for r in rounds), key=lambda x: x[1]) for side in rounds[0]}
+
+
 def paired(rounds: list[dict[str, Run]], a: str, b: str) -> tuple[float, float, float]:
     """The wall time of side `a` over side `b`, each round's own: median, lowest, highest."""
     ratios = sorted(r[a][1] / r[b][1] for r in rounds)
@@ -291,10 +296,11 @@ def scaling(sizes: list[int], repeat: int) -> None:
                                       "j1": partial(audit, path, None, 1),
                                       "j2": partial(audit, path, None, 2),
                                       "db": partial(stored, path, 2)}, repeat)
-        n, t_bare, _, _, c_bare = min((r["bare"] for r in rounds), key=lambda x: x[1])
-        _, t1, _, _, c1 = min((r["j1"] for r in rounds), key=lambda x: x[1])
-        _, t2, _, _, c2 = min((r["j2"] for r in rounds), key=lambda x: x[1])
-        t_db = min(r["db"][1] for r in rounds)
+        best = best_of(rounds)
+        n, t_bare, _, _, c_bare = best["bare"]
+        _, t1, _, _, c1 = best["j1"]
+        _, t2, _, _, c2 = best["j2"]
+        t_db = best["db"][1]
         rss = peak_rss_mb(path, "audit")  # the input streams: flat in its size
         rows.append((n, t_bare, t1, t2, c1, c2, t_db))
         print(f"  {n:10,}  {t_bare:6.2f} [{c_bare:5.2f}]  {t1:6.2f} [{c1:5.2f}]  "
@@ -371,7 +377,7 @@ def main() -> None:
     if args.jobs > 1:
         runs["jobs"] = partial(audit, path, None, args.jobs)
     rounds, stolen = interleaved(runs, k)
-    best = {side: min((r[side] for r in rounds), key=lambda x: x[1]) for side in runs}
+    best = best_of(rounds)
     n, t_bare, _, _, c_bare = best["bare"]
     n_a, t_audit, precision, recall, c_audit = best["audit"]
     print(f"audit bench: {path.name} ({path.stat().st_size / 1e6:.0f} MB, {n:,} events, "
