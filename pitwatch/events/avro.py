@@ -11,6 +11,7 @@ import dataclasses
 import functools
 import hashlib
 import io
+import struct
 from collections.abc import Iterable, Iterator
 from typing import IO, Any, Final, cast
 
@@ -324,9 +325,12 @@ class ContainerBlock:
     """One block of a container file, decompressed, its records read on demand."""
 
     def __init__(self, block: Any, fast: bool, writer_plain: Any, reader: Any,
-                 program: Program | None) -> None:
+                 program: Program | None, writer_fp: bytes | None = None) -> None:
         self._block, self._fast = block, fast
         self._writer, self._reader, self._program = writer_plain, reader, program
+        #: the 8 fingerprint bytes of the file's schema when it is not this one (what an
+        #: event's `writer` says: its raw bytes are under that schema)
+        self._writer_fp = writer_fp
         self._bio: io.BytesIO = block.bytes_
         self.raw = self._bio.getvalue()
         self.count: int = block.num_records
@@ -374,7 +378,11 @@ class ContainerBlock:
     def judged(self, rec: Event | tuple[dict[str, Any], bytes]) -> Event:
         """The event of a record `read`, range-checked: DecodeError (or KeyError) when it
         is not one of the contract (`shown` is what to show of it)."""
-        return checked(rec) if isinstance(rec, Event) else from_datum(*rec)
+        if isinstance(rec, Event):
+            return checked(rec)
+        ev = from_datum(*rec)
+        ev.writer = self._writer_fp
+        return ev
 
     def shown(self, rec: Event | tuple[dict[str, Any], bytes]) -> str:
         """What a rejected record shows: fastavro's datum of it, as Python writes it."""
@@ -394,16 +402,18 @@ def read_container_blocks(src: IO[bytes]) -> Iterator[ContainerBlock]:
     same = logical = False
     writer_plain: Any = None
     program: Program | None = None
+    writer_fp: bytes | None = None
     for n, block in enumerate(fastavro.block_reader(src, return_record_name=True)):
         if n == 0:  # one writer schema per file
             writer = block.writer_schema
             writer_plain = fastavro.parse_schema(strip_logical(writer))
             same = fingerprint(writer_plain) == fingerprint(plain)
+            writer_fp = None if same else struct.pack("<Q", fingerprint(writer_plain))
             logical = strip_logical(writer) != writer
             # built in C only under this schema; framed under any
             program = Program.of(writer_plain, _typed if same else None, _ENUMS)
         yield ContainerBlock(block, same and not logical, writer_plain,
-                             None if same else plain, program)
+                             None if same else plain, program, writer_fp)
 
 
 def read_container_records(src: IO[bytes]) -> Iterator[tuple[dict[str, Any], bytes]]:
@@ -413,5 +423,6 @@ def read_container_records(src: IO[bytes]) -> Iterator[tuple[dict[str, Any], byt
 
 
 def read_container(src: IO[bytes]) -> Iterator[Event]:
-    for d, raw in read_container_records(src):
-        yield from_datum(d, raw)
+    for block in read_container_blocks(src):
+        for d, raw in block.records():
+            yield block.judged((d, raw))
