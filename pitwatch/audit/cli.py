@@ -16,6 +16,7 @@ from ..engine.violation import Severity, Violation
 from ..events.files import Rejected
 from ..events.keys import KEYS_ENV, KeyRegistry, KeyRegistryError
 from ..store.embedded import EmbeddedStore
+from ..store.process import StoreProcess
 from ..store.readonly import check_read_only
 from . import report
 from .parallel import audit_parallel, default_jobs
@@ -82,7 +83,7 @@ a key registry that cannot be read."""
         data = Path(args.data)
         store = None
         if not args.no_store and args.jobs == 1:
-            store = EmbeddedStore(data)
+            store = StoreProcess(data)  # chDB's work on a core of its own
             store.setup()
         data.mkdir(parents=True, exist_ok=True)
         rejects_path = data / "rejects.jsonl"

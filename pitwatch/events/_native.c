@@ -1031,6 +1031,166 @@ static PyTypeObject EventRowsType = {
     .tp_as_sequence = &rows_as_sequence,
 };
 
+/* `EventBytes(rows)`: the events of a batch as a process of their store takes them
+   (pitwatch/store/process.py): an event decoded from this schema's Avro bytes (its `raw`
+   set and its `writer` None) kept as those bytes, their length and its position, for
+   the store's process to build it again; any other handed to `rows` (an EventRows, or
+   None: False, and the caller keeps it). `take` gives (the bytes joined, their lengths
+   as uint32, the positions as uint64, how many, `rows.take()` or None, its rows) and
+   starts again; its buffers are kept for the next batch. */
+typedef struct {
+    PyObject_HEAD
+    Out data, lengths, positions;
+    PyObject *rows; /* an EventRows, or None */
+    Py_ssize_t n;
+} EventBytes;
+
+static PyObject *raw_name;
+
+static void out_init(Out *o) {
+    o->buf = o->small;
+    o->len = 0;
+    o->cap = sizeof o->small;
+}
+
+static void out_free(Out *o) {
+    if (o->buf != o->small) PyMem_Free(o->buf);
+    out_init(o);
+}
+
+static int bytes_init(EventBytes *b, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"rows", NULL};
+    PyObject *rows;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O", kwlist, &rows)) return -1;
+    if (rows != Py_None && !Py_IS_TYPE(rows, &EventRowsType)) {
+        PyErr_SetString(PyExc_TypeError, "EventBytes(rows): an EventRows or None");
+        return -1;
+    }
+    out_free(&b->data);
+    out_free(&b->lengths);
+    out_free(&b->positions);
+    b->n = 0;
+    Py_XSETREF(b->rows, Py_NewRef(rows));
+    return 0;
+}
+
+static PyObject *bytes_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    (void)args;
+    (void)kwds;
+    EventBytes *b = (EventBytes *)type->tp_alloc(type, 0);
+    if (b == NULL) return NULL;
+    out_init(&b->data);
+    out_init(&b->lengths);
+    out_init(&b->positions);
+    b->rows = NULL;
+    return (PyObject *)b;
+}
+
+static void bytes_dealloc(EventBytes *b) {
+    out_free(&b->data);
+    out_free(&b->lengths);
+    out_free(&b->positions);
+    Py_XDECREF(b->rows);
+    Py_TYPE(b)->tp_free((PyObject *)b);
+}
+
+static PyObject *bytes_add(EventBytes *b, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "add(event, position)");
+        return NULL;
+    }
+    if (b->rows == NULL) {
+        PyErr_SetString(PyExc_ValueError, "EventBytes not initialised");
+        return NULL;
+    }
+    PyObject *raw = NULL, *writer = NULL;
+    int mine = slot_lookup(args[0], raw_name, &raw) && PyBytes_CheckExact(raw)
+               && PyBytes_GET_SIZE(raw) <= UINT32_MAX
+               && slot_lookup(args[0], writer_name, &writer) && writer == Py_None;
+    Py_XDECREF(writer);
+    if (mine) {
+        uint64_t pos = PyLong_AsUnsignedLongLong(args[1]);
+        uint32_t len = (uint32_t)PyBytes_GET_SIZE(raw);
+        if ((pos == (uint64_t)-1 && PyErr_Occurred())
+            || out_raw(&b->data, PyBytes_AS_STRING(raw), len) < 0
+            || out_raw(&b->lengths, (const char *)&len, sizeof len) < 0
+            || out_raw(&b->positions, (const char *)&pos, sizeof pos) < 0) {
+            Py_DECREF(raw);
+            return PyErr_Occurred() ? NULL : PyErr_NoMemory();
+        }
+        Py_DECREF(raw);
+        b->n++;
+        Py_RETURN_TRUE;
+    }
+    Py_XDECREF(raw);
+    if (b->rows == Py_None) Py_RETURN_FALSE;
+    return rows_add((EventRows *)b->rows, args, nargs);
+}
+
+static PyObject *out_take(Out *o) {
+    PyObject *v = PyBytes_FromStringAndSize(o->buf, o->len);
+    if (v != NULL) o->len = 0;
+    return v;
+}
+
+static PyObject *bytes_take(EventBytes *b, PyObject *unused) {
+    (void)unused;
+    if (b->rows == NULL) {
+        PyErr_SetString(PyExc_ValueError, "EventBytes not initialised");
+        return NULL;
+    }
+    PyObject *rows = Py_None, *n_rows = NULL;
+    Py_ssize_t written = b->rows == Py_None ? 0 : ((EventRows *)b->rows)->rows;
+    if (written) {
+        if ((rows = rows_take((EventRows *)b->rows, NULL)) == NULL) return NULL;
+    } else {
+        Py_INCREF(rows);
+    }
+    n_rows = PyLong_FromSsize_t(written);
+    PyObject *data = out_take(&b->data), *lengths = out_take(&b->lengths),
+             *positions = out_take(&b->positions);
+    PyObject *result = NULL;
+    if (n_rows != NULL && data != NULL && lengths != NULL && positions != NULL)
+        result = Py_BuildValue("(NNNnNN)", data, lengths, positions, b->n, rows, n_rows);
+    if (result == NULL) {
+        Py_XDECREF(data);
+        Py_XDECREF(lengths);
+        Py_XDECREF(positions);
+        Py_DECREF(rows);
+        Py_XDECREF(n_rows);
+        return NULL;
+    }
+    b->n = 0;
+    return result;
+}
+
+static Py_ssize_t bytes_len(EventBytes *b) {
+    return b->n + (b->rows != NULL && b->rows != Py_None ? ((EventRows *)b->rows)->rows : 0);
+}
+
+static PyMethodDef bytes_methods[] = {
+    {"add", (PyCFunction)(void (*)(void))bytes_add, METH_FASTCALL,
+     "add(event, position) -> bool: kept as its bytes, or written by rows (False: not)"},
+    {"take", (PyCFunction)bytes_take, METH_NOARGS,
+     "take() -> (data, lengths, positions, n, rows' take() or None, rows): then none"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PySequenceMethods bytes_as_sequence = {.sq_length = (lenfunc)bytes_len};
+
+static PyTypeObject EventBytesType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "pitwatch.events._native.EventBytes",
+    .tp_doc = "EventBytes(rows): a batch's events as their Avro bytes, the others' rows",
+    .tp_basicsize = sizeof(EventBytes),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = bytes_new,
+    .tp_init = (initproc)bytes_init,
+    .tp_dealloc = (destructor)bytes_dealloc,
+    .tp_methods = bytes_methods,
+    .tp_as_sequence = &bytes_as_sequence,
+};
+
 /* `Recent(capacity)`: the last `capacity` event ids of a table and their positions, for
    its record clock (pitwatch/store/order.py), kept as 128-bit hashes of their UTF-8
    bytes (MurmurHash3_x64_128, seed 0) rather than as the ids themselves: 40 bytes an id
@@ -1584,6 +1744,7 @@ PyMODINIT_FUNC PyInit__native(void) {
         || (slots_name = PyUnicode_InternFromString("__slots__")) == NULL
         || (checkpoint_name = PyUnicode_InternFromString("Checkpoint")) == NULL
         || (writer_name = PyUnicode_InternFromString("writer")) == NULL
+        || (raw_name = PyUnicode_InternFromString("raw")) == NULL
         || (zero = PyLong_FromLong(0)) == NULL || (empty = PyUnicode_New(0, 0)) == NULL)
         return NULL;
     PyObject *m = PyModule_Create(&module), *spec = PyTuple_New(N_COLUMNS);
@@ -1601,6 +1762,8 @@ PyMODINIT_FUNC PyInit__native(void) {
         || PyModule_AddObjectRef(m, "Clock", (PyObject *)&ClockType) < 0
         || PyType_Ready(&EventRowsType) < 0
         || PyModule_AddObjectRef(m, "EventRows", (PyObject *)&EventRowsType) < 0
+        || PyType_Ready(&EventBytesType) < 0
+        || PyModule_AddObjectRef(m, "EventBytes", (PyObject *)&EventBytesType) < 0
         || PyType_Ready(&RangeCheckType) < 0
         || PyModule_AddObjectRef(m, "RangeCheck", (PyObject *)&RangeCheckType) < 0)
         goto fail;

@@ -210,6 +210,54 @@ def event_rows(fingerprint: str, body_of: Callable[[Any], bytes]) -> EventRows |
     return None if _native is None else cast(EventRows, _native.EventRows(fingerprint, body_of))
 
 
+#: A batch of events as `EventBytes.take` gives it: this schema's Avro bytes joined,
+#: their lengths (uint32) and positions (uint64) as bytes, how many, and the others' rows
+#: as `EventRows.take` gives them (or None) and how many.
+EventBytesBatch = tuple[bytes, bytes, bytes, int, "tuple[Any, ...] | None", int]
+
+
+class EventBytes(Protocol):
+    """The events of a batch as their Avro bytes and positions, the others as their rows
+    (`_native.EventBytes`; `store/process.py`)."""
+
+    def add(self, event: Any, position: int, /) -> bool: ...
+    def take(self) -> EventBytesBatch: ...
+    def __len__(self) -> int: ...
+
+
+class _PyEventBytes:
+    """`_native.EventBytes` in Python, where the extension is not built (then there are
+    no rows in C: an event without this schema's bytes is the caller's)."""
+
+    def __init__(self) -> None:
+        self.raws: list[bytes] = []
+        self.positions: list[int] = []
+
+    def add(self, event: Any, position: int, /) -> bool:
+        if isinstance(event.raw, bytes) and event.writer is None:
+            self.raws.append(event.raw)
+            self.positions.append(position)
+            return True
+        return False
+
+    def take(self) -> EventBytesBatch:
+        raws, positions = self.raws, self.positions
+        self.raws, self.positions = [], []
+        return (b"".join(raws), array("I", map(len, raws)).tobytes(),
+                array("Q", positions).tobytes(), len(raws), None, 0)
+
+    def __len__(self) -> int:
+        return len(self.raws)
+
+
+def event_bytes(rows: EventRows | None) -> EventBytes:
+    """A batch's events as their Avro bytes where they were decoded from this schema's,
+    the others written by `rows` (`EventBytes`): in C where the extension is built."""
+    if _native is None:
+        return _PyEventBytes()
+    return _native.EventBytes(cast("_native.EventRows | None", rows))
+
+
 class RecentIds(Protocol):
     """The last ids of a table's events and their positions (`store.order`)."""
 

@@ -32,7 +32,8 @@ class Store(Protocol):
         batches so when it does. A store whose inserts return before the rows are stored also offers
         `sync()`, which waits for them and raises what failed: `BatchWriter.flush`
         calls it. A store may name the rows a batch it takes best, `batch_rows`: the
-        audit's writer uses that size when it is there.)"""
+        audit's writer uses that size when it is there. A store that takes its events in a
+        form of its own offers `event_rows()`, the writer `insert_event_rows` takes from.)"""
 
     def query(self, sql: str, params: Params | None = None) -> list[dict[str, Any]]:
         """Run a query; rows as dicts. Values go in as `params` for `{name:Type}`

@@ -23,7 +23,9 @@ class BatchWriter:
     when the store has `insert_event_rows`, each event's row is written in C as it is
     added (`arrow.event_rows`), while the event is still in the cache, and the event is
     not kept: only an event C does not write waits for `insert_events` (Python), which
-    names the value its column refuses."""
+    names the value its column refuses. A store that takes its events in a form of its
+    own offers `event_rows()`, a writer that adds and takes as `arrow.event_rows`'s does
+    (`process.StoreProcess`: the events' Avro bytes)."""
 
     def __init__(self, store: Store, batch_rows: int = 5000) -> None:
         self.store = store
@@ -37,7 +39,9 @@ class BatchWriter:
         self.positions: list[int] = []
         self._insert_rows: Callable[[tuple[Any, ...], int], None] | None = getattr(
             store, "insert_event_rows", None)
-        self.rows = event_rows() if self._insert_rows is not None else None
+        own_rows = getattr(store, "event_rows", None)  # a store's own form of them
+        self.rows = (None if self._insert_rows is None
+                     else own_rows() if own_rows is not None else event_rows())
 
     def add(self, table: str, row: Mapping[str, Any]) -> None:
         self.add_values(table, tuple(row[c] for c in column_names(table)))

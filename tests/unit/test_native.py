@@ -506,3 +506,38 @@ def test_attributes_read_at_their_slots_are_what_getattr_gives() -> None:
         cols = native.event_columns([ev], [7], "00" * 8, jsonl.dumps)
         assert cols is not None
         assert (cols[8], cols[9], cols[11]) == (b"\x02", b"\x01", (100).to_bytes(8, "little"))
+
+
+# --- a batch's events as their Avro bytes, for a store in a process of its own ---------
+
+def test_event_bytes_keep_this_schemas_bytes_and_hand_the_others_to_the_rows() -> None:
+    """An event decoded from this schema's Avro bytes is kept as them and its position
+    (C and Python alike); one without them (JSON Lines) or under another schema's is
+    written by the rows writer, or refused (False) without one; `take` gives the batch
+    and starts again."""
+    from pitwatch.store.arrow import event_rows
+    from producers.simulate import Floor
+
+    evs = [avro.decode(avro.encode(e)) for e in list(Floor(1, 1, seed=5).events())[:6]]
+    other = replace(evs[0], raw=None)
+    older = replace(evs[1], writer=b"\x01" * 8)
+    for b in (native.event_bytes(event_rows()), native._PyEventBytes()):
+        python = isinstance(b, native._PyEventBytes)
+        assert [b.add(e, 10 + i) for i, e in enumerate(evs)] == [True] * 6
+        assert b.add(other, 99) is not python and b.add(older, 98) is not python
+        assert len(b) == 6 + 2 * (not python)
+        data, lengths, positions, n, rows, n_rows = b.take()
+        assert data == b"".join(e.raw for e in evs)  # type: ignore[misc]
+        assert list(memoryview(lengths).cast("I")) == [len(e.raw) for e in evs]  # type: ignore[arg-type]
+        assert list(memoryview(positions).cast("Q")) == list(range(10, 16))
+        assert n == 6 and n_rows == 2 * (not python)
+        if not python:
+            want = event_rows()
+            assert want is not None and want.add(other, 99) and want.add(older, 98)
+            assert rows == want.take()
+        assert len(b) == 0 and b.take()[:4] == (b"", b"", b"", 0)
+    assert native.event_bytes(None).add(other, 1) is False
+    with pytest.raises(OverflowError):
+        native.event_bytes(None).add(evs[0], -1)
+    with pytest.raises(TypeError, match="EventRows or None"):
+        native._native.EventBytes([])  # type: ignore[union-attr,arg-type]

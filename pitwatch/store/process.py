@@ -1,0 +1,291 @@
+"""The embedded store in a process of its own: `StoreProcess`, what `pitwatch audit
+--jobs 1` stores through.
+
+In one process, the audit's thread sets the time of an audit into chDB: besides judging,
+it writes every event's row (in C) and stages it, and chDB's inserts share its core
+(docs/performance.md, 2026-12-03: its CPU 21-22 s into chDB against 13-17 s judging
+only). Here the audit's process hands the store process each batch of events as it read
+them, and the store process does the rest on the other core: an event decoded from this
+schema's Avro bytes goes as those bytes and its position, and is built again there in C
+(`events.native.Program.build`), so the audit's process does no row work for it (the bytes
+and the position are kept in C: `events.native.EventBytes`); any other event (JSON Lines,
+an older schema's bytes) goes as its row, written here in C as before
+(`arrow.event_rows`). Round and violation rows go as their columns.
+
+Nothing is lost on the way: the store process takes the batches in the order handed
+over and stores them as the embedded store does (`embedded.py`). A batch it cannot store
+is a StoreError raised here at the next hand-over or statement (and at `close`), and what
+was handed over after it is not stored; a store process that dies is a StoreError that
+says so. A batch is sent whole only as the store process reads it, so the audit runs at
+most about a batch ahead. Dropped unclosed, the store process still stores what it was
+given, then exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import multiprocessing.util
+import os
+import resource
+from collections.abc import Sequence
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from ..events.avro import _current_program, decode
+from ..events.model import Event
+from ..events.native import EventBytes, EventBytesBatch, event_bytes
+from .arrow import event_rows
+from .base import Params, StoreError, to_columns
+from .embedded import JEMALLOC_CONF
+
+#: The store process's allocator (the jemalloc built into chDB) keeps the pages it frees
+#: for a second, not `JEMALLOC_CONF`'s none: chDB's inserts of a 1.08M-event audit took
+#: 45% less CPU, for about 70 MB more at the peak (docs/performance.md). In one process
+#: the audit's thread set the time, so it bought nothing there; here chDB's inserts are
+#: the store process's whole work. A user's own `JE_MALLOC_CONF` wins.
+PROCESS_JEMALLOC_CONF = "dirty_decay_ms:1000,muzzy_decay_ms:0"
+
+
+def _rebuilt(data: bytes, lengths: bytes, count: int) -> list[Event]:
+    """The events of this schema's Avro bytes joined: built in C, or one by one with
+    fastavro where C is not built or refuses them."""
+    program = _current_program()
+    built = None if program is None else program.build(data, count)
+    if built is not None:
+        return built
+    out, at = [], 0
+    for n in memoryview(lengths).cast("I"):
+        out.append(decode(data[at:at + n]))
+        at += n
+    return out
+
+
+def _serve(conn: Connection, path: str) -> None:
+    """The store process: open the store in `path`, then take what `StoreProcess` sends
+    until it closes the store or goes away. A batch that fails is reported once, and
+    nothing handed over after it is stored; every later call answers with it."""
+    if os.environ.get("JE_MALLOC_CONF", JEMALLOC_CONF) == JEMALLOC_CONF:
+        os.environ["JE_MALLOC_CONF"] = PROCESS_JEMALLOC_CONF
+    from .batch import BatchWriter
+    from .embedded import EmbeddedStore
+
+    try:
+        store = EmbeddedStore(path)
+    except Exception as e:  # the store is locked, or chDB cannot open it: said there
+        conn.send(("answer", False, _sendable(e)))
+        return
+    conn.send(("answer", True, None))
+    writer = BatchWriter(store, 1 << 62)  # flushed a batch at a time, as handed over
+    failed: Exception | None = None
+    try:
+        while True:
+            try:
+                kind, *args = conn.recv()
+            except EOFError:  # the audit's process went away: store what it gave
+                break
+            if kind == "call":
+                name, call_args = args
+                if name == "close":
+                    break
+                try:
+                    if failed is not None:
+                        raise failed
+                    answer = getattr(store, name)(*call_args)
+                except Exception as e:  # raised in the audit's process
+                    conn.send(("answer", False, _sendable(e)))
+                else:
+                    conn.send(("answer", True, answer))
+            elif failed is None:  # after a failure, a gap: nothing more is stored
+                try:
+                    _store_batch(store, writer, kind, args)
+                except Exception as e:  # reported at the audit's next hand-over
+                    failed = _sendable(e)
+                    conn.send(("failed", failed))
+    finally:
+        try:
+            store.close()
+        except Exception as e:  # a background insert that failed
+            closing: tuple[Any, ...] = ("answer", False, _sendable(e))
+        else:
+            closing = ("answer", True, _usage())
+        with contextlib.suppress(OSError):  # the audit's process gone: nobody to tell
+            conn.send(closing)
+
+
+def _sendable(e: Exception) -> Exception:
+    """`e` as the audit's process is to raise it: a StoreError as it is, anything else
+    a StoreError that says what it was."""
+    if isinstance(e, StoreError):
+        return e
+    return StoreError(f"chDB: the store process failed: {type(e).__name__}: {e}")
+
+
+def _usage() -> tuple[float, int]:
+    """This process's CPU seconds and peak RSS (KiB: VmHWM, which unlike ru_maxrss does
+    not start from the forking process's)."""
+    use = resource.getrusage(resource.RUSAGE_SELF)
+    try:
+        with open("/proc/self/status") as f:
+            peak = next(int(ln.split()[1]) for ln in f if ln.startswith("VmHWM"))
+    except (OSError, StopIteration):
+        peak = use.ru_maxrss
+    return use.ru_utime + use.ru_stime, peak
+
+
+def _store_batch(store: Any, writer: Any, kind: str, args: list[Any]) -> None:
+    if kind == "events":
+        data, lengths, positions, count, rows, n_rows = args[0]
+        events = _rebuilt(data, lengths, count)
+        for ev, pos in zip(events, memoryview(positions).cast("Q"), strict=True):
+            writer.add_event(ev, pos)
+        writer.flush_table("events")
+        if rows is not None:
+            store.insert_event_rows(rows, n_rows)
+    elif kind == "columns":
+        store.insert_columns(*args)
+    else:  # "event_objects": events C does not write, as themselves
+        store.insert_events(*args)
+
+
+class StoreProcess:
+    """The embedded store in `path`, run by a process of its own (module doc). A Store:
+    its statements are answered by the store process; its inserts return at once."""
+
+    #: Rows a batch (`BatchWriter`): the embedded store's.
+    batch_rows = 2_000
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        ctx = multiprocessing.get_context("forkserver")
+        self._conn, theirs = ctx.Pipe()
+        self._proc = ctx.Process(target=_serve, args=(theirs, str(self.path)),
+                                 name="pitwatch-store")
+        self._proc.start()
+        theirs.close()
+        self._failed: StoreError | None = None
+        self._reported = False
+        #: the store process's CPU seconds and peak RSS in KiB, once closed (for benches)
+        self.usage: tuple[float, int] | None = None
+        self._closed = False
+        # dropped unclosed: the store process stores what it has, then exits (before
+        # multiprocessing waits for it at exit)
+        multiprocessing.util.Finalize(self, self._conn.close, exitpriority=10)
+        try:
+            self._answer()  # opened, or why not (another process holds the store, ...)
+        except BaseException:
+            self._closed = True
+            self._conn.close()
+            self._proc.join()
+            raise
+
+    # --- what the audit hands over: sent, not waited for ----------------------------
+
+    def event_rows(self) -> EventBytes:
+        """The events of a batch as this store takes them (`BatchWriter`): as their Avro
+        bytes where they were decoded from this schema's, else as their rows."""
+        return event_bytes(event_rows())
+
+    def insert_event_rows(self, batch: EventBytesBatch, rows: int) -> None:
+        if rows:
+            self._send(("events", batch))
+
+    def insert_events(self, events: list[Event], positions: list[int]) -> None:
+        if events:
+            self._send(("event_objects", events, positions))
+
+    def insert_columns(self, table: str, cols: Sequence[Sequence[Any]]) -> None:
+        if cols and len(cols[0]):
+            self._send(("columns", table, cols))
+
+    def insert(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
+        if rows:
+            self.insert_columns(table, to_columns(table, rows))
+
+    # --- statements: answered ------------------------------------------------------
+
+    def setup(self) -> None:
+        self._call("setup")
+
+    def query(self, sql: str, params: Params | None = None) -> list[dict[str, Any]]:
+        return self._call("query", sql, None if params is None else dict(params))  # type: ignore[no-any-return]
+
+    def sync(self) -> None:
+        self._call("sync")
+
+    def dedupe(self) -> None:
+        self._call("dedupe")
+
+    def read_only(self) -> None:
+        self._call("read_only")
+
+    def close(self) -> None:
+        """Wait until the store process has stored everything handed over and closed
+        the store; a failure nobody was told of yet is raised here."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._conn.send(("call", "close", ()))
+            self.usage = self._answer(raise_failed=not self._reported)
+        except OSError as e:
+            raise self._gone() from e
+        finally:
+            self._conn.close()
+            self._proc.join()
+
+    # --- the pipe ------------------------------------------------------------------
+
+    def _send(self, msg: tuple[Any, ...]) -> None:
+        self._check()
+        try:
+            self._conn.send(msg)
+        except OSError as e:
+            raise self._gone() from e
+
+    def _call(self, name: str, *args: Any) -> Any:
+        self._send(("call", name, args))
+        return self._answer()
+
+    def _answer(self, raise_failed: bool = True) -> Any:
+        """The store process's answer to the last call; a batch it reported failed
+        before it is raised instead."""
+        while True:
+            msg = self._recv()
+            if msg[0] == "failed":
+                self._failed = msg[1]
+                continue
+            _, ok, value = msg
+            if self._failed is not None and raise_failed:
+                self._reported = True
+                raise self._failed
+            if not ok:
+                raise value
+            return value
+
+    def _check(self) -> None:
+        """Raise a failure the store process reported (at every call after it too)."""
+        while self._failed is None and self._conn.poll():
+            msg = self._recv()
+            if msg[0] == "failed":
+                self._failed = msg[1]
+        if self._failed is not None:
+            self._reported = True
+            raise self._failed
+
+    def _recv(self) -> tuple[Any, ...]:
+        try:
+            return self._conn.recv()  # type: ignore[no-any-return]
+        except (EOFError, OSError) as e:
+            raise self._gone() from e
+
+    def _gone(self) -> StoreError:
+        self._proc.join(1.0)
+        code = self._proc.exitcode
+        how = ("still running" if code is None else
+               f"killed by signal {-code}{' (out of memory?)' * (code == -9)}" if code < 0
+               else f"exit status {code}")
+        return StoreError(f"chDB: the store process of {self.path} stopped ({how}): what "
+                          "it had not stored is not in the store; audit the input again "
+                          "to store it")

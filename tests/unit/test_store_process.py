@@ -1,0 +1,159 @@
+"""The embedded store in a process of its own (`pitwatch/store/process.py`, what
+`pitwatch audit --jobs 1` stores through): the rows it stores are those of the store in
+the audit's process, from every kind of input, and a batch it cannot store, or its
+death, is a StoreError raised in the audit's process, never lost."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import fastavro
+import pytest
+
+from pitwatch.audit.run import audit_paths
+from pitwatch.events.avro import to_datum
+from pitwatch.events.files import write_avro, write_jsonl
+from pitwatch.events.model import Event
+from pitwatch.events.schema import schemas_dir, strip_logical
+from pitwatch.store.base import TABLES, StoreError
+from pitwatch.store.embedded import EmbeddedStore
+from pitwatch.store.process import StoreProcess
+from producers.simulate import Floor
+from tests.unit.test_store_background import _violation
+
+
+def _events() -> list[Event]:
+    return list(Floor(3, 6, seed=61, inject=0.3).events())
+
+
+def _v1_avro(path: Path, events: list[Event]) -> None:
+    """An Avro file written under the released v1 schema (no Checkpoint then)."""
+    v1 = json.loads((schemas_dir() / "avro/released/v1/TableEvent.avsc").read_text())
+    with open(path, "wb") as f:
+        fastavro.writer(f, fastavro.parse_schema(strip_logical(v1)),
+                        [to_datum(e) for e in events if e.type != "Checkpoint"])
+
+
+WRITERS: dict[str, Callable[[Path, list[Event]], Any]] = {
+    "events.avro": write_avro, "events.jsonl": write_jsonl, "v1.avro": _v1_avro}
+
+
+def _rows(store: Any) -> dict[str, list[dict[str, Any]]]:
+    """Every row of every table, in a stable order."""
+    return {t: store.query(f"SELECT * FROM {t} FINAL ORDER BY tuple(*)") for t in TABLES}
+
+
+def _audited(kind: str, data: Path, files: list[Path]) -> dict[str, list[dict[str, Any]]]:
+    """The rows of auditing `files` one run after another into a store of `kind`."""
+    for f in files:
+        store = StoreProcess(data) if kind == "process" else EmbeddedStore(data)
+        store.setup()
+        audit_paths([f], store=store)
+        store.close()
+    reader = EmbeddedStore(data)
+    try:
+        return _rows(reader)
+    finally:
+        reader.close()
+
+
+@pytest.mark.parametrize("name", sorted(WRITERS))
+def test_the_rows_are_those_of_the_store_in_the_audits_process(tmp_path: Path,
+                                                                name: str) -> None:
+    """An Avro file under this schema (its events go as their bytes), JSON Lines and an
+    Avro file under an older schema (their rows written in the audit's process)."""
+    path = tmp_path / name
+    WRITERS[name](path, _events())
+    here = _audited("embedded", tmp_path / "here", [path])
+    there = _audited("process", tmp_path / "there", [path])
+    assert len(there["events"]) > 500 and there["violations"] and there["rounds"]
+    assert there == here
+    if name == "v1.avro":  # the events say which schema wrote their bytes
+        assert {r["writer"] for r in there["events"]} == {"403b329a44f3b2ad"}
+
+
+def test_a_history_continued_over_runs_is_stored_as_in_process(tmp_path: Path) -> None:
+    """The second run resumes each table's record clock and history from the store (its
+    queries answered by the store process), the rows as in the audit's process."""
+    events = _events()
+    half = len(events) // 2
+    first, second = tmp_path / "first.avro", tmp_path / "second.avro"
+    write_avro(first, events[:half])
+    write_avro(second, events[half - 40:])  # 40 events again: the same rows
+    here = _audited("embedded", tmp_path / "here", [first, second])
+    there = _audited("process", tmp_path / "there", [first, second])
+    assert len(there["events"]) == len(events)
+    assert there == here
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> StoreProcess:
+    s = StoreProcess(tmp_path / "data")
+    s.setup()
+    return s
+
+
+def _count(data: Path) -> list[str]:
+    """The messages of the violations stored in `data` (the store process closed)."""
+    s = EmbeddedStore(data)
+    try:
+        return sorted(r["message"] for r in s.query("SELECT message FROM violations"))
+    finally:
+        s.close()
+
+
+def test_a_batch_it_cannot_store_is_raised_at_the_next_hand_over(store: StoreProcess
+                                                                 ) -> None:
+    store.insert("violations", [_violation(0, "before")])
+    store.insert("violations", [_violation(1, "refused") | {"seat": 256}])  # returns
+    with pytest.raises(StoreError, match=r"violations\.seat \(UInt8\)"):
+        store.sync()
+    with pytest.raises(StoreError, match=r"violations\.seat"):  # at every call after it
+        store.insert("violations", [_violation(2, "after")])
+    with pytest.raises(StoreError, match=r"violations\.seat"):
+        store.query("SELECT 1")
+    store.close()  # told already: closes without raising again
+    assert _count(store.path) == ["before"]  # nothing after the gap
+
+
+def test_a_failure_nobody_was_told_of_is_raised_by_close(store: StoreProcess) -> None:
+    store.insert("violations", [_violation(0, "refused") | {"hand": 200}])
+    with pytest.raises(StoreError, match=r"violations\.hand \(Int8\)"):
+        store.close()
+    assert _count(store.path) == []
+
+
+def test_a_killed_store_process_is_a_store_error_that_says_so(store: StoreProcess) -> None:
+    store.insert("violations", [_violation(0, "x")])
+    os.kill(store._proc.pid, signal.SIGKILL)  # type: ignore[arg-type]
+    store._proc.join(30)
+    with pytest.raises(StoreError, match=r"store process of .* stopped \(killed by signal "
+                                         r"9 \(out of memory\?\)\): what it had not stored"):
+        store.query("SELECT count() AS n FROM violations")
+    with pytest.raises(StoreError, match="stopped"):
+        store.close()
+
+
+def test_a_store_another_process_holds_is_refused_with_its_reason(tmp_path: Path) -> None:
+    held = EmbeddedStore(tmp_path / "data")
+    try:
+        with pytest.raises(StoreError, match="is open in another process"):
+            StoreProcess(tmp_path / "data")
+    finally:
+        held.close()
+
+
+def test_dropped_unclosed_it_stores_what_it_was_given(tmp_path: Path) -> None:
+    s = StoreProcess(tmp_path / "data")
+    s.setup()
+    s.insert("violations", [_violation(0, "given")])
+    proc = s._proc
+    del s  # its pipe closes: the store process stores what it has and exits
+    proc.join(60)
+    assert proc.exitcode == 0
+    assert _count(tmp_path / "data") == ["given"]
