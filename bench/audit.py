@@ -164,7 +164,7 @@ def audit(path: Path, store: Path | None, jobs: int = 1
 
     from pitwatch.audit.parallel import audit_parallel
     from pitwatch.audit.run import audit_paths
-    from pitwatch.store.embedded import EmbeddedStore
+    from pitwatch.store.process import StoreProcess
 
     found: Counter[tuple[str, str]] = Counter()
     t, c = time.perf_counter(), cpu_s()
@@ -173,13 +173,14 @@ def audit(path: Path, store: Path | None, jobs: int = 1
                              on_violation=lambda v: found.update([(v.code, v.round_id)]))
     else:
         s = None
-        if store is not None:
-            s = EmbeddedStore(store)
+        if store is not None:  # as `pitwatch audit --jobs 1`: the store in a process
+            s = StoreProcess(store)
             s.setup()
         rep = audit_paths([path], store=s, keep_violations=False,
                           on_violation=lambda v: found.update([(v.code, v.round_id)]))
         if s is not None:
             s.close()
+            rep.worker_cpu.append(s.usage[0] if s.usage else 0.0)
     dt, cpu = time.perf_counter() - t, cpu_s() - c
     if rep.worker_cpu:
         cpu = max(cpu, *rep.worker_cpu)
@@ -197,19 +198,23 @@ _RSS = {
     "chdb": "import tempfile; from pathlib import Path; "
             "from pitwatch.store.embedded import EmbeddedStore; "
             "d = tempfile.mkdtemp(); s = EmbeddedStore(Path(d)); s.setup(); s.close()",
+    # as `pitwatch audit --jobs 1`: the store process's peak is added to this one's
     "store": "import tempfile; from pathlib import Path; "
              "from pitwatch.audit.run import audit_paths; "
-             "from pitwatch.store.embedded import EmbeddedStore; "
-             "d = tempfile.mkdtemp(); s = EmbeddedStore(Path(d)); s.setup(); "
-             "audit_paths([sys.argv[1]], store=s, keep_violations=False); s.close()",
+             "from pitwatch.store.process import StoreProcess; "
+             "d = tempfile.mkdtemp(); s = StoreProcess(Path(d)); s.setup(); "
+             "audit_paths([sys.argv[1]], store=s, keep_violations=False); s.close(); "
+             "other = s.usage[1]",
 }
 
 
 def peak_rss_mb(path: Path, what: str) -> float:
-    """Peak RSS of a fresh process that runs `what` (bare, audit or store) on `path`."""
+    """Peak RSS of a fresh process that runs `what` (bare, audit or store) on `path`, and
+    of the store process it ran (`other`, KiB: the sum of the two peaks)."""
     # VmHWM, not ru_maxrss: Linux carries ru_maxrss over an exec from the (large) parent
-    code = f"import sys; {_RSS[what]}; " \
-           "print([ln.split()[1] for ln in open('/proc/self/status') if ln.startswith('VmHWM')][0])"
+    code = f"import sys; other = 0; {_RSS[what]}; " \
+           "print(other + int([ln.split()[1] for ln in open('/proc/self/status') " \
+           "if ln.startswith('VmHWM')][0]))"
     out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
                          text=True, check=True, cwd=ROOT)
     return int(out.stdout.strip().splitlines()[-1]) / 1024
