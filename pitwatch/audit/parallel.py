@@ -20,8 +20,10 @@ what is printed streams and memory does not grow with the input.
 
 The store. The main process owns the embedded store: a worker asks it the store queries
 that continue a table's history (`store/history.py`, `store/order.py`) and hands it
-each batch as an Arrow file it staged (`store/embedded.py`); the main process inserts
-them and merges the replaced rows at the end, as one process does.
+each batch as `store/process.py` hands one to a store process (its events as their Avro
+bytes and positions); the main process builds their rows, stores them, and merges the
+replaced rows at the end, as one process does. Its allocator keeps freed pages a second,
+as a store process's does.
 """
 
 from __future__ import annotations
@@ -52,9 +54,9 @@ from ..events.files import AVRO_SUFFIXES, Rejected, expand
 from ..events.jsonl import InvalidEvent, from_json, loads
 from ..events.keys import KeyRegistry
 from ..events.model import Event
-from ..store.arrow import stage, stage_event_rows, stage_events
-from ..store.base import Params, StoreError, to_columns
-from ..store.embedded import EmbeddedStore
+from ..store.base import Params, StoreError
+from ..store.embedded import EmbeddedStore, keep_freed_pages
+from ..store.process import Handing, Receiver
 from .run import AuditReport, audit_events
 
 #: Tags past every input record: what the end of the input closes, by table order.
@@ -251,32 +253,19 @@ class _Shard:
                                       line.decode("utf-8", "replace").rstrip("\n")))
 
 
-class _StoreProxy:
-    """The store as a worker sees it: queries asked of the main process, batches staged
-    as Arrow files and handed over; the merge of replaced rows is the main process's."""
+class _StoreProxy(Handing):
+    """The store as a worker sees it: queries asked of the main process, batches sent to
+    it as `Handing` sends them (the main process's `Receiver` stores them); the merge of
+    replaced rows is the main process's."""
 
-    def __init__(self, conn: Connection, staging: Path) -> None:
-        self.conn, self.staging = conn, staging
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def _send(self, msg: tuple[Any, ...]) -> None:
+        self.conn.send(msg)
 
     def setup(self) -> None:
         pass
-
-    def insert(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
-        if rows:
-            self.insert_columns(table, to_columns(table, rows))
-
-    def insert_columns(self, table: str, cols: Sequence[Sequence[Any]]) -> None:
-        if cols and len(cols[0]):
-            self.conn.send(("file", table, str(stage(self.staging, table, cols))))
-
-    def insert_events(self, events: list[Event], positions: list[int]) -> None:
-        if events:
-            self.conn.send(("file", "events",
-                            str(stage_events(self.staging, events, positions))))
-
-    def insert_event_rows(self, raw: tuple[Any, ...], rows: int) -> None:
-        if rows:
-            self.conn.send(("file", "events", str(stage_event_rows(self.staging, raw, rows))))
 
     def query(self, sql: str, params: Params | None = None) -> list[dict[str, Any]]:
         self.conn.send(("query", sql, None if params is None else dict(params)))
@@ -293,7 +282,7 @@ class _StoreProxy:
 
 
 def _worker(conn: Connection, files: list[Path], k: int, jobs: int,
-            staging: Path | None, keys: dict[str, Any] | None = None) -> None:
+            stored: bool, keys: dict[str, Any] | None = None) -> None:
     """Audit worker k's tables of `files`, reporting to the main process on `conn`
     (with the key registry's JSON, when signatures are verified)."""
     items: list[Item] = []
@@ -322,7 +311,7 @@ def _worker(conn: Connection, files: list[Path], k: int, jobs: int,
     rep = AuditReport()
     try:
         shard = _Shard(files, k, jobs, emit, report)
-        store = None if staging is None else _StoreProxy(conn, staging)
+        store = _StoreProxy(conn) if stored else None
         audit_events(counting(shard.events()), store=store, report=rep,
                      keep_violations=False,
                      keys=None if keys is None else KeyRegistry.from_json(keys),
@@ -388,8 +377,9 @@ def audit_parallel(
     registry = None if keys is None else keys.to_json()
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload([__name__])
+    if data is not None:
+        keep_freed_pages()  # this process's work is the store's
     store = EmbeddedStore(data) if data is not None else None
-    staging = store.staging if store is not None else None
     conns: list[Connection] = []
     procs = []
     try:
@@ -397,7 +387,8 @@ def audit_parallel(
             store.setup()
         for k in range(jobs):
             mine, theirs = ctx.Pipe()
-            p = ctx.Process(target=_worker, args=(theirs, files, k, jobs, staging, registry),
+            p = ctx.Process(target=_worker,
+                            args=(theirs, files, k, jobs, store is not None, registry),
                             name=f"pitwatch-audit-{k}", daemon=True)
             p.start()
             theirs.close()
@@ -434,6 +425,7 @@ def _serve(conns: list[Connection], store: EmbeddedStore | None, rep: AuditRepor
            bar: Any) -> None:
     """Answer the workers until each is done, handing on what they found in order."""
     merge = _Merge(len(conns))
+    receiver = Receiver(store) if store is not None else None
     index = {id(c): w for w, c in enumerate(conns)}
     live = list(conns)
     tables: set[str] = set()
@@ -480,8 +472,8 @@ def _serve(conns: list[Connection], store: EmbeddedStore | None, rep: AuditRepor
                         conn.send((True, store.query(msg[1], msg[2])))  # type: ignore[union-attr]
                     except Exception as e:
                         conn.send((False, e))
-                elif what == "file":
-                    store.insert_staged(msg[1], Path(msg[2]))  # type: ignore[union-attr]
+                elif what in Receiver.KINDS:
+                    receiver.take(what, msg[1:])  # type: ignore[union-attr]
                 elif what == "done":
                     rep.events += msg[1]
                     tables.update(msg[2])

@@ -144,7 +144,7 @@ _staged = itertools.count()
 class StagedFile:
     """Batches of one table appended to an Arrow IPC file in `staging` as they come, so
     that none waits in memory for the insert; `close` gives the file to insert. Named for
-    this process, so the workers of `audit --jobs` never share one."""
+    this process, so two processes staging into one store never share one."""
 
     def __init__(self, staging: Path, table: str) -> None:
         import pyarrow.ipc
@@ -185,26 +185,3 @@ def _running(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except (OSError, IndexError):
         return True
-
-
-def write_staged(staging: Path, table: str, data: Any) -> Path:
-    """An Arrow table of `table` as an IPC file in `staging` of its own; its path."""
-    f = StagedFile(staging, table)
-    f.append(data)
-    return f.close()
-
-
-def stage(staging: Path, table: str, cols: Sequence[Sequence[Any]]) -> Path:
-    """Write a batch of `table` (one sequence per column, DDL order) as an Arrow IPC file
-    in `staging`; its path."""
-    return write_staged(staging, table, arrow_columns(table, cols))
-
-
-def stage_event_rows(staging: Path, raw: tuple[Any, ...], rows: int) -> Path:
-    """`stage` for `events` rows as C wrote them (`arrow_event_rows`)."""
-    return write_staged(staging, "events", arrow_event_rows(raw, rows))
-
-
-def stage_events(staging: Path, events: list[Event], positions: list[int]) -> Path:
-    """`stage` for a batch of the `events` table given as its events (`arrow_events`)."""
-    return write_staged(staging, "events", arrow_events(events, positions))

@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import multiprocessing.util
-import os
 import resource
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
@@ -38,14 +37,8 @@ from ..events.model import Event
 from ..events.native import EventBytes, EventBytesBatch, event_bytes
 from .arrow import event_rows
 from .base import Params, StoreError, to_columns
-from .embedded import JEMALLOC_CONF
-
-#: The store process's allocator (the jemalloc built into chDB) keeps the pages it frees
-#: for a second, not `JEMALLOC_CONF`'s none: chDB's inserts of a 1.08M-event audit took
-#: 45% less CPU, for about 70 MB more at the peak (docs/performance.md). In one process
-#: the audit's thread set the time, so it bought nothing there; here chDB's inserts are
-#: the store process's whole work. A user's own `JE_MALLOC_CONF` wins.
-PROCESS_JEMALLOC_CONF = "dirty_decay_ms:1000,muzzy_decay_ms:0"
+from .batch import BatchWriter
+from .embedded import EmbeddedStore, keep_freed_pages
 
 
 def _rebuilt(data: bytes, lengths: bytes, count: int) -> list[Event]:
@@ -66,18 +59,14 @@ def _serve(conn: Connection, path: str) -> None:
     """The store process: open the store in `path`, then take what `StoreProcess` sends
     until it closes the store or goes away. A batch that fails is reported once, and
     nothing handed over after it is stored; every later call answers with it."""
-    if os.environ.get("JE_MALLOC_CONF", JEMALLOC_CONF) == JEMALLOC_CONF:
-        os.environ["JE_MALLOC_CONF"] = PROCESS_JEMALLOC_CONF
-    from .batch import BatchWriter
-    from .embedded import EmbeddedStore
-
+    keep_freed_pages()
     try:
         store = EmbeddedStore(path)
     except Exception as e:  # the store is locked, or chDB cannot open it: said there
         conn.send(("answer", False, _sendable(e)))
         return
     conn.send(("answer", True, None))
-    writer = BatchWriter(store, 1 << 62)  # flushed a batch at a time, as handed over
+    receiver = Receiver(store)
     failed: Exception | None = None
     try:
         while True:
@@ -99,7 +88,7 @@ def _serve(conn: Connection, path: str) -> None:
                     conn.send(("answer", True, answer))
             elif failed is None:  # after a failure, a gap: nothing more is stored
                 try:
-                    _store_batch(store, writer, kind, args)
+                    receiver.take(kind, args)
                 except Exception as e:  # reported at the audit's next hand-over
                     failed = _sendable(e)
                     conn.send(("failed", failed))
@@ -134,27 +123,71 @@ def _usage() -> tuple[float, int]:
     return use.ru_utime + use.ru_stime, peak
 
 
-def _store_batch(store: Any, writer: Any, kind: str, args: list[Any]) -> None:
-    if kind == "events":
-        data, lengths, positions, count, rows, n_rows = args[0]
-        events = _rebuilt(data, lengths, count)
-        for ev, pos in zip(events, memoryview(positions).cast("Q"), strict=True):
-            writer.add_event(ev, pos)
-        writer.flush_table("events")
-        if rows is not None:
-            store.insert_event_rows(rows, n_rows)
-    elif kind == "columns":
-        store.insert_columns(*args)
-    else:  # "event_objects": events C does not write, as themselves
-        store.insert_events(*args)
+class Receiver:
+    """What the process that owns a store does with the batches another hands over
+    (`Handing`): the store process here, and the main process of `audit --jobs N`. A
+    batch of events is built again from its Avro bytes (`_rebuilt`), its rows written in
+    C and staged by the store; the rows the other process wrote, and the other tables'
+    columns, are staged as they came."""
+
+    KINDS = frozenset({"events", "event_objects", "columns"})
+
+    def __init__(self, store: EmbeddedStore) -> None:
+        self.store = store
+        self.writer = BatchWriter(store, 1 << 62)  # flushed a batch at a time, as given
+
+    def take(self, kind: str, args: Sequence[Any]) -> None:
+        """Store one batch as `Handing` sent it: (kind, *args)."""
+        if kind == "events":
+            data, lengths, positions, count, rows, n_rows = args[0]
+            add = self.writer.add_event
+            for ev, pos in zip(_rebuilt(data, lengths, count),
+                               memoryview(positions).cast("Q"), strict=True):
+                add(ev, pos)
+            self.writer.flush_table("events")
+            if rows is not None:
+                self.store.insert_event_rows(rows, n_rows)
+        elif kind == "columns":
+            self.store.insert_columns(*args)
+        else:  # "event_objects": events C writes no row of, as themselves
+            self.store.insert_events(*args)
 
 
-class StoreProcess:
-    """The embedded store in `path`, run by a process of its own (module doc). A Store:
-    its statements are answered by the store process; its inserts return at once."""
+class Handing:
+    """A store as a process that does not own it sees it: every batch sent, as the
+    `Receiver` in the owner takes it, and not waited for (`_send`)."""
 
     #: Rows a batch (`BatchWriter`): the embedded store's.
     batch_rows = 2_000
+
+    def _send(self, msg: tuple[Any, ...]) -> None:
+        raise NotImplementedError
+
+    def event_rows(self) -> EventBytes:
+        """The events of a batch as the owner takes them (`BatchWriter`): as their Avro
+        bytes where they were decoded from this schema's, else as their rows."""
+        return event_bytes(event_rows())
+
+    def insert_event_rows(self, batch: EventBytesBatch, rows: int) -> None:
+        if rows:
+            self._send(("events", batch))
+
+    def insert_events(self, events: list[Event], positions: list[int]) -> None:
+        if events:
+            self._send(("event_objects", events, positions))
+
+    def insert_columns(self, table: str, cols: Sequence[Sequence[Any]]) -> None:
+        if cols and len(cols[0]):
+            self._send(("columns", table, cols))
+
+    def insert(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
+        if rows:
+            self.insert_columns(table, to_columns(table, rows))
+
+
+class StoreProcess(Handing):
+    """The embedded store in `path`, run by a process of its own (module doc). A Store:
+    its statements are answered by the store process; its inserts return at once."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -179,29 +212,6 @@ class StoreProcess:
             self._conn.close()
             self._proc.join()
             raise
-
-    # --- what the audit hands over: sent, not waited for ----------------------------
-
-    def event_rows(self) -> EventBytes:
-        """The events of a batch as this store takes them (`BatchWriter`): as their Avro
-        bytes where they were decoded from this schema's, else as their rows."""
-        return event_bytes(event_rows())
-
-    def insert_event_rows(self, batch: EventBytesBatch, rows: int) -> None:
-        if rows:
-            self._send(("events", batch))
-
-    def insert_events(self, events: list[Event], positions: list[int]) -> None:
-        if events:
-            self._send(("event_objects", events, positions))
-
-    def insert_columns(self, table: str, cols: Sequence[Sequence[Any]]) -> None:
-        if cols and len(cols[0]):
-            self._send(("columns", table, cols))
-
-    def insert(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
-        if rows:
-            self.insert_columns(table, to_columns(table, rows))
 
     # --- statements: answered ------------------------------------------------------
 
