@@ -381,6 +381,8 @@ def main() -> None:
         runs["store"] = partial(stored, path, 1)
     if args.jobs > 1:
         runs["jobs"] = partial(audit, path, None, args.jobs)
+        if not args.no_store:  # the default command
+            runs["store_jobs"] = partial(stored, path, args.jobs)
     rounds, stolen = interleaved(runs, k)
     best = best_of(rounds)
     n, t_bare, _, _, c_bare = best["bare"]
@@ -420,6 +422,13 @@ def main() -> None:
               f"--jobs 1 (busiest process's CPU: {c_audit / c_jobs:.2f}x less)")
         figures.update(jobs_eps=n_j / t_jobs, jobs_speedup=speedup[0],
                        jobs_cpu_speedup=c_audit / c_jobs)
+        if not args.no_store:
+            n_sj, t_sj, _, _, c_sj = best["store_jobs"]
+            sj_ratio = paired(rounds, "store_jobs", "jobs")
+            print(f"  pitwatch audit --jobs {args.jobs} (into chDB: the default command) "
+                  f"{n_sj / t_sj:,.0f} events/s   {t_sj:6.2f} s   CPU {c_sj:6.2f} s   "
+                  f"{shown(sj_ratio)} --no-store --jobs {args.jobs}")
+            figures.update(store_jobs_eps=n_sj / t_sj, store_jobs_ratio=sj_ratio[0])
     print(f"  against the injected truth: precision {precision:.3f}, recall {recall:.3f}")
     for side in sides:
         small, big = peak_rss_mb(quarter, side), peak_rss_mb(path, side)
