@@ -46,7 +46,9 @@ examples:
 
 --jobs N shares the tables among N processes (default: the machine's cores); a
 table's events stay in one process, in input order, and the results are merged in the
-input's order: the output, the store and the exit status are those of --jobs 1.
+input's order: the output, the store and the exit status are those of --jobs 1. The
+store's work (each event's row, chDB's inserts) runs in a process of its own: beside
+the audit at --jobs 1, in the process that merges at --jobs N.
 
 exit status: 0 done (and nothing at or above --fail-on), 1 a violation at or above
 --fail-on, 2 bad input: no file, no event in the files, no readable event at all, or
@@ -69,7 +71,7 @@ a key registry that cannot be read."""
                        f"${KEYS_ENV}; without one, signatures are not required")
         p.add_argument("--jobs", type=_jobs, default=default_jobs(), metavar="N",
                        help="processes to share the tables among (default: the machine's "
-                       f"cores, {default_jobs()} here; 1: all in this process)")
+                       f"cores, {default_jobs()} here; 1: the audit in one process)")
         p.add_argument("--fail-on", choices=[s.value for s in Severity], metavar="SEVERITY",
                        help="exit 1 when a violation of this severity or worse is found "
                        "(CRITICAL, HIGH, MEDIUM, LOW)")

@@ -1103,10 +1103,18 @@ static PyObject *bytes_add(EventBytes *b, PyObject *const *args, Py_ssize_t narg
         PyErr_SetString(PyExc_ValueError, "EventBytes not initialised");
         return NULL;
     }
-    PyObject *raw = NULL, *writer = NULL;
-    int mine = slot_lookup(args[0], raw_name, &raw) && PyBytes_CheckExact(raw)
-               && PyBytes_GET_SIZE(raw) <= UINT32_MAX
-               && slot_lookup(args[0], writer_name, &writer) && writer == Py_None;
+    /* at their slots where the cache finds them, else by getattr (slot_attr) */
+    PyObject *raw = slot_attr(args[0], raw_name), *writer = NULL;
+    if (raw != NULL && PyBytes_CheckExact(raw) && PyBytes_GET_SIZE(raw) <= UINT32_MAX)
+        writer = slot_attr(args[0], writer_name);
+    if (PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            Py_XDECREF(raw);
+            return NULL;
+        }
+        PyErr_Clear(); /* not an event with its bytes: the rows' to judge */
+    }
+    int mine = writer == Py_None;
     Py_XDECREF(writer);
     if (mine) {
         uint64_t pos = PyLong_AsUnsignedLongLong(args[1]);
