@@ -175,8 +175,9 @@ def _finish(staged: dict[str, StagedFile], inserter: _Inserter) -> None:
 #: setting wins.
 JEMALLOC_CONF = "dirty_decay_ms:0,muzzy_decay_ms:0"
 #: The allocator of a process whose work is the store (`process.StoreProcess`, the main
-#: process of `audit --jobs N`) keeps the pages it frees for a second: chDB's inserts of
-#: a 1.08M-event audit took 45% less CPU, for about 70 MB more at the peak
+#: process of `audit --jobs N`) keeps the pages it frees for a second. chDB's inserts of
+#: a 1.08M-event audit, alone, took 45% less CPU for about 70 MB more at the peak; the
+#: store process of that audit took 3.5 s less CPU for about 35 MB more
 #: (docs/performance.md). Beside the audit in one process it bought nothing: the audit's
 #: thread set the time there.
 STORE_PROCESS_JEMALLOC_CONF = "dirty_decay_ms:1000,muzzy_decay_ms:0"

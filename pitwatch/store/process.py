@@ -10,7 +10,9 @@ schema's Avro bytes goes as those bytes and its position, and is built again the
 (`events.native.Program.build`), so the audit's process does no row work for it (the bytes
 and the position are kept in C: `events.native.EventBytes`); any other event (JSON Lines,
 an older schema's bytes) goes as its row, written here in C as before
-(`arrow.event_rows`). Round and violation rows go as their columns.
+(`arrow.event_rows`). Round and violation rows go as their columns. The same hand-over
+(`Handing`, and `Receiver` in the process that owns the store) carries the batches of
+`audit --jobs N`'s workers to its main process.
 
 Nothing is lost on the way: the store process takes the batches in the order handed
 over and stores them as the embedded store does (`embedded.py`). A batch it cannot store
