@@ -1157,10 +1157,7 @@ static PyObject *bytes_take(EventBytes *b, PyObject *unused) {
     n_rows = PyLong_FromSsize_t(written);
     PyObject *data = out_take(&b->data), *lengths = out_take(&b->lengths),
              *positions = out_take(&b->positions);
-    PyObject *result = NULL;
-    if (n_rows != NULL && data != NULL && lengths != NULL && positions != NULL)
-        result = Py_BuildValue("(NNNnNN)", data, lengths, positions, b->n, rows, n_rows);
-    if (result == NULL) {
+    if (n_rows == NULL || data == NULL || lengths == NULL || positions == NULL) {
         Py_XDECREF(data);
         Py_XDECREF(lengths);
         Py_XDECREF(positions);
@@ -1168,7 +1165,9 @@ static PyObject *bytes_take(EventBytes *b, PyObject *unused) {
         Py_XDECREF(n_rows);
         return NULL;
     }
-    b->n = 0;
+    /* "N" hands each reference over (released by Py_BuildValue on failure too) */
+    PyObject *result = Py_BuildValue("(NNNnNN)", data, lengths, positions, b->n, rows, n_rows);
+    if (result != NULL) b->n = 0;
     return result;
 }
 
