@@ -278,6 +278,12 @@ def paired(rounds: list[dict[str, Run]], a: str, b: str) -> tuple[float, float, 
     return statistics.median(ratios), ratios[0], ratios[-1]
 
 
+def side_line(label: str, run: Run) -> str:
+    """A side's best run as the bench prints it: events/s, wall and CPU seconds."""
+    n, t, _, _, cpu = run
+    return f"  {label:<34}{n / t:12,.0f} events/s   {t:6.2f} s   CPU {cpu:6.2f} s  "
+
+
 def shown(ratio: tuple[float, float, float]) -> str:
     median, low, high = ratio
     return f"{median:.2f}x" if low == high else f"{median:.2f}x ({low:.2f}-{high:.2f})"
@@ -394,12 +400,10 @@ def main() -> None:
           "range in brackets: a host that drifts moves every side of a round alike)")
     print(f"  host: {stolen:.1%} of the CPU stolen by the hypervisor while "
           "the rounds ran")
-    print(f"  bare fastavro read (baseline)     {n / t_bare:12,.0f} events/s   {t_bare:6.2f} s"
-          f"   CPU {c_bare:6.2f} s")
+    print(side_line("bare fastavro read (baseline)", best["bare"]).rstrip())
     read_ratio = paired(rounds, "audit", "bare")
-    print(f"  pitwatch audit --no-store         {n_a / t_audit:12,.0f} events/s   "
-          f"{t_audit:6.2f} s   CPU {c_audit:6.2f} s   {shown(read_ratio)} the read "
-          f"(CPU {c_audit / c_bare:.2f}x)")
+    print(side_line("pitwatch audit --no-store", best["audit"]),
+          f"{shown(read_ratio)} the read (CPU {c_audit / c_bare:.2f}x)")
     figures = {"events": n, "bare_eps": n / t_bare, "audit_eps": n_a / t_audit,
                "ratio": read_ratio[0], "cpu_ratio": c_audit / c_bare,
                "precision": precision, "recall": recall}
@@ -407,9 +411,8 @@ def main() -> None:
     if not args.no_store:
         n_s, t_store, _, _, c_store = best["store"]
         store_ratio = paired(rounds, "store", "audit")
-        print(f"  pitwatch audit (into chDB)        {n_s / t_store:12,.0f} events/s   "
-              f"{t_store:6.2f} s   CPU {c_store:6.2f} s   {shown(store_ratio)} --no-store "
-              f"(CPU {c_store / c_audit:.2f}x)")
+        print(side_line("pitwatch audit (into chDB)", best["store"]),
+              f"{shown(store_ratio)} --no-store (CPU {c_store / c_audit:.2f}x)")
         figures.update(audit_store_eps=n_s / t_store, store_ratio=store_ratio[0],
                        store_cpu_ratio=c_store / c_audit)
         sides += ["chdb", "store"]
@@ -417,17 +420,17 @@ def main() -> None:
         n_j, t_jobs, p_j, r_j, c_jobs = best["jobs"]
         assert (n_j, p_j, r_j) == (n_a, precision, recall), "--jobs changed the findings"
         speedup = paired(rounds, "audit", "jobs")
-        print(f"  pitwatch audit --no-store --jobs {args.jobs} {n_j / t_jobs:10,.0f} events/s   "
-              f"{t_jobs:6.2f} s   CPU {c_jobs:6.2f} s   {shown(speedup)} faster than "
-              f"--jobs 1 (busiest process's CPU: {c_audit / c_jobs:.2f}x less)")
+        print(side_line(f"pitwatch audit --no-store --jobs {args.jobs}", best["jobs"]),
+              f"{shown(speedup)} faster than --jobs 1 (busiest process's CPU: "
+              f"{c_audit / c_jobs:.2f}x less)")
         figures.update(jobs_eps=n_j / t_jobs, jobs_speedup=speedup[0],
                        jobs_cpu_speedup=c_audit / c_jobs)
         if not args.no_store:
-            n_sj, t_sj, _, _, c_sj = best["store_jobs"]
+            n_sj, t_sj, _, _, _ = best["store_jobs"]
             sj_ratio = paired(rounds, "store_jobs", "jobs")
-            print(f"  pitwatch audit --jobs {args.jobs} (into chDB: the default command) "
-                  f"{n_sj / t_sj:,.0f} events/s   {t_sj:6.2f} s   CPU {c_sj:6.2f} s   "
-                  f"{shown(sj_ratio)} --no-store --jobs {args.jobs}")
+            print(side_line(f"pitwatch audit --jobs {args.jobs} (into chDB)",
+                            best["store_jobs"]),
+                  f"{shown(sj_ratio)} --no-store --jobs {args.jobs} (the default command)")
             figures.update(store_jobs_eps=n_sj / t_sj, store_jobs_ratio=sj_ratio[0])
     print(f"  against the injected truth: precision {precision:.3f}, recall {recall:.3f}")
     for side in sides:
