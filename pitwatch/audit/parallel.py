@@ -5,9 +5,9 @@ Sharding. Every worker reads all the input and audits only its own tables, share
 their number of records among the input's first 10,000 (`_Owners`). Every worker sees
 the same input, so each finds the same owners on its own; a table's events stay in one
 process, in input order. Of an Avro file, a worker decodes only its own tables' records:
-the framer (`events/native.py`, in C) finds where each record of a block ends and its
-table without decoding it, and a block it refuses is decoded whole, as one process
-decodes it. JSON Lines are parsed whole (orjson) for their table.
+one walk in C (`events/native.py`'s `pick`) finds where each record of a block ends and
+its table, and builds only the worker's own, and a block it refuses is decoded whole, as
+one process decodes it. JSON Lines are parsed whole (orjson) for their table.
 
 Merging. Everything a worker finds (violations, round summaries, engine errors, rejected
 records) is tagged with the input record it was found at (its number in the input, or,
@@ -212,22 +212,15 @@ class _Shard:
 
     def _mine(self, block: ContainerBlock) -> Iterator[tuple[int, Any]]:
         """This worker's records of the block, by their index in it, as
-        `ContainerBlock.read` gives them. Framed (`events/native.py`), only they are
-        built. A block the framer refuses is read whole, as one process reads it, errors
+        `ContainerBlock.read` gives them. Picked in C (`events/native.py`), only they are
+        built. A block the walk refuses is read whole, as one process reads it, errors
         and all, and each of its records is given (None when it is another's), so that
         an error is met after the record it follows."""
         k, owner = self.k, self.owners.of
-        framed = block.frame()
-        if framed is not None:
-            ends, tables = framed
-            ours = self.ours
-            for t in tables:  # the tables first seen here, in order: `owner` ranks them
-                if t not in ours:
-                    ours[t] = owner(t) == k
-            mine = [i for i, t in enumerate(tables) if ours[t]]
-            built = block.events([(ends[i - 1] if i else 0, ends[i]) for i in mine])
-            if built is not None:
-                return zip(mine, built, strict=True)
+        # a table first met is ranked by `owner` then, in the order met, as it is below
+        picked = block.pick(self.ours, lambda t: owner(t) == k)
+        if picked is not None:
+            return zip(*picked, strict=True)
         return ((i, rec if owner(rec[0].get("table_id") if isinstance(rec, tuple)
                                  else rec.table_id) == k else None)
                 for i, rec in enumerate(block.read()))

@@ -465,6 +465,86 @@ done:
     return result;
 }
 
+/* `pick(program, consts, data, count, ours, decide)`: of a block's `count` records, those
+   whose table_id `ours` (a dict) maps to true, built, as ([their indices in the block],
+   [the records]). A table_id not in `ours` yet (None when a record has none) is given
+   `decide(table_id)`, stored in `ours`, in the order the records meet them. One walk
+   finds each record's end and table, and only the picked are built: no object is made
+   for another's record. None when the walk refuses the block or a picked record does not
+   build (the caller reads the block whole); an error `decide` raises is raised. */
+static PyObject *pick(PyObject *self, PyObject *args) {
+    Py_buffer prog, data;
+    PyObject *consts, *ours, *decide;
+    Py_ssize_t count;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*O!y*nO!O", &prog, &PyTuple_Type, &consts, &data, &count,
+                          &PyDict_Type, &ours, &decide))
+        return NULL;
+    PyObject *indices = NULL, *records = NULL, *result = NULL, *key = NULL;
+    if (prog.len % 4 || count < 0 || count > data.len) goto refused;
+    if ((indices = PyList_New(0)) == NULL || (records = PyList_New(0)) == NULL) goto done;
+    const uint8_t *start = data.buf, *end = start + data.len;
+    Build b = {{start, end, prog.buf, prog.len / 4, NULL, 0, 0}, consts};
+    const uint8_t *last_key = NULL;  /* the previous record's table_id, and its answer */
+    Py_ssize_t last_len = -2;  /* none yet: -1 is a record without one */
+    int last_mine = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        const uint8_t *from = b.w.p;
+        b.w.key = NULL;
+        if (walk(&b.w, 0) < 0) goto refused;
+        Py_ssize_t len = b.w.key == NULL ? -1 : b.w.key_len;
+        int mine;
+        if (len == last_len && (len <= 0 || memcmp(b.w.key, last_key, (size_t)len) == 0)) {
+            mine = last_mine;
+        } else {
+            key = b.w.key == NULL ? Py_NewRef(Py_None)
+                : PyUnicode_DecodeUTF8((const char *)b.w.key, len, "strict");
+            if (key == NULL) goto refused;
+            PyObject *known = PyDict_GetItemWithError(ours, key);  /* borrowed */
+            if (known == NULL) {
+                if (PyErr_Occurred()) goto done;
+                PyObject *answer = PyObject_CallOneArg(decide, key);
+                if (answer == NULL) goto done;
+                int bad = PyDict_SetItem(ours, key, answer) < 0;
+                mine = bad ? -1 : PyObject_IsTrue(answer);
+                Py_DECREF(answer);
+            } else {
+                mine = PyObject_IsTrue(known);
+            }
+            Py_CLEAR(key);
+            if (mine < 0) goto done;
+            last_key = b.w.key;
+            last_len = len;
+            last_mine = mine;
+        }
+        if (!mine) continue;
+        const uint8_t *after = b.w.p;
+        Py_ssize_t ignored;
+        b.w.p = from;
+        PyObject *record = build(&b, 0, &ignored, 1);
+        if (record == NULL) goto refused;
+        PyObject *index = PyLong_FromSsize_t(i);
+        int bad = index == NULL || PyList_Append(indices, index) < 0 ||
+                  PyList_Append(records, record) < 0;
+        Py_XDECREF(index);
+        Py_DECREF(record);
+        if (bad) goto done;
+        if (b.w.p != after) goto refused;  /* the build and the walk disagree */
+    }
+    result = b.w.p == end ? PyTuple_Pack(2, indices, records) : Py_NewRef(Py_None);
+    goto done;
+refused:
+    PyErr_Clear();
+    result = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(key);
+    Py_XDECREF(indices);
+    Py_XDECREF(records);
+    PyBuffer_Release(&prog);
+    PyBuffer_Release(&data);
+    return result;
+}
+
 /* --- the JSON Lines body ------------------------------------------------------- */
 
 /* `body(event)`: the event's JSON Lines form, byte for byte what
@@ -1722,6 +1802,8 @@ static PyMethodDef methods[] = {
      "frame(program, data, count) -> (ends, tables) | None"},
     {"build", build_block, METH_VARARGS,
      "build(program, consts, data, count) -> list | None"},
+    {"pick", pick, METH_VARARGS,
+     "pick(program, consts, data, count, ours, decide) -> (indices, records) | None"},
     {"body", body, METH_O, "body(event) -> bytes | None: its JSON Lines form"},
     {"event_columns", event_columns, METH_VARARGS,
      "event_columns(events, positions, fingerprint, body_of) -> tuple | None"},

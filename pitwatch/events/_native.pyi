@@ -7,6 +7,10 @@ def frame(
 def build(
     program: bytes, consts: tuple[Any, ...], data: bytes, count: int, /
 ) -> list[Any] | None: ...
+def pick(
+    program: bytes, consts: tuple[Any, ...], data: bytes, count: int,
+    ours: dict[str | None, bool], decide: Callable[[str | None], bool], /
+) -> tuple[list[int], list[Any]] | None: ...
 def body(event: Any, /) -> bytes | None: ...
 
 EVENT_COLUMNS: tuple[tuple[str, str], ...]

@@ -12,10 +12,12 @@ import functools
 import hashlib
 import io
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any, Final, cast
 
 import fastavro
+import fastavro.read
+from isal import isal_zlib
 
 from ..blackjack.ratio import Ratio
 from . import limits
@@ -302,6 +304,43 @@ def decode_single(message: bytes) -> Event:
 # --- container files ----------------------------------------------------------------
 
 
+def _inflate_block(fo: Any) -> io.BytesIO:
+    """A "deflate" block of a container file, inflated by ISA-L (`isal`) rather than zlib:
+    the same bytes in about half the time (0.41 s against 0.78 s of CPU for the 85 MB of
+    a 1.08M-event file), and every worker of `audit --jobs N` inflates the whole file.
+    fastavro's compiled reader hands over the file (the block's size, then its bytes),
+    its pure-Python one a decoder."""
+    read_bytes = getattr(fo, "read_bytes", None)
+    if read_bytes is not None:
+        data: bytes = read_bytes()
+    else:
+        size = _read_long(fo)
+        data = fo.read(size)
+        if len(data) != size:
+            raise EOFError(f"a deflate block of {size} bytes ends after {len(data)}")
+    return io.BytesIO(isal_zlib.decompress(data, -15))
+
+
+def _read_long(fo: IO[bytes]) -> int:
+    """An Avro long (zigzag varint) read from a file."""
+    shift = value = 0
+    while True:
+        b = fo.read(1)
+        if not b:
+            raise EOFError("the file ends inside a block's header")
+        value |= (b[0] & 0x7F) << shift
+        if not b[0] & 0x80:
+            return (value >> 1) ^ -(value & 1)
+        shift += 7
+        if shift > 63:
+            raise ValueError("a block's size is longer than a long")
+
+
+#: Every container file pitwatch reads in this process is inflated so: fastavro's own
+#: registry of block readers is the documented place for a codec's reader.
+fastavro.read.BLOCK_READERS["deflate"] = _inflate_block
+
+
 def write_container(out: IO[bytes], events: Iterable[Event], codec: str = "deflate",
                     sync_marker: bytes | None = None) -> int:
     """An Avro container file of events; returns how many. The header carries the schema
@@ -359,15 +398,20 @@ class ContainerBlock:
         is no program or it refuses the block."""
         return None if self._program is None else self._program.frame(self.raw, self.count)
 
-    def events(self, spans: list[tuple[int, int]] | None = None) -> list[Event] | None:
-        """Every record, or those at `spans` (as framed), built as events in C (`native`),
-        not yet range-checked (`checked`); None when the file is not under this schema,
-        or the block is refused: then `records` reads it."""
+    def events(self) -> list[Event] | None:
+        """Every record built as an event in C (`native`), not yet range-checked
+        (`checked`); None when the file is not under this schema, or the block is
+        refused: then `records` reads it."""
+        return None if self._program is None else self._program.build(self.raw, self.count)
+
+    def pick(self, ours: dict[str | None, bool], decide: Callable[[str | None], bool]
+             ) -> tuple[list[int], list[Event]] | None:
+        """The records of the tables `ours` maps to True (a table_id not in it is given
+        `decide(table_id)` first, in the order met), built as `events` builds them, with
+        their indices in the block; None as `events` gives it."""
         if self._program is None:
             return None
-        if spans is None:
-            return self._program.build(self.raw, self.count)
-        return self._program.build(b"".join(self.raw[a:b] for a, b in spans), len(spans))
+        return self._program.pick(self.raw, self.count, ours, decide)
 
     def read(self) -> Iterator[Event | tuple[dict[str, Any], bytes]]:
         """Every record: built in C when it can be (`events`), else fastavro's datum and

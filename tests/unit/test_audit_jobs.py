@@ -134,7 +134,8 @@ def test_a_worker_builds_its_own_records_as_fastavro_reads_them(
     assert merged == every
     assert [ev.raw for ev in merged] == [ev.raw for ev in every]
 
-    monkeypatch.setattr(avro.ContainerBlock, "events", lambda self, spans=None: None)
+    monkeypatch.setattr(avro.ContainerBlock, "pick", lambda self, ours, decide: None)
+    monkeypatch.setattr(avro.ContainerBlock, "events", lambda self: None)
     assert [shard(0), shard(1)] == framed
 
 

@@ -88,6 +88,62 @@ def test_event_blocks_are_framed_where_fastavro_reads_them(evs: list[Event], cod
         assert block.frame() == fastavro_frames(block)
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(events, min_size=1, max_size=40), st.sets(st.sampled_from(["T-1", "T-2"])),
+       st.dictionaries(st.sampled_from(["T-1", "T-3"]), st.booleans()))
+def test_a_worker_picks_what_framing_then_building_its_records_gives(
+        evs: list[Event], mine: set[str], known: dict[str | None, bool]) -> None:
+    """`pick` (one walk) gives the records, and their indices, that framing the block and
+    building the spans of the tables `ours` or `decide` says are the worker's give; it
+    asks `decide` of each table not in `ours`, once, in the order the records meet them."""
+    evs = [replace(e, table_id=("T-1", "T-2", "T-3")[e.seq % 3]) for e in evs]
+    buf = io.BytesIO()
+    avro.write_container(buf, evs, codec="null")
+    buf.seek(0)
+    ours, asked = dict(known), []
+
+    def decide(t: str | None) -> bool:
+        asked.append(t)
+        return t in mine
+
+    for block in avro.read_container_blocks(buf):
+        framed = block.frame()
+        assert framed is not None
+        ends, tables = framed
+        first = list(dict.fromkeys(t for t in tables if t not in ours))
+        before = len(asked)
+        picked = block.pick(ours, decide)
+        assert asked[before:] == first
+        assert picked is not None
+        indices, built = picked
+        assert indices == [i for i, t in enumerate(tables) if ours[t]]
+        spans = b"".join(block.raw[(ends[i - 1] if i else 0):ends[i]] for i in indices)
+        assert built == avro.Program.of(fastavro.parse_schema(plain_schema()), avro._typed,
+                                        avro._ENUMS).build(spans, len(indices))
+        assert [ev.raw for ev in built] == [block.raw[(ends[i - 1] if i else 0):ends[i]]
+                                           for i in indices]
+
+
+def test_pick_refuses_a_block_the_walk_refuses_and_raises_what_decide_raises() -> None:
+    from producers.simulate import Floor
+
+    evs = list(Floor(1, 1, seed=5).events())[:6]
+    buf = io.BytesIO()
+    avro.write_container(buf, evs, codec="null")
+    buf.seek(0)
+    block = next(avro.read_container_blocks(buf))
+    program = avro.Program.of(fastavro.parse_schema(plain_schema()), avro._typed, avro._ENUMS)
+    assert program is not None
+    assert program.pick(block.raw[:-1], block.count, {}, lambda t: True) is None
+    assert program.pick(block.raw + b"\x00", block.count, {}, lambda t: True) is None
+
+    def broken(t: str | None) -> bool:
+        raise LookupError(t)
+
+    with pytest.raises(LookupError):
+        program.pick(block.raw, block.count, {}, broken)
+
+
 KINDS: dict[str, Any] = {
     "type": "record", "name": "t.Every", "fields": [
         {"name": "flag", "type": "boolean"},
