@@ -372,21 +372,22 @@ def audit_parallel(
     ctx.set_forkserver_preload([__name__])
     if data is not None:
         keep_freed_pages()  # this process's work is the store's
-    store = EmbeddedStore(data) if data is not None else None
+    store: EmbeddedStore | None = None
     conns: list[Connection] = []
     procs = []
     try:
-        if store is not None:
-            store.setup()
         for k in range(jobs):
             mine, theirs = ctx.Pipe()
             p = ctx.Process(target=_worker,
-                            args=(theirs, files, k, jobs, store is not None, registry),
+                            args=(theirs, files, k, jobs, data is not None, registry),
                             name=f"pitwatch-audit-{k}", daemon=True)
             p.start()
             theirs.close()
             conns.append(mine)
             procs.append(p)
+        if data is not None:  # opened while the workers start (0.4 s each): they wait for it
+            store = EmbeddedStore(data)
+            store.setup()
         _serve(conns, store, rep, on_violation, on_reject, keep_violations,
                _bar(files) if progress else None)
         for p in procs:
