@@ -17,7 +17,11 @@ from typing import IO, Any, Final, cast
 
 import fastavro
 import fastavro.read
-from isal import isal_zlib
+
+try:
+    from isal import isal_zlib
+except ImportError:  # a platform without its wheel: fastavro inflates with zlib
+    isal_zlib = None  # type: ignore[assignment]
 
 from ..blackjack.ratio import Ratio
 from . import limits
@@ -315,6 +319,8 @@ def _inflate_block(fo: Any) -> io.BytesIO:
         data: bytes = read_bytes()
     else:
         size = _read_long(fo)
+        if size < 0:
+            raise ValueError(f"a deflate block of {size} bytes")
         data = fo.read(size)
         if len(data) != size:
             raise EOFError(f"a deflate block of {size} bytes ends after {len(data)}")
@@ -338,7 +344,8 @@ def _read_long(fo: IO[bytes]) -> int:
 
 #: Every container file pitwatch reads in this process is inflated so: fastavro's own
 #: registry of block readers is the documented place for a codec's reader.
-fastavro.read.BLOCK_READERS["deflate"] = _inflate_block
+if isal_zlib is not None:
+    fastavro.read.BLOCK_READERS["deflate"] = _inflate_block
 
 
 def write_container(out: IO[bytes], events: Iterable[Event], codec: str = "deflate",
