@@ -9,10 +9,11 @@ one walk in C (`events/native.py`'s `pick`) finds where each record of a block e
 its table, and builds only the worker's own, and a block it refuses is decoded whole, as
 one process decodes it. JSON Lines are parsed whole (orjson) for their table.
 
-Merging. Everything a worker finds (violations, round summaries, engine errors, rejected
-records) is tagged with the input record it was found at (its number in the input, or,
-for what the end of the input closes, past the last record in the order the tables
-first appeared) and, within it, in the order found. One process meets the records in
+Merging. Everything a worker finds (violations, the first round of each game, engine
+errors, rejected records) is tagged with the input record it was found at (its number in
+the input, or, for what the end of the input closes, past the last record in the order
+the tables first appeared) and, within it, in the order found. The rounds themselves a
+worker adds up, and sends the totals when it is done. One process meets the records in
 that order, so merging the workers' streams by tag gives exactly one process's order,
 and the report, the printed violations, the rejects file and the exit status follow
 byte for byte. The merge goes on as the workers go (each says how far it has read), so
@@ -57,7 +58,7 @@ from ..events.model import Event
 from ..store.base import Params, StoreError
 from ..store.embedded import EmbeddedStore, keep_freed_pages
 from ..store.process import Handing, Receiver
-from .run import AuditReport, audit_events
+from .run import AuditReport, audit_events, game_of
 
 #: Tags past every input record: what the end of the input closes, by table order.
 _END = 1 << 62
@@ -286,7 +287,8 @@ def _worker(conn: Connection, files: list[Path], k: int, jobs: int,
     def emit(at: int, kind: str, payload: Any) -> None:
         nonlocal order
         if at >= _END and kind != "reject":  # closed by the end of the input: table order
-            at = _END + shard.owners.rank[payload.table_id]
+            table_id = payload[1] if kind == "game" else payload.table_id
+            at = _END + shard.owners.rank[table_id]
         items.append((at, order, kind, payload))
         order += 1
 
@@ -301,6 +303,13 @@ def _worker(conn: Connection, files: list[Path], k: int, jobs: int,
             counted += 1
             yield ev
 
+    def on_round(s: RoundSummary) -> None:
+        # the worker's report adds up its rounds; the main process needs only where each
+        # game's first round was, for the order of the report's games
+        game = game_of(s)
+        if rep.games[game] == 1:
+            emit(shard.at, "game", (game, s.table_id))
+
     rep = AuditReport()
     try:
         shard = _Shard(files, k, jobs, emit, report)
@@ -309,11 +318,12 @@ def _worker(conn: Connection, files: list[Path], k: int, jobs: int,
                      keep_violations=False,
                      keys=None if keys is None else KeyRegistry.from_json(keys),
                      on_violation=lambda v: emit(shard.at, "violation", v),
-                     on_round=lambda s: emit(shard.at, "round", s),
+                     on_round=on_round,
                      on_engine_error=lambda e: emit(shard.at, "engine_error", e))
         report(_END * 2)
         use = resource.getrusage(resource.RUSAGE_SELF)
-        conn.send(("done", rep.events, sorted(rep.tables), use.ru_utime + use.ru_stime))
+        conn.send(("done", rep.events, sorted(rep.tables), use.ru_utime + use.ru_stime,
+                   rep.rounds_only()))
     except BaseException as e:  # handed to the main process, which raises it there
         try:
             pickle.dumps(e)
@@ -433,9 +443,8 @@ def _serve(conns: list[Connection], store: EmbeddedStore | None, rep: AuditRepor
                     rep.violations.append(v)
                 if on_violation is not None:
                     on_violation(v)
-            elif kind == "round":
-                s: RoundSummary = x
-                rep.add_round(s)
+            elif kind == "game":  # a game's first round: its place in the report's order
+                rep.games.setdefault(x[0], 0)
             elif kind == "engine_error":
                 e: EngineError = x
                 rep.engine_errors.append(e)
@@ -472,6 +481,7 @@ def _serve(conns: list[Connection], store: EmbeddedStore | None, rep: AuditRepor
                     rep.events += msg[1]
                     tables.update(msg[2])
                     rep.worker_cpu.append(msg[3])
+                    rep.add_rounds(msg[4])
                     live.remove(conn)
                 else:  # "error": the worker's exception, raised here
                     if not isinstance(msg[1], ValueError | OSError | StoreError):

@@ -61,16 +61,37 @@ class AuditReport:
     def add_round(self, s: RoundSummary) -> None:
         self.rounds += 1
         self.incomplete += not s.complete
-        self.games[f"{s.jurisdiction} {s.game}"] += 1
+        self.games[game_of(s)] += 1
         self.wagered += s.wagered
         self.paid += s.paid
         self.collected += s.collected
         self.returned += s.returned
 
+    def rounds_only(self) -> AuditReport:
+        """What `add_round` added up, alone (an `audit --jobs` worker's, for `add_rounds`)."""
+        return AuditReport(rounds=self.rounds, incomplete=self.incomplete,
+                           games=self.games.copy(), wagered=self.wagered, paid=self.paid,
+                           collected=self.collected, returned=self.returned)
+
+    def add_rounds(self, other: AuditReport) -> None:
+        """Add what `add_round` added up in `other`; a game new here comes last."""
+        self.rounds += other.rounds
+        self.incomplete += other.incomplete
+        self.games.update(other.games)
+        self.wagered += other.wagered
+        self.paid += other.paid
+        self.collected += other.collected
+        self.returned += other.returned
+
     def add_violation(self, v: Violation) -> None:
         self.by_code[v.code] += 1
         self.by_severity[v.severity] += 1
         self.by_table[v.table_id] += 1
+
+
+def game_of(s: RoundSummary) -> str:
+    """A round's game as the report counts it: its jurisdiction and game."""
+    return f"{s.jurisdiction} {s.game}"
 
 
 def _progress(events: Iterable[Event], enabled: bool) -> Iterable[Event]:
