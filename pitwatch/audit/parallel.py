@@ -433,6 +433,7 @@ def _serve(conns: list[Connection], store: EmbeddedStore | None, rep: AuditRepor
     index = {id(c): w for w, c in enumerate(conns)}
     live = list(conns)
     tables: set[str] = set()
+    rounds: list[AuditReport] = []  # added once every game's first round is delivered
 
     def deliver() -> None:
         for kind, x in merge.ready():
@@ -481,7 +482,7 @@ def _serve(conns: list[Connection], store: EmbeddedStore | None, rep: AuditRepor
                     rep.events += msg[1]
                     tables.update(msg[2])
                     rep.worker_cpu.append(msg[3])
-                    rep.add_rounds(msg[4])
+                    rounds.append(msg[4])
                     live.remove(conn)
                 else:  # "error": the worker's exception, raised here
                     if not isinstance(msg[1], ValueError | OSError | StoreError):
@@ -492,4 +493,6 @@ def _serve(conns: list[Connection], store: EmbeddedStore | None, rep: AuditRepor
         if bar is not None:
             bar.close()
     rep.tables.update(tables)
+    for r in rounds:
+        rep.add_rounds(r)
 
