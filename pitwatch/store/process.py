@@ -83,7 +83,7 @@ def _serve(conn: Connection, path: str) -> None:
     conn.send(("answer", True, None))
     receiver = Receiver(store)
     failed: Exception | None = None
-    inbox: queue.Queue[tuple[Any, ...] | None] = queue.Queue(INBOX)
+    inbox: queue.Queue[tuple[Any, ...] | BaseException | None] = queue.Queue(INBOX)
     threading.Thread(target=_drain, args=(conn, inbox), name="pitwatch-store-inbox",
                      daemon=True).start()
     try:
@@ -91,6 +91,8 @@ def _serve(conn: Connection, path: str) -> None:
             msg = inbox.get()
             if msg is None:  # the audit's process went away: store what it gave
                 break
+            if isinstance(msg, BaseException):  # what reading raised, raised here
+                raise msg
             kind, *args = msg
             if kind == "call":
                 name, call_args = args
@@ -121,14 +123,19 @@ def _serve(conn: Connection, path: str) -> None:
             conn.send(closing)
 
 
-def _drain(conn: Connection, inbox: queue.Queue[tuple[Any, ...] | None]) -> None:
+def _drain(conn: Connection,
+           inbox: queue.Queue[tuple[Any, ...] | BaseException | None]) -> None:
     """Read what the audit's process hands over into `inbox` as it comes, while the
-    store works on what came before (None: the audit's process went away)."""
+    store works on what came before (None: the audit's process went away; anything
+    else reading raised goes as itself, for the store's thread to raise)."""
     while True:
         try:
             msg = conn.recv()
         except (EOFError, OSError):
             inbox.put(None)
+            return
+        except BaseException as e:
+            inbox.put(e)
             return
         inbox.put(msg)
         if msg[0] == "call" and msg[1] == "close":
@@ -137,8 +144,9 @@ def _drain(conn: Connection, inbox: queue.Queue[tuple[Any, ...] | None]) -> None
 
 def _widen(conn: Connection) -> None:
     """Let the audit's end of the pipe hold `SEND_BUFFER` bytes in flight (the kernel
-    caps it at net.core.wmem_max), so that a send returns once its bytes are copied."""
-    with socket.socket(fileno=os.dup(conn.fileno())) as sock:
+    caps it at net.core.wmem_max), so that a send returns once its bytes are copied;
+    where the system refuses, the pipe stays as it is."""
+    with contextlib.suppress(OSError), socket.socket(fileno=os.dup(conn.fileno())) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
 
 
