@@ -83,7 +83,7 @@ def _serve(conn: Connection, path: str) -> None:
     conn.send(("answer", True, None))
     receiver = Receiver(store)
     failed: Exception | None = None
-    inbox: queue.Queue[tuple[Any, ...] | BaseException | None] = queue.Queue(INBOX)
+    inbox: queue.Queue[tuple[Any, ...] | Exception | None] = queue.Queue(INBOX)
     threading.Thread(target=_drain, args=(conn, inbox), name="pitwatch-store-inbox",
                      daemon=True).start()
     try:
@@ -91,8 +91,9 @@ def _serve(conn: Connection, path: str) -> None:
             msg = inbox.get()
             if msg is None:  # the audit's process went away: store what it gave
                 break
-            if isinstance(msg, BaseException):  # what reading raised, raised here
-                raise msg
+            if isinstance(msg, Exception):  # a message it could not read: the end
+                conn.send(("failed", _sendable(msg)))
+                break
             kind, *args = msg
             if kind == "call":
                 name, call_args = args
@@ -124,17 +125,18 @@ def _serve(conn: Connection, path: str) -> None:
 
 
 def _drain(conn: Connection,
-           inbox: queue.Queue[tuple[Any, ...] | BaseException | None]) -> None:
+           inbox: queue.Queue[tuple[Any, ...] | Exception | None]) -> None:
     """Read what the audit's process hands over into `inbox` as it comes, while the
-    store works on what came before (None: the audit's process went away; anything
-    else reading raised goes as itself, for the store's thread to raise)."""
+    store works on what came before (None: the audit's process went away). A message
+    that cannot be read goes as its error, and ends the store process's work: the store
+    keeps what came before it, and the audit's process is told."""
     while True:
         try:
             msg = conn.recv()
         except (EOFError, OSError):
             inbox.put(None)
             return
-        except BaseException as e:
+        except Exception as e:
             inbox.put(e)
             return
         inbox.put(msg)

@@ -128,6 +128,28 @@ def test_a_failure_nobody_was_told_of_is_raised_by_close(store: StoreProcess) ->
     assert _count(store.path) == []
 
 
+class _Unreadable:
+    """Pickles, but cannot be read back: unpickling calls int("not a number")."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (int, ("not a number",))
+
+
+def test_a_message_it_cannot_read_is_a_store_error_and_what_came_before_is_kept(
+        store: StoreProcess) -> None:
+    """The store process reads ahead of its work on a thread of its own: a message that
+    thread cannot read ends the store's work with a StoreError for the audit's process,
+    never a reader that stops and leaves the audit waiting."""
+    store.insert("violations", [_violation(0, "before")])
+    store._send(("columns", "violations", _Unreadable()))
+    with pytest.raises(StoreError, match=r"the store process failed: ValueError: invalid "
+                                         r"literal for int\(\)"):
+        store.query("SELECT 1")
+    with pytest.raises(StoreError):
+        store.close()
+    assert _count(store.path) == ["before"]
+
+
 def test_a_killed_store_process_is_a_store_error_that_says_so(store: StoreProcess) -> None:
     store.insert("violations", [_violation(0, "x")])
     os.kill(store._proc.pid, signal.SIGKILL)  # type: ignore[arg-type]
