@@ -51,7 +51,7 @@ from .embedded import EmbeddedStore, keep_freed_pages
 #: and bytes the audit's end of the pipe may hold in flight: a batch of events is about
 #: 300 KB. Read only between the store's own work, and with chDB's inserter holding
 #: one staged file waiting (not four, `embedded.WAITING_BATCHES`), the audit waited on
-#: its pipe 0.9-1.6 s of a 21-24 s audit; with both, 0.5-0.7 s.
+#: its pipe 0.9-1.6 s of a 21-24 s audit; with both, 0.4-0.7 s (docs/performance.md).
 INBOX = 8
 SEND_BUFFER = 4 << 20
 

@@ -101,6 +101,8 @@ def test_a_worker_picks_what_framing_then_building_its_records_gives(
     avro.write_container(buf, evs, codec="null")
     buf.seek(0)
     ours, asked = dict(known), []
+    program = avro._current_program()
+    assert program is not None
 
     def decide(t: str | None) -> bool:
         asked.append(t)
@@ -118,8 +120,7 @@ def test_a_worker_picks_what_framing_then_building_its_records_gives(
         indices, built = picked
         assert indices == [i for i, t in enumerate(tables) if ours[t]]
         spans = b"".join(block.raw[(ends[i - 1] if i else 0):ends[i]] for i in indices)
-        assert built == avro.Program.of(fastavro.parse_schema(plain_schema()), avro._typed,
-                                        avro._ENUMS).build(spans, len(indices))
+        assert built == program.build(spans, len(indices))
         assert [ev.raw for ev in built] == [block.raw[(ends[i - 1] if i else 0):ends[i]]
                                            for i in indices]
 
@@ -132,7 +133,7 @@ def test_pick_refuses_a_block_the_walk_refuses_and_raises_what_decide_raises() -
     avro.write_container(buf, evs, codec="null")
     buf.seek(0)
     block = next(avro.read_container_blocks(buf))
-    program = avro.Program.of(fastavro.parse_schema(plain_schema()), avro._typed, avro._ENUMS)
+    program = avro._current_program()
     assert program is not None
     assert program.pick(block.raw[:-1], block.count, {}, lambda t: True) is None
     assert program.pick(block.raw + b"\x00", block.count, {}, lambda t: True) is None
