@@ -242,7 +242,7 @@ class ConsoleData:
         not, and violations today (the UTC day of `now_ms`) by severity."""
         activity = self.store.query(
             "SELECT table_id, maxMerge(last_ms) AS last_ms, "
-            "argMaxMerge(last_round) AS last_round, uniqExactMerge(events) AS events "
+            "argMaxMerge(last_round) AS last_round "
             "FROM table_activity GROUP BY table_id ORDER BY table_id")
         posted = {r["table_id"]: r for r in self.store.query(
             "SELECT table_id, argMaxIfMerge(jurisdiction) AS jurisdiction, "
@@ -271,7 +271,7 @@ class ConsoleData:
                 "table_id": t, "game": posted.get(t, {}).get("game", ""),
                 "jurisdiction": posted.get(t, {}).get("jurisdiction", ""),
                 "open_round": open_round, "last_event": last, "age_ms": age,
-                "silent": age > silent_after_ms, "events": int(r["events"]),
+                "silent": age > silent_after_ms,
                 "today": {s: today.get(t, {}).get(s, 0) for s in SEVERITIES},
             })
         return out

@@ -9,10 +9,12 @@
 -- on these aggregates (e.g. TTL hour + INTERVAL 400 DAY): none changes a query.
 -- The views see rows inserted after they exist; a store filled before them is
 -- backfilled with the INSERT ... SELECT in deploy/grafana/README.md.
--- Change an aggregate by adding a new one, never by changing its columns: chDB checks a
--- view's SELECT even on CREATE ... IF NOT EXISTS, so a changed view stops every store
--- made before it from opening (`pitwatch serve` rebuilds such an aggregate; the other
--- commands would fail).
+-- Change an aggregate by adding a new one, never by adding to or retyping its columns:
+-- chDB checks a view's SELECT even on CREATE ... IF NOT EXISTS, so a view that selects
+-- a column its table lacks stops every store made before it from opening (`pitwatch
+-- serve` rebuilds such an aggregate; the other commands would fail). Dropping a column
+-- is safe: the old view goes on filling the old table until `serve` makes it again
+-- (tests/unit/test_console_views.py).
 
 -- Violations per table, hour, severity and code.
 CREATE TABLE IF NOT EXISTS violations_hourly (
@@ -56,13 +58,16 @@ SELECT table_id, toStartOfHour(started) AS hour, round_id, dealer_id, jurisdicti
 FROM rounds;
 
 -- Each table's last event (device time in ms) and the round it belonged to: the floor
--- board's open round and silent tables, and Grafana's silent-table alert.
+-- board's open round and silent tables, and Grafana's silent-table alert. Its states
+-- stay the same size however long a table runs. (Until 2026-12-03 it also kept a
+-- `uniqExact` of every event id a table and month, which nothing showed: a month of a
+-- busy table is a million ids, held whole by every merge of that row and by every
+-- floor-board query, and it was a sixth of chDB's CPU inserting an audit.)
 CREATE TABLE IF NOT EXISTS table_activity (
     table_id    String,
     month       Date,
     last_ms     AggregateFunction(max, UInt64),
-    last_round  AggregateFunction(argMax, String, UInt64),
-    events      AggregateFunction(uniqExact, String)
+    last_round  AggregateFunction(argMax, String, UInt64)
 ) ENGINE = AggregatingMergeTree()
 PARTITION BY toYYYYMM(month)
 ORDER BY (table_id, month);
@@ -70,8 +75,7 @@ ORDER BY (table_id, month);
 CREATE MATERIALIZED VIEW IF NOT EXISTS table_activity_mv TO table_activity AS
 SELECT table_id, toStartOfMonth(ts) AS month,
        maxState(toUInt64(ts) * 1000 + ts_ms) AS last_ms,
-       argMaxState(round_id, toUInt64(ts) * 1000 + ts_ms) AS last_round,
-       uniqExactState(event_id) AS events
+       argMaxState(round_id, toUInt64(ts) * 1000 + ts_ms) AS last_round
 FROM events
 GROUP BY table_id, month;
 

@@ -248,6 +248,58 @@ def test_aggregates_are_filled_and_brought_up_to_the_schema(store_dir: Path) -> 
         store.close()
 
 
+#: `table_activity` and its view as pitwatch made them before 2026-12-03, with a count of
+#: every event id a table and month that nothing showed.
+_OLD_TABLE_ACTIVITY = (
+    "CREATE TABLE table_activity (table_id String, month Date, "
+    "last_ms AggregateFunction(max, UInt64), "
+    "last_round AggregateFunction(argMax, String, UInt64), "
+    "events AggregateFunction(uniqExact, String)) ENGINE = AggregatingMergeTree() "
+    "PARTITION BY toYYYYMM(month) ORDER BY (table_id, month)",
+    "CREATE MATERIALIZED VIEW table_activity_mv TO table_activity AS "
+    "SELECT table_id, toStartOfMonth(ts) AS month, "
+    "maxState(toUInt64(ts) * 1000 + ts_ms) AS last_ms, "
+    "argMaxState(round_id, toUInt64(ts) * 1000 + ts_ms) AS last_round, "
+    "uniqExactState(event_id) AS events FROM events GROUP BY table_id, month")
+
+
+def test_a_store_with_the_old_event_count_still_audits_and_is_made_again(
+        tmp_path: Path) -> None:
+    """A store made before `table_activity` lost its event count opens, and takes an
+    audit, with today's schema (its old view goes on filling it); `serve` makes it
+    again without the count, and the floor board reads the same last events."""
+    events = list(Floor(3, 4, seed=7).events())
+    last = ("SELECT table_id, maxMerge(last_ms) AS m, argMaxMerge(last_round) AS r "
+            "FROM table_activity GROUP BY table_id ORDER BY table_id")
+    store = EmbeddedStore(tmp_path / "old")
+    try:
+        store.setup()
+        store.query("DROP TABLE table_activity_mv")
+        store.query("DROP TABLE table_activity")
+        for stmt in _OLD_TABLE_ACTIVITY:
+            store.query(stmt)
+    finally:
+        store.close()
+    store = EmbeddedStore(tmp_path / "old")
+    try:
+        store.setup()  # today's CREATE ... IF NOT EXISTS over the old view
+        audit_events(events, store=store)
+        counted = store.query("SELECT uniqExactMerge(events) AS n FROM table_activity")
+        assert int(counted[0]["n"]) == len(events)  # the old view still fills it
+        before = store.query(last)
+        assert len(before) == 3
+        assert refresh_aggregates(store) == [
+            "table_activity: made again to the current schema",
+            "table_activity: filled from the rows stored before it existed"]
+        cols = [r["name"] for r in store.query(
+            "SELECT name FROM system.columns WHERE database = currentDatabase() "
+            "AND table = 'table_activity'")]
+        assert cols == ["table_id", "month", "last_ms", "last_round"]
+        assert store.query(last) == before
+    finally:
+        store.close()
+
+
 def test_silent_tables_are_an_alert_on_the_feed(store_dir: Path) -> None:
     async def check(client: TestClient[Any, Any]) -> None:
         loop = asyncio.get_running_loop()
