@@ -179,12 +179,14 @@ def _finish(staged: dict[str, StagedFile], inserter: _Inserter) -> None:
 #: 55-72 MB higher (docs/performance.md). Read once, when chDB loads; a user's own
 #: setting wins.
 JEMALLOC_CONF = "dirty_decay_ms:0,muzzy_decay_ms:0"
-#: The allocator of a process whose work is the store (`process.StoreProcess`, the main
-#: process of `audit --jobs N`) keeps the pages it frees for a second. chDB's inserts of
-#: a 1.08M-event audit, alone, took 45% less CPU for about 70 MB more at the peak; the
-#: store process of that audit took 3.5 s less CPU for about 35 MB more
-#: (docs/performance.md). Beside the audit in one process it bought nothing: the audit's
-#: thread set the time there.
+#: The allocator of the main process of `audit --jobs N`, whose work is the store while
+#: every other core audits, keeps the pages it frees for a second: there the store's CPU
+#: is the command's time. chDB's inserts of a 1.08M-event audit, alone, took 45% less
+#: CPU for about 70 MB more at the peak (docs/performance.md). `audit --jobs 1`'s store
+#: process (`process.StoreProcess`) hands them back at once: it has a core of its own
+#: beside the audit, whose thread sets the time, and three alternated pairs took the
+#: same wall time either way (18.5-21.6 s) for 30-40 MB less peak, its CPU 1.4-2.4 s
+#: more. Beside the audit in one process it bought nothing.
 STORE_PROCESS_JEMALLOC_CONF = "dirty_decay_ms:1000,muzzy_decay_ms:0"
 
 

@@ -45,7 +45,7 @@ from ..events.native import EventBytes, EventBytesBatch, event_bytes
 from .arrow import event_rows
 from .base import Params, StoreError, to_columns
 from .batch import BatchWriter
-from .embedded import EmbeddedStore, keep_freed_pages
+from .embedded import EmbeddedStore
 
 #: Messages the store process reads ahead of its work (a thread of its own, `_drain`),
 #: and bytes the audit's end of the pipe may hold in flight: a batch of events is about
@@ -73,8 +73,9 @@ def _rebuilt(data: bytes, lengths: bytes, count: int) -> list[Event]:
 def _serve(conn: Connection, path: str) -> None:
     """The store process: open the store in `path`, then take what `StoreProcess` sends
     until it closes the store or goes away. A batch that fails is reported once, and
-    nothing handed over after it is stored; every later call answers with it."""
-    keep_freed_pages()
+    nothing handed over after it is stored; every later call answers with it. (chDB's
+    allocator hands freed pages back at once here: `embedded.STORE_PROCESS_JEMALLOC_CONF`
+    says why.)"""
     try:
         store = EmbeddedStore(path)
     except Exception as e:  # the store is locked, or chDB cannot open it: said there
