@@ -56,7 +56,7 @@ from ..events.jsonl import InvalidEvent, from_json, loads
 from ..events.keys import KeyRegistry
 from ..events.model import Event
 from ..store.base import Params, StoreError
-from ..store.embedded import EmbeddedStore, keep_freed_pages
+from ..store.embedded import EmbeddedStore
 from ..store.process import Handing, Receiver
 from .run import AuditReport, audit_events, game_of
 
@@ -380,8 +380,6 @@ def audit_parallel(
     registry = None if keys is None else keys.to_json()
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload([__name__])
-    if data is not None:
-        keep_freed_pages()  # this process's work is the store's
     store: EmbeddedStore | None = None
     conns: list[Connection] = []
     procs = []
@@ -396,7 +394,7 @@ def audit_parallel(
             conns.append(mine)
             procs.append(p)
         if data is not None:  # opened while the workers start (0.4 s each): they wait for it
-            store = EmbeddedStore(data)
+            store = EmbeddedStore(data, keep_freed_pages=True)  # its work is the store's
             store.setup()
         _serve(conns, store, rep, on_violation, on_reject, keep_violations,
                _bar(files) if progress else None)

@@ -190,13 +190,6 @@ JEMALLOC_CONF = "dirty_decay_ms:0,muzzy_decay_ms:0"
 STORE_PROCESS_JEMALLOC_CONF = "dirty_decay_ms:1000,muzzy_decay_ms:0"
 
 
-def keep_freed_pages() -> None:
-    """Give chDB `STORE_PROCESS_JEMALLOC_CONF` when it loads in this process (no effect
-    once loaded), unless the user set a `JE_MALLOC_CONF` of their own."""
-    if os.environ.get("JE_MALLOC_CONF", JEMALLOC_CONF) == JEMALLOC_CONF:
-        os.environ["JE_MALLOC_CONF"] = STORE_PROCESS_JEMALLOC_CONF
-
-
 #: Merges one column at a time, not all columns of every part at once: the audit's peak
 #: memory into chDB was 200 MB over chDB opened, and 172 MB with this (267k events,
 #: bench/audit.py), in the same time. And compressed blocks of 16 to 64 KiB, not 64 KiB
@@ -221,12 +214,20 @@ TABLE_SETTINGS = ("vertical_merge_algorithm_min_rows_to_activate = 1, "
                   "min_bytes_for_wide_part = 33554432")
 
 
-def _chdb_session() -> Any:
-    """chDB's session module, loaded with `JEMALLOC_CONF` unless the user set their own
-    (imported here: a heavy module, only when used)."""
-    os.environ.setdefault("JE_MALLOC_CONF", JEMALLOC_CONF)
-    from chdb import session
+def _chdb_session(allocator: str = JEMALLOC_CONF) -> Any:
+    """chDB's session module, loaded with the `allocator` setting unless the user set a
+    `JE_MALLOC_CONF` of their own (imported here: a heavy module, only when used). chDB
+    reads it once, as it loads; it is not left in the environment, where the processes
+    started after it (a forkserver, a bench's next side) would inherit it."""
+    if "chdb.session" in sys.modules or "JE_MALLOC_CONF" in os.environ:
+        from chdb import session
 
+        return session
+    os.environ["JE_MALLOC_CONF"] = allocator
+    try:
+        from chdb import session
+    finally:
+        del os.environ["JE_MALLOC_CONF"]
     return session
 
 
@@ -268,8 +269,11 @@ class EmbeddedStore:
     #: memory for an insert of `INSERT_ROWS`.
     batch_rows = 2_000
 
-    def __init__(self, path: str | Path) -> None:
-        session = _chdb_session()
+    def __init__(self, path: str | Path, keep_freed_pages: bool = False) -> None:
+        """The store in `path`. `keep_freed_pages`: a process whose work is the store
+        loads chDB with `STORE_PROCESS_JEMALLOC_CONF` (no effect once chDB is loaded)."""
+        session = _chdb_session(STORE_PROCESS_JEMALLOC_CONF if keep_freed_pages
+                                else JEMALLOC_CONF)
 
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)

@@ -179,3 +179,27 @@ def test_dropped_unclosed_it_stores_what_it_was_given(tmp_path: Path) -> None:
     proc.join(60)
     assert proc.exitcode == 0
     assert _count(tmp_path / "data") == ["given"]
+
+
+@pytest.mark.parametrize("users", [None, "dirty_decay_ms:5000"])
+def test_the_allocator_setting_is_not_left_for_later_processes(tmp_path: Path,
+                                                               users: str | None) -> None:
+    """A process whose work is the store loads chDB with its allocator's setting, and
+    leaves the environment as it was: a forkserver or a store process started after it
+    would otherwise inherit the setting (the bench's later sides did). A user's own
+    setting is theirs, and stays."""
+    import subprocess
+    import sys
+
+    code = ("import os, sys\n"
+            "from pitwatch.store.embedded import EmbeddedStore\n"
+            "s = EmbeddedStore(sys.argv[1], keep_freed_pages=True)\n"
+            "s.close()\n"
+            "print(os.environ.get('JE_MALLOC_CONF'))\n")
+    env = {k: v for k, v in os.environ.items() if k != "JE_MALLOC_CONF"}
+    if users is not None:
+        env["JE_MALLOC_CONF"] = users
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "store")], env=env,
+                         capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[2])
+    assert out.stdout.strip() == str(users)
