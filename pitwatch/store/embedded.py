@@ -184,8 +184,8 @@ JEMALLOC_CONF = "dirty_decay_ms:0,muzzy_decay_ms:0"
 #: is the command's time. chDB's inserts of a 1.08M-event audit, alone, took 45% less
 #: CPU for about 70 MB more at the peak (docs/performance.md). `audit --jobs 1`'s store
 #: process (`process.StoreProcess`) hands them back at once: it has a core of its own
-#: beside the audit, whose thread sets the time, and three alternated pairs took the
-#: same wall time either way (18.5-21.6 s) for 30-40 MB less peak, its CPU 1.4-2.4 s
+#: beside the audit, whose thread sets the time, and in 11 alternated pairs of the whole
+#: command it was no slower (faster in 8) for 30-40 MB less peak, its CPU 1.4-2.4 s
 #: more. Beside the audit in one process it bought nothing.
 STORE_PROCESS_JEMALLOC_CONF = "dirty_decay_ms:1000,muzzy_decay_ms:0"
 
