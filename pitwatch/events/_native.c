@@ -1,7 +1,8 @@
 /* Avro blocks of records read in C, for the file audit: where each record ends, and
    each record built straight into pitwatch's typed classes; and, for the store, an
    event's JSON Lines form (`body`) and a batch of the `events` table as Arrow buffers
-   (`event_columns`), a table's record clock and its recent event ids (`Clock`,
+   (`event_columns`, `EventRows`: from the events, or straight from their Avro bytes
+   with `EventRows.add_avro`), a table's record clock and its recent event ids (`Clock`,
    `Recent`), and the contract's ranges (`RangeCheck`), at the end of this file.
 
    Both walk a block's bytes under a program compiled from the writer schema
@@ -126,21 +127,27 @@ static int read_long(Walk *w, int64_t *out) {
     return -1;
 }
 
+/* whether n bytes are text: ASCII, or else what Python's own strict decoder accepts */
+static int utf8_valid(const uint8_t *s, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        if (s[i] & 0x80) {
+            PyObject *u = PyUnicode_DecodeUTF8((const char *)s, (Py_ssize_t)n, "strict");
+            if (u == NULL) {
+                PyErr_Clear();
+                return 0;
+            }
+            Py_DECREF(u);
+            return 1;
+        }
+    }
+    return 1;
+}
+
 static int skip_text(Walk *w, int is_key) {
     int64_t n;
     if (read_long(w, &n) < 0 || n < 0 || n > w->end - w->p) return -1;
     const uint8_t *s = w->p;
-    for (int64_t i = 0; i < n; i++) {
-        if (s[i] & 0x80) {  /* not ASCII: Python's own strict decoder decides */
-            PyObject *u = PyUnicode_DecodeUTF8((const char *)s, (Py_ssize_t)n, "strict");
-            if (u == NULL) {
-                PyErr_Clear();
-                return -1;
-            }
-            Py_DECREF(u);
-            break;
-        }
-    }
+    if (!utf8_valid(s, n)) return -1;
     if (is_key) {
         w->key = s;
         w->key_len = (Py_ssize_t)n;
@@ -578,16 +585,24 @@ static int out_raw(Out *o, const char *s, Py_ssize_t n) {
     return 0;
 }
 
+static void out_init(Out *o) {
+    o->buf = o->small;
+    o->len = 0;
+    o->cap = sizeof o->small;
+}
+
+static void out_free(Out *o) {
+    if (o->buf != o->small) PyMem_Free(o->buf);
+    out_init(o);
+}
+
 static const char HEX_DIGITS[] = "0123456789abcdef";
 
 /* a byte of a JSON string that orjson escapes: '"', '\\' and the controls */
 static inline int escaped(unsigned char c) { return c < 0x20 || c == '"' || c == '\\'; }
 
-/* a JSON string as orjson writes it: UTF-8 as is, `escaped` bytes escaped */
-static int out_text(Out *o, PyObject *s) {
-    Py_ssize_t n;
-    const char *u = PyUnicode_AsUTF8AndSize(s, &n);  /* refuses lone surrogates */
-    if (u == NULL) return -1;
+/* a JSON string as orjson writes it, from its UTF-8: as is, `escaped` bytes escaped */
+static int out_utf8(Out *o, const char *u, Py_ssize_t n) {
     Py_ssize_t plain = 0;
     while (plain < n && !escaped((unsigned char)u[plain])) plain++;
     if (out_grow(o, plain + (n - plain) * 6 + 2) < 0) return -1;
@@ -620,6 +635,13 @@ static int out_text(Out *o, PyObject *s) {
     return 0;
 }
 
+/* a str as a JSON string */
+static int out_text(Out *o, PyObject *s) {
+    Py_ssize_t n;
+    const char *u = PyUnicode_AsUTF8AndSize(s, &n);  /* refuses lone surrogates */
+    return u == NULL ? -1 : out_utf8(o, u, n);
+}
+
 /* `"name":`, for a name of __slots__ or the envelope: an identifier, nothing to escape */
 static int out_key(Out *o, PyObject *name) {
     Py_ssize_t n;
@@ -648,9 +670,7 @@ static int out_digits(Out *o, unsigned long long x, int negative) {
 }
 
 /* bytes as lowercase hex digits, between quotes when `quoted` */
-static int out_hex(Out *o, PyObject *v, int quoted) {
-    Py_ssize_t n = PyBytes_GET_SIZE(v);
-    const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(v);
+static int out_hex_raw(Out *o, const unsigned char *b, Py_ssize_t n, int quoted) {
     if (out_grow(o, 2 * n + 2) < 0) return -1;
     char *d = o->buf + o->len;
     if (quoted) *d++ = '"';
@@ -661,6 +681,11 @@ static int out_hex(Out *o, PyObject *v, int quoted) {
     if (quoted) *d++ = '"';
     o->len = d - o->buf;
     return 0;
+}
+
+static int out_hex(Out *o, PyObject *v, int quoted) {
+    return out_hex_raw(o, (const unsigned char *)PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v),
+                       quoted);
 }
 
 static int out_value(Out *o, PyObject *v, int in_array) {
@@ -963,22 +988,28 @@ static PyObject *columns_tuple(Columns *c) {
     return result;
 }
 
+static void columns_mark(Columns *c, Py_ssize_t *data, Py_ssize_t *offsets) {
+    for (int i = 0; i < N_COLUMNS; i++) {
+        data[i] = c->data[i].len;
+        offsets[i] = c->offsets[i].len;
+    }
+}
+
+static void columns_reset(Columns *c, const Py_ssize_t *data, const Py_ssize_t *offsets) {
+    for (int i = 0; i < N_COLUMNS; i++) {
+        c->data[i].len = data[i];
+        c->offsets[i].len = offsets[i];
+    }
+}
+
 /* `put_event`, or nothing at all: where it refuses the event (-1) or raises (-2), every
    column is put back as it was before */
 static int put_whole_event(Columns *c, PyObject *ev, PyObject *pos, PyObject *fingerprint,
                            PyObject *body_of) {
     Py_ssize_t data[N_COLUMNS], offsets[N_COLUMNS];
-    for (int i = 0; i < N_COLUMNS; i++) {
-        data[i] = c->data[i].len;
-        offsets[i] = c->offsets[i].len;
-    }
+    columns_mark(c, data, offsets);
     int r = put_event(c, ev, pos, fingerprint, body_of);
-    if (r < 0) {
-        for (int i = 0; i < N_COLUMNS; i++) {
-            c->data[i].len = data[i];
-            c->offsets[i].len = offsets[i];
-        }
-    }
+    if (r < 0) columns_reset(c, data, offsets);
     return r;
 }
 
@@ -1088,11 +1119,418 @@ static PyObject *rows_take(EventRows *r, PyObject *unused) {
 
 static Py_ssize_t rows_len(EventRows *r) { return r->rows; }
 
+/* `add_avro(program, consts, data, lengths, positions)`: the rows of a batch of events
+   given as this schema's Avro bytes joined (each record's length a uint32 in `lengths`,
+   its position a uint64 in `positions`; what `EventBytes.take` gives), written straight
+   from the bytes: no event is built, yet each row is the one `add` writes for the event
+   `build` makes of those bytes, its body byte for byte. An event this walk does not
+   write (a TableOpened's rules, a float, bytes outside Checkpoint's hex fields, a value
+   a column cannot hold...) is built (`build`) and given to `add`; one `add` refuses too
+   is returned with its position, for the caller to write in Python. None: the bytes
+   are not records this program reads, and nothing is written. */
+
+enum { V_OTHER, V_NULL, V_INT, V_STR };
+typedef struct {
+    int kind;
+    int64_t i;
+    const char *s;
+    Py_ssize_t n;
+} Scalar;
+
+/* what a payload record type is written with, found at its first event of a batch */
+#define MAX_BRANCHES 64
+typedef struct {
+    int state;             /* 0: not looked at; 1: written here; -1: built, then `add` */
+    PyObject *type_name;   /* held */
+    PyObject *slots;       /* held: its fields' names, in the schema's order */
+    int8_t column[MAX_FIELDS]; /* the column a field also fills (C_SEAT...), or -1 */
+    int8_t mode[MAX_FIELDS];   /* PLAIN, or HEX: Checkpoint's hex fields */
+} Branch;
+
+typedef struct {
+    Build b;
+    Out *body;
+    Branch branches[MAX_BRANCHES];
+} Direct;
+
+static int direct_value(Direct *d, Py_ssize_t pc, Py_ssize_t *next, int mode, int in_array,
+                        Scalar *sc);
+
+static int direct_items(Direct *d, Py_ssize_t item) {
+    Walk *w = &d->b.w;
+    int first = 1;
+    if (out_raw(d->body, "[", 1) < 0) return -1;
+    for (;;) {
+        int64_t count, size;
+        if (read_long(w, &count) < 0) return -1;
+        if (count == 0) break;
+        if (count < 0) {
+            if (count == INT64_MIN || read_long(w, &size) < 0 || size < 0) return -1;
+            count = -count;
+        }
+        if (count > w->end - w->p) return -1;
+        for (int64_t i = 0; i < count; i++) {
+            Py_ssize_t ignored;
+            Scalar sc;
+            if ((!first && out_raw(d->body, ",", 1) < 0)
+                || direct_value(d, item, &ignored, PLAIN, 1, &sc) < 0)
+                return -1;
+            first = 0;
+        }
+    }
+    return out_raw(d->body, "]", 1);
+}
+
+/* The node at pc as JSON (what out_value writes of what `build` makes of it), with the
+   pc after it in *next, and in *sc the scalar it is (for the columns); -1 where this
+   walk does not write it. A HEX field is bytes; HEX_OR_NONE, bytes or null. */
+static int direct_value(Direct *d, Py_ssize_t pc, Py_ssize_t *next, int mode, int in_array,
+                        Scalar *sc) {
+    Walk *w = &d->b.w;
+    const int32_t *prog = w->prog;
+    Out *o = d->body;
+    int64_t v;
+    const uint8_t *s;
+    if (pc < 0 || pc >= w->len) return -1;
+    *next = pc + 1;
+    sc->kind = V_OTHER;
+    int op = prog[pc];
+    if (mode != PLAIN && op != OP_NULL && op != OP_BYTES && op != OP_UNION && op != OP_REF)
+        return -1;
+    switch (op) {
+    case OP_NULL:
+        if (mode == HEX) return -1;
+        sc->kind = V_NULL;
+        return out_raw(o, "null", 4);
+    case OP_BOOLEAN:
+        if ((s = take(w, 1)) == NULL || *s > 1) return -1;
+        return *s ? out_raw(o, "true", 4) : out_raw(o, "false", 5);
+    case OP_INT:
+    case OP_LONG:
+        if (read_long(w, &v) < 0) return -1;
+        sc->kind = V_INT;
+        sc->i = v;
+        return v < 0 ? out_digits(o, 0ULL - (unsigned long long)v, 1)
+                     : out_digits(o, (unsigned long long)v, 0);
+    case OP_BYTES:
+        if (mode == PLAIN || read_long(w, &v) < 0 || (s = take(w, v)) == NULL) return -1;
+        return out_hex_raw(o, s, (Py_ssize_t)v, 1);
+    case OP_STRING:
+    case OP_KEY:
+        if (read_long(w, &v) < 0 || (s = take(w, v)) == NULL || !utf8_valid(s, v)) return -1;
+        sc->kind = V_STR;
+        sc->s = (const char *)s;
+        sc->n = (Py_ssize_t)v;
+        return out_utf8(o, sc->s, sc->n);
+    case OP_ENUM: {
+        if (pc + 2 >= w->len) return -1;
+        PyObject *values = constant(&d->b, prog[pc + 2]);
+        if (values == NULL || !PyTuple_Check(values) || read_long(w, &v) < 0 || v < 0
+            || v >= prog[pc + 1] || v >= PyTuple_GET_SIZE(values))
+            return -1;
+        *next = pc + 3;
+        PyObject *value = PyTuple_GET_ITEM(values, v);
+        if (!PyUnicode_CheckExact(value)
+            || (sc->s = PyUnicode_AsUTF8AndSize(value, &sc->n)) == NULL)
+            return -1;
+        sc->kind = V_STR;
+        return out_utf8(o, sc->s, sc->n);
+    }
+    case OP_UNION: {
+        Py_ssize_t ignored;
+        if (pc + 2 >= w->len || read_long(w, &v) < 0 || v < 0 || v >= prog[pc + 1]
+            || pc + 3 + v >= w->len)
+            return -1;
+        *next = prog[pc + 2];
+        return direct_value(d, prog[pc + 3 + v], &ignored, mode, in_array, sc);
+    }
+    case OP_ARRAY:
+        if (in_array || pc + 1 >= w->len) return -1;
+        *next = prog[pc + 1];
+        return direct_items(d, pc + 2);
+    case OP_REF: {
+        Py_ssize_t ignored;
+        if (pc + 1 >= w->len || w->depth >= MAX_REF_DEPTH) return -1;
+        w->depth++;
+        int r = direct_value(d, prog[pc + 1], &ignored, mode, in_array, sc);
+        w->depth--;
+        *next = pc + 2;
+        return r;
+    }
+    default: /* a float, fixed bytes, a record, a map: the built event's writer decides */
+        return -1;
+    }
+}
+
+/* The payload record type of branch v (its record at rpc) as `add` writes it: its
+   builder a type whose __slots__ are its fields, none of the columns' names an
+   attribute of the type that is not one of them. */
+static Branch *direct_branch(Direct *d, int64_t v, Py_ssize_t rpc) {
+    if (v < 0 || v >= MAX_BRANCHES) return NULL;
+    Branch *br = &d->branches[v];
+    if (br->state == 0) {
+        const int32_t *prog = d->b.w.prog;
+        PyObject *builder = constant(&d->b, prog[rpc + 2]), *slots = NULL;
+        br->state = -1;
+        if (builder == NULL || !PyType_Check(builder)
+            || (slots = PyObject_GetAttr(builder, slots_name)) == NULL
+            || !PyTuple_CheckExact(slots) || PyTuple_GET_SIZE(slots) != prog[rpc + 1]) {
+            PyErr_Clear();
+            Py_XDECREF(slots);
+            return br;
+        }
+        PyObject *name = PyType_GetName((PyTypeObject *)builder);
+        if (name == NULL) {
+            PyErr_Clear();
+            Py_DECREF(slots);
+            return br;
+        }
+        int checkpoint = PyUnicode_Compare(name, checkpoint_name) == 0, ok = 1;
+        for (Py_ssize_t i = 0; ok && i < PyTuple_GET_SIZE(slots); i++) {
+            PyObject *field = PyTuple_GET_ITEM(slots, i);
+            ok = PyUnicode_CheckExact(field);
+            br->column[i] = -1;
+            br->mode[i] = ok && checkpoint && is_hex(field) ? HEX : PLAIN;
+            for (int k = C_SEAT; ok && k <= C_AMOUNT; k++)
+                if (PyUnicode_Compare(field, column_attr[k]) == 0) br->column[i] = (int8_t)k;
+        }
+        for (int k = C_SEAT; ok && k <= C_AMOUNT; k++) {
+            int in_slots = PySequence_Contains(slots, column_attr[k]);
+            ok = in_slots == 1 || (in_slots == 0 && !PyObject_HasAttr(builder, column_attr[k]));
+        }
+        PyErr_Clear();
+        if (ok) {
+            br->state = 1;
+            br->type_name = name;
+            br->slots = slots;
+        } else {
+            Py_DECREF(name);
+            Py_DECREF(slots);
+        }
+    }
+    return br;
+}
+
+static void direct_free(Direct *d) {
+    for (int i = 0; i < MAX_BRANCHES; i++) {
+        Py_CLEAR(d->branches[i].type_name);
+        Py_CLEAR(d->branches[i].slots);
+    }
+}
+
+/* an int column's value from a scalar: an int in [lo, hi], or `none` for a field the
+   payload lacks (absent) or holds null (when `null_ok`) */
+static int direct_int(Columns *c, int col, const Scalar *sc, int absent, int64_t none,
+                      int null_ok, int64_t lo, int64_t hi, int size) {
+    int64_t x;
+    if (absent || (null_ok && sc->kind == V_NULL)) x = none;
+    else if (sc->kind == V_INT && sc->i >= lo && sc->i <= hi) x = sc->i;
+    else return -1;
+    return out_raw(&c->data[col], (const char *)&x, size);  /* little-endian: low bytes */
+}
+
+static int direct_str(Columns *c, int col, const Scalar *sc) {
+    if (sc->kind != V_STR) return -1;
+    return out_raw(&c->data[col], sc->s, sc->n) < 0 ? -1 : put_offset(c, col);
+}
+
+/* One record's row, written from its bytes into c (the caller puts the columns back
+   as they were when it refuses: -1). The envelope's fields are the top record's first
+   seven, in ENVELOPE's order, and its payload the eighth (`direct_rows` checks). */
+static int direct_event(Direct *d, Columns *c, Out *envelope, uint64_t pos,
+                        PyObject *fingerprint) {
+    const int32_t *prog = d->b.w.prog;
+    Scalar env[7], pay[MAX_FIELDS];
+    Py_ssize_t pc = 3;
+    envelope->len = 0;
+    d->body = envelope;
+    for (int i = 0; i < 7; i++) {
+        if (out_key(envelope, envelope_names[i]) < 0
+            || direct_value(d, pc, &pc, i == 6 ? HEX_OR_NONE : PLAIN, 0, &env[i]) < 0)
+            return -1;
+    }
+    for (int i = C_EVENT_ID; i <= C_DEVICE_ID; i++)
+        if (direct_str(c, i, &env[i]) < 0) return -1;
+    if (env[3].kind != V_INT || env[3].i < 0 || env[4].kind != V_INT || env[4].i < 0
+        || env[4].i / 1000 > UINT32_MAX)
+        return -1;
+    uint32_t secs = (uint32_t)(env[4].i / 1000);
+    uint16_t ms = (uint16_t)(env[4].i % 1000);
+    if (out_raw(&c->data[C_SEQ], (const char *)&env[3].i, 8) < 0
+        || out_raw(&c->data[C_TS], (const char *)&secs, 4) < 0
+        || out_raw(&c->data[C_TS_MS], (const char *)&ms, 2) < 0)
+        return -1;
+    if (env[5].kind == V_NULL ? put_offset(c, C_ROUND_ID) < 0
+                              : direct_str(c, C_ROUND_ID, &env[5]) < 0)
+        return -1;
+    /* the payload: a union of records */
+    int64_t v;
+    Walk *w = &d->b.w;
+    if (prog[pc] != OP_UNION || pc + 2 >= w->len || read_long(w, &v) < 0 || v < 0
+        || v >= prog[pc + 1] || pc + 3 + v >= w->len)
+        return -1;
+    Py_ssize_t rpc = prog[pc + 3 + v];
+    if (rpc < 0 || rpc + 2 >= w->len || prog[rpc] != OP_RECORD) return -1;
+    Branch *br = direct_branch(d, v, rpc);
+    if (br == NULL || br->state != 1) return -1;
+    Out *body = &c->data[C_BODY];
+    d->body = body;
+    if (put_str(c, C_TYPE, br->type_name) < 0
+        || out_raw(body, "{\"type\":", 8) < 0 || out_text(body, br->type_name) < 0
+        || out_raw(body, envelope->buf, envelope->len) < 0)
+        return -1;
+    int field_of[N_COLUMNS];
+    for (int k = 0; k < N_COLUMNS; k++) field_of[k] = -1;
+    Py_ssize_t fpc = rpc + 3;
+    for (int32_t i = 0; i < prog[rpc + 1]; i++) {
+        if (out_key(body, PyTuple_GET_ITEM(br->slots, i)) < 0
+            || direct_value(d, fpc, &fpc, br->mode[i], 0, &pay[i]) < 0)
+            return -1;
+        if (br->column[i] >= 0) field_of[br->column[i]] = i;
+    }
+    static const Scalar none = {V_OTHER, 0, NULL, 0};
+#define FIELD(col) (field_of[col] < 0 ? &none : &pay[field_of[col]])
+    if (out_raw(body, "}", 1) < 0 || put_offset(c, C_BODY) < 0
+        || direct_int(c, C_SEAT, FIELD(C_SEAT), field_of[C_SEAT] < 0, 0, 1, 0, 255, 1) < 0
+        || direct_int(c, C_HAND, FIELD(C_HAND), field_of[C_HAND] < 0, -1, 1, -128, 127, 1) < 0
+        || (field_of[C_KIND] < 0 ? put_offset(c, C_KIND) : direct_str(c, C_KIND, FIELD(C_KIND))) < 0
+        || direct_int(c, C_AMOUNT, FIELD(C_AMOUNT), field_of[C_AMOUNT] < 0, 0, 0,
+                      INT64_MIN, INT64_MAX, 8) < 0
+        || out_raw(&c->data[C_POS], (const char *)&pos, 8) < 0
+        || put_str(c, C_WRITER, fingerprint) < 0)
+        return -1;
+#undef FIELD
+    return 0;
+}
+
+/* whether the top record is the envelope's seven fields then the payload, built by a
+   type whose first slots are theirs (the model's Event) */
+static int direct_top(Direct *d) {
+    const int32_t *prog = d->b.w.prog;
+    if (d->b.w.len < 3 || prog[0] != OP_RECORD || prog[1] != 8) return 0;
+    PyObject *builder = constant(&d->b, prog[2]), *slots = NULL;
+    int ok = builder != NULL && PyType_Check(builder)
+             && (slots = PyObject_GetAttr(builder, slots_name)) != NULL
+             && PyTuple_CheckExact(slots) && PyTuple_GET_SIZE(slots) >= 8;
+    for (int i = 0; ok && i < 8; i++)
+        ok = PyUnicode_Compare(PyTuple_GET_ITEM(slots, i),
+                               i < 7 ? envelope_names[i] : payload_name) == 0;
+    PyErr_Clear();
+    Py_XDECREF(slots);
+    return ok;
+}
+
+/* The record at [at, at + len) built and given to `add`: 0 written, 1 appended to
+   `left` with its position, -1 raised, -2 refused (not one record of these bytes). */
+static int direct_built(EventRows *r, Direct *d, const uint8_t *at, uint32_t len,
+                        uint64_t pos, PyObject *left) {
+    Py_ssize_t next;
+    d->b.w.p = at;
+    d->b.w.depth = 0;
+    PyObject *ev = build(&d->b, 0, &next, 1), *p = NULL;
+    if (ev == NULL || d->b.w.p != at + len) {
+        Py_XDECREF(ev);
+        PyErr_Clear();
+        return -2;
+    }
+    int res = -1;
+    if ((p = PyLong_FromUnsignedLongLong(pos)) == NULL) goto done;
+    res = put_whole_event(r->c, ev, p, r->fingerprint, r->body_of);
+    if (res == -2) {
+        res = -1;
+    } else if (res < 0) {
+        PyErr_Clear();
+        PyObject *pair = PyTuple_Pack(2, ev, p);
+        res = pair == NULL || PyList_Append(left, pair) < 0 ? -1 : 1;
+        Py_XDECREF(pair);
+    }
+done:
+    Py_DECREF(ev);
+    Py_XDECREF(p);
+    return res;
+}
+
+static PyObject *rows_add_avro(EventRows *r, PyObject *args) {
+    Py_buffer prog, data, lengths, positions;
+    PyObject *consts, *left = NULL, *result = NULL;
+    if (r->c == NULL) {
+        PyErr_SetString(PyExc_ValueError, "EventRows not initialised");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "y*O!y*y*y*", &prog, &PyTuple_Type, &consts, &data, &lengths,
+                          &positions))
+        return NULL;
+    Columns *c = r->c;
+    Py_ssize_t data0[N_COLUMNS], offsets0[N_COLUMNS], rows0 = r->rows, count = lengths.len / 4;
+    columns_mark(c, data0, offsets0);
+    Out envelope;
+    out_init(&envelope);
+    Direct *d = PyMem_Calloc(1, sizeof *d);
+    if (d == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (prog.len % 4 || lengths.len % 4 || positions.len != count * 8) goto refused;
+    const uint8_t *at = data.buf, *end = at + data.len;
+    d->b = (Build){{at, end, prog.buf, prog.len / 4, NULL, 0, 0}, consts};
+    int top = direct_top(d);
+    if ((left = PyList_New(0)) == NULL) goto done;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        uint32_t len;
+        uint64_t pos;
+        memcpy(&len, (const char *)lengths.buf + 4 * i, 4);
+        memcpy(&pos, (const char *)positions.buf + 8 * i, 8);
+        if (len > end - at) goto refused;
+        Py_ssize_t data1[N_COLUMNS], offsets1[N_COLUMNS];
+        columns_mark(c, data1, offsets1);
+        d->b.w.p = at;
+        d->b.w.end = at + len;
+        d->b.w.depth = 0;
+        if (top && direct_event(d, c, &envelope, pos, r->fingerprint) == 0
+            && d->b.w.p == at + len) {
+            r->rows++;
+        } else {
+            PyErr_Clear();
+            columns_reset(c, data1, offsets1);
+            int res = direct_built(r, d, at, len, pos, left);
+            if (res == -1) goto done;
+            if (res == -2) goto refused;
+            if (res == 0) r->rows++;
+        }
+        at += len;
+    }
+    if (at != end) goto refused;
+    result = Py_NewRef(left);
+    goto done;
+refused:
+    PyErr_Clear();
+    result = Py_NewRef(Py_None);
+done:
+    if (result != left) {  /* refused or raised: the rows as they were */
+        columns_reset(c, data0, offsets0);
+        r->rows = rows0;
+    }
+    if (d != NULL) {
+        direct_free(d);
+        PyMem_Free(d);
+    }
+    out_free(&envelope);
+    Py_XDECREF(left);
+    PyBuffer_Release(&prog);
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&lengths);
+    PyBuffer_Release(&positions);
+    return result;
+}
+
 static PyMethodDef rows_methods[] = {
     {"add", (PyCFunction)(void (*)(void))rows_add, METH_FASTCALL,
      "add(event, position) -> bool: the event's row written (False: not, nothing written)"},
     {"take", (PyCFunction)rows_take, METH_NOARGS,
      "take() -> tuple: the rows so far, as event_columns gives them; then none"},
+    {"add_avro", (PyCFunction)rows_add_avro, METH_VARARGS,
+     "add_avro(program, consts, data, lengths, positions) -> list | None: rows written "
+     "straight from Avro bytes; the (event, position) pairs not written (None: refused)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1126,17 +1564,6 @@ typedef struct {
 } EventBytes;
 
 static PyObject *raw_name;
-
-static void out_init(Out *o) {
-    o->buf = o->small;
-    o->len = 0;
-    o->cap = sizeof o->small;
-}
-
-static void out_free(Out *o) {
-    if (o->buf != o->small) PyMem_Free(o->buf);
-    out_init(o);
-}
 
 static int bytes_init(EventBytes *b, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"rows", NULL};

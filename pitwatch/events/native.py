@@ -18,16 +18,17 @@ All are stricter than fastavro, never looser: a block they accept, fastavro read
 the same values; a block they refuse (None) the caller reads with fastavro as before,
 so the outcome never depends on this module. For the store, `json_body` writes the
 JSON Lines form of an event (the `body` of every row) ten times faster than building
-its dict for orjson, and `event_columns` a whole batch of `events` rows as Arrow
-buffers; each gives None for what it does not write, and the caller writes that in
-Python. For the store's record clock, `record_clock` is the whole clock in C, and
-`recent_ids` keeps a table's last event ids and their positions as 128-bit hashes, a
-fifth of the memory of a dict of the ids. For the decoders, `range_check` answers
-whether an event is certainly inside the contract's ranges (pitwatch/events/limits.py)
-in a third of the time Python takes. The extension is built when the package is
-installed (hatch_build.py); where it could not be, `Program.of` is None, the writers
-give None, `record_clock` is None, `recent_ids` is a dict and `range_check` never
-vouches for an event.
+its dict for orjson, `event_columns` a whole batch of `events` rows as Arrow buffers,
+and `Program.write_rows` the rows of a batch straight from its Avro bytes, with no event
+built (the store process's: `store/process.py`); each gives None for what it does not
+write, and the caller writes that in Python. For the store's record clock,
+`record_clock` is the whole clock in C, and `recent_ids` keeps a table's last event ids
+and their positions as 128-bit hashes, a fifth of the memory of a dict of the ids. For
+the decoders, `range_check` answers whether an event is certainly inside the contract's
+ranges (pitwatch/events/limits.py) in a third of the time Python takes. The extension
+is built when the package is installed (hatch_build.py); where it could not be,
+`Program.of` is None, the writers give None, `record_clock` is None, `recent_ids` is a
+dict and `range_check` never vouches for an event.
 """
 
 from __future__ import annotations
@@ -105,6 +106,19 @@ class Program:
         if not self.buildable:
             return None
         return _native.pick(self.code, self.consts, data, count, ours, decide)
+
+    def write_rows(self, rows: EventRows, data: bytes, lengths: bytes,
+                   positions: bytes) -> list[tuple[Any, int]] | None:
+        """The `events` rows of the records in `data` (each one's length a uint32 in
+        `lengths`, its position a uint64 in `positions`: an `EventBytes` batch) written
+        by `rows` straight from the bytes, with no event built: each the row `rows.add`
+        writes of the event `build` makes, its body byte for byte. A record the walk does
+        not write (a TableOpened's rules...) is built and given to `rows.add`; one that
+        refuses too is returned with its position, for the caller to write in Python.
+        None, with nothing written, when the bytes are not records of this schema."""
+        if not self.buildable:
+            return None
+        return rows.add_avro(self.code, self.consts, data, lengths, positions)
 
 
 def json_body(event: Any) -> bytes | None:
@@ -211,6 +225,8 @@ class EventRows(Protocol):
     Python), `take` gives the rows so far as `event_columns` gives a batch's."""
 
     def add(self, event: Any, position: int, /) -> bool: ...
+    def add_avro(self, code: bytes, consts: tuple[Any, ...], data: bytes, lengths: bytes,
+                 positions: bytes, /) -> list[tuple[Any, int]] | None: ...
     def take(self) -> tuple[Any, ...]: ...
     def __len__(self) -> int: ...
 

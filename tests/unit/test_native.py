@@ -7,6 +7,7 @@ or None and Python writes them."""
 from __future__ import annotations
 
 import io
+from array import array
 from dataclasses import replace
 from typing import Any
 
@@ -19,6 +20,7 @@ from hypothesis import strategies as st
 from pitwatch.events import avro, jsonl, native
 from pitwatch.events.model import (
     CardDealt,
+    CardsCleared,
     Checkpoint,
     Event,
     RoundStarted,
@@ -605,3 +607,107 @@ def test_event_bytes_keep_this_schemas_bytes_and_hand_the_others_to_the_rows() -
         native.event_bytes(None).add(evs[0], -1)
     with pytest.raises(TypeError, match="EventRows or None"):
         native._native.EventBytes([])  # type: ignore[union-attr,arg-type]
+
+
+# --- the store's rows written straight from Avro bytes ---------------------------------
+
+int32 = st.integers(-2**31, 2**31 - 1)
+#: Events the schema encodes whose rows a column may refuse: a seat or hand past its
+#: column, a negative seq or ts, text that needs escaping or is not ASCII.
+encodable = st.builds(
+    Event, any_text, any_text, any_text, st.integers(-2**63, 2**63 - 1),
+    st.integers(-2**63, 2**63 - 1), st.none() | any_text, st.none() | st.binary(max_size=40),
+    st.builds(WagerPlaced, int32, int32, st.sampled_from(["MAIN", "BONUS"]),
+              st.integers(-2**63, 2**63 - 1))
+    | st.builds(CardsCleared, st.none() | int32, st.none() | int32)
+    | st.builds(RoundStarted, any_text, st.lists(int32, max_size=5).map(tuple)))
+
+
+def rows_both_ways(evs: list[Event], data: bytes | None = None
+                   ) -> tuple[Any, Any, list[tuple[Event, int]] | None,
+                              list[tuple[Event, int]]]:
+    """The rows of `evs` (or of the records in `data`) written straight from their Avro
+    bytes, and by `add` from the events `build` makes of them: (the first's rows, the
+    second's, what the first left unwritten, what `add` refused)."""
+    from pitwatch.store.arrow import event_rows
+
+    raws = [avro.encode(e) for e in evs]
+    data = b"".join(raws) if data is None else data
+    lengths = array("I", map(len, raws)).tobytes()
+    positions = array("Q", range(100, 100 + len(evs))).tobytes()
+    program = avro._current_program()
+    direct, by_add = event_rows(), event_rows()
+    assert program is not None and direct is not None and by_add is not None
+    left = program.write_rows(direct, data, lengths, positions)
+    refused = []
+    built = program.build(data, len(evs)) or []
+    for ev, pos in zip(built, range(100, 100 + len(evs)), strict=True):
+        if not by_add.add(ev, pos):
+            refused.append((ev, pos))
+    return direct.take(), by_add.take(), left, refused
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(events | checkpoints | encodable, min_size=1, max_size=6))
+def test_rows_written_from_avro_bytes_are_those_of_the_built_events(evs: list[Event]) -> None:
+    """Every payload type, text to escape, a column's value out of its range: the rows
+    written from the bytes, with no event built, are byte for byte the rows `add` writes
+    of the events built from them (a TableOpened's too, built and given to `add`), and
+    what `add` refuses is handed back, built, for Python to write."""
+    direct, by_add, left, refused = rows_both_ways(evs)
+    assert left is not None
+    assert direct == by_add
+    assert [(e, p, e.raw) for e, p in left] == [(e, p, e.raw) for e, p in refused]
+
+
+def test_rows_from_bytes_that_are_not_these_records_are_refused_whole() -> None:
+    """Bytes short of a record, or left over after the last, are None, and the rows
+    written before are as they were."""
+    from pitwatch.store.arrow import event_rows
+
+    evs = [Event("e1", "T-1", "d", 1, 5, None, None, WagerPlaced(1, 0, "MAIN", 2500)),
+           Event("e2", "T-1", "d", 2, 6, "R-1", None, CardsCleared(None, None))]
+    raws = [avro.encode(e) for e in evs]
+    program = avro._current_program()
+    rows = event_rows()
+    assert program is not None and rows is not None and rows.add(evs[0], 1)
+    kept = event_rows()
+    assert kept is not None and kept.add(evs[0], 1)
+    lengths = array("I", map(len, raws)).tobytes()
+    positions = array("Q", [2, 3]).tobytes()
+    whole = b"".join(raws)
+    for data, lens in ((whole[:-1], lengths), (whole + b"\x00", lengths),
+                       (whole, lengths[:4]), (whole, lengths + b"\x00")):
+        assert program.write_rows(rows, data, lens, positions) is None
+        assert len(rows) == 1
+    assert rows.take() == kept.take()
+
+
+def test_rows_from_avro_bytes_build_no_event() -> None:
+    """The rows of every payload type but a TableOpened (whose rules are built) are
+    written with no event built: under an envelope class that cannot be built, the
+    same rows as `add` writes of the events."""
+    from producers.simulate import Floor
+
+    evs = [e for e in Floor(2, 3, seed=7).events() if not isinstance(e.payload, TableOpened)]
+    assert {type(e.payload).__name__ for e in evs} >= {"CardDealt", "WagerPlaced",
+                                                     "Checkpoint", "RoundStarted"}
+    want, _, _, _ = rows_both_ways(evs)
+    program = avro._current_program()
+    assert program is not None
+
+    class Unbuilt:
+        __slots__ = Event.__slots__
+
+        def __new__(cls, *args: Any) -> Any:
+            raise AssertionError("an event was built")
+
+    consts = tuple(Unbuilt if c is Event else c for c in program.consts)
+    unbuilt = Program(program.code, consts, True)
+    raws = [avro.encode(e) for e in evs]
+    rows = native.event_rows(avro.current_fingerprint(), jsonl.dumps)
+    assert rows is not None
+    left = unbuilt.write_rows(rows, b"".join(raws), array("I", map(len, raws)).tobytes(),
+                              array("Q", range(100, 100 + len(evs))).tobytes())
+    assert left == [] and len(rows) == len(evs)
+    assert rows.take() == want
