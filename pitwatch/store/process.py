@@ -5,7 +5,8 @@ In one process, the audit's thread sets the time of an audit into chDB: besides 
 it writes every event's row (in C) and stages it, and chDB's inserts share its core
 (docs/performance.md, 2026-12-03: its CPU 21-22 s into chDB against 13-17 s judging
 only). Here the audit's process hands the store process each batch of events as it read
-them, and the store process does the rest on the other core: an event decoded from this
+them, and the store process does the rest on the other core (its threads keep off one
+core, where the audit's thread runs alone: `_leave_a_core`): an event decoded from this
 schema's Avro bytes goes as those bytes and its position, and its row is written there
 in C straight from the bytes, with no event built again (`events.native.Program.write_rows`:
 a third of the CPU of building each event and writing its row, 1.08M events), so the
@@ -78,6 +79,7 @@ def _serve(conn: Connection, path: str) -> None:
     nothing handed over after it is stored; every later call answers with it. (chDB's
     allocator hands freed pages back at once here: `embedded.STORE_PROCESS_JEMALLOC_CONF`
     says why.)"""
+    _leave_a_core()
     try:
         store = EmbeddedStore(path)
     except Exception as e:  # the store is locked, or chDB cannot open it: said there
@@ -125,6 +127,29 @@ def _serve(conn: Connection, path: str) -> None:
             closing = ("answer", True, _usage())
         with contextlib.suppress(OSError):  # the audit's process gone: nobody to tell
             conn.send(closing)
+
+
+def store_cpus(allowed: set[int]) -> set[int] | None:
+    """The CPUs the store process runs on, of those it may use: all but the first, which
+    is left to the audit's thread; None (as they are) where there is only one."""
+    return allowed - {min(allowed)} if len(allowed) > 1 else None
+
+
+def _leave_a_core() -> None:
+    """Keep this process's threads off one of its CPUs (`store_cpus`), before chDB loads:
+    its threads, created after, inherit it. Otherwise the scheduler wakes the store's
+    threads (the pipe's reader, chDB's inserter and merges) on the core the audit is
+    running on, and the audit's thread both waits and finds its caches cold: its CPU
+    for 1.08M events was 17.8-18.1 s beside the store process, 14.0-15.4 s beside no
+    process at all (the same work handed to nothing), and a core kept busy by another
+    program (a spin loop, memcpy, gzip, sort) did not slow it. Kept off a core: the
+    command 13.8-14.9 s against 18.5-19.3 s in three of four alternated rounds, and
+    1.32x `--no-store` against 1.74x (docs/performance.md). The audit's process is left
+    as it is: two audits at once still spread over the cores."""
+    with contextlib.suppress(AttributeError, OSError):  # no affinity on this system
+        cpus = store_cpus(os.sched_getaffinity(0))
+        if cpus is not None:
+            os.sched_setaffinity(0, cpus)
 
 
 def _drain(conn: Connection,

@@ -22,7 +22,7 @@ from pitwatch.events.model import Event
 from pitwatch.events.schema import schemas_dir, strip_logical
 from pitwatch.store.base import TABLES, StoreError
 from pitwatch.store.embedded import EmbeddedStore
-from pitwatch.store.process import StoreProcess
+from pitwatch.store.process import StoreProcess, store_cpus
 from producers.simulate import Floor
 from tests.unit.test_store_background import _violation
 
@@ -203,3 +203,27 @@ def test_the_allocator_setting_is_not_left_for_later_processes(tmp_path: Path,
                          capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[2])
     assert out.stdout.strip() == str(users)
+
+
+def test_the_store_cpus_leave_the_first_to_the_audit() -> None:
+    """Of the CPUs the store process may use it keeps to all but the first, where the
+    audit's thread runs alone; with one CPU there is nothing to leave, and it stays."""
+    assert store_cpus({0, 1}) == {1}
+    assert store_cpus({3, 5, 9}) == {5, 9}
+    assert store_cpus({2}) is None
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="one CPU: nothing to leave to the audit")
+def test_the_store_process_and_chdbs_threads_keep_off_the_audits_core(
+        store: StoreProcess) -> None:
+    """Every thread of the store process (chDB's among them, made after it set its own
+    CPUs) runs on the store's CPUs; the process that audits keeps all of its own."""
+    mine = os.sched_getaffinity(0)
+    store.setup()
+    store.query("SELECT 1")  # chDB has made its threads
+    threads = [int(t) for t in os.listdir(f"/proc/{store._proc.pid}/task")]
+    assert len(threads) > 2
+    assert {frozenset(os.sched_getaffinity(t)) for t in threads} == {
+        frozenset(store_cpus(mine) or mine)}
+    assert os.sched_getaffinity(0) == mine
