@@ -6,16 +6,15 @@ it writes every event's row (in C) and stages it, and chDB's inserts share its c
 (docs/performance.md, 2026-12-03: its CPU 21-22 s into chDB against 13-17 s judging
 only). Here the audit's process hands the store process each batch of events as it read
 them, and the store process does the rest on the other core (its threads keep off one
-core, where the audit's thread runs alone: `_leave_a_core`): an event decoded from this
+core, where the audit's thread runs alone: `_leave_a_core`). An event decoded from this
 schema's Avro bytes goes as those bytes and its position, and its row is written there
-in C straight from the bytes, with no event built again (`events.native.Program.write_rows`:
-a third of the CPU of building each event and writing its row, 1.08M events), so the
+in C straight from the bytes, with no event built again (`Program.write_rows` in
+`events.native`: a third of the CPU of building each event and writing its row), so the
 audit's process does no row work for it (the bytes and the position are kept in C:
-`events.native.EventBytes`); any other event (JSON Lines,
-an older schema's bytes) goes as its row, written here in C as before
-(`arrow.event_rows`). Round and violation rows go as their columns. The same hand-over
-(`Handing`, and `Receiver` in the process that owns the store) carries the batches of
-`audit --jobs N`'s workers to its main process.
+`events.native.EventBytes`). Any other event (JSON Lines, an older schema's bytes) goes
+as its row, written here in C as before (`arrow.event_rows`). Round and violation rows
+go as their columns. The same hand-over (`Handing`, and `Receiver` in the process that
+owns the store) carries the batches of `audit --jobs N`'s workers to its main process.
 
 Nothing is lost on the way: the store process takes the batches in the order handed
 over and stores them as the embedded store does (`embedded.py`). A batch it cannot store
@@ -225,7 +224,6 @@ class Receiver:
             self.store.insert_columns(*args)
         else:  # "event_objects": events C writes no row of, as themselves
             self.store.insert_events(*args)
-
 
     def _add_events(self, data: bytes, lengths: bytes, positions: bytes, count: int) -> None:
         """The rows of a batch of this schema's Avro bytes, written in C straight from
