@@ -1272,7 +1272,7 @@ static Branch *direct_branch(Direct *d, int64_t v, Py_ssize_t rpc) {
         const int32_t *prog = d->b.w.prog;
         PyObject *builder = constant(&d->b, prog[rpc + 2]), *slots = NULL;
         br->state = -1;
-        if (builder == NULL || !PyType_Check(builder)
+        if (prog[rpc + 1] > MAX_FIELDS || builder == NULL || !PyType_Check(builder)
             || (slots = PyObject_GetAttr(builder, slots_name)) == NULL
             || !PyTuple_CheckExact(slots) || PyTuple_GET_SIZE(slots) != prog[rpc + 1]) {
             PyErr_Clear();
