@@ -1052,12 +1052,20 @@ typedef struct {
     Columns *c;
     PyObject *fingerprint, *body_of;
     Py_ssize_t rows;
+    int busy; /* writing a row: `body_of` may not take or reset the rows meanwhile */
 } EventRows;
+
+static int rows_free_to_change(EventRows *r) {
+    if (!r->busy) return 1;
+    PyErr_SetString(PyExc_RuntimeError, "EventRows changed while it writes a row");
+    return 0;
+}
 
 static int rows_init(EventRows *r, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"fingerprint", "body_of", NULL};
     PyObject *fingerprint, *body_of;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "UO", kwlist, &fingerprint, &body_of))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "UO", kwlist, &fingerprint, &body_of)
+        || !rows_free_to_change(r))
         return -1;
     Columns *c = columns_new();
     if (c == NULL) {
@@ -1088,7 +1096,10 @@ static PyObject *rows_add(EventRows *r, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_ValueError, "EventRows not initialised");
         return NULL;
     }
+    if (!rows_free_to_change(r)) return NULL;
+    r->busy = 1;
     int res = put_whole_event(r->c, args[0], args[1], r->fingerprint, r->body_of);
+    r->busy = 0;
     if (res == -2) return NULL;
     if (res < 0) {
         PyErr_Clear();
@@ -1104,6 +1115,7 @@ static PyObject *rows_take(EventRows *r, PyObject *unused) {
         PyErr_SetString(PyExc_ValueError, "EventRows not initialised");
         return NULL;
     }
+    if (!rows_free_to_change(r)) return NULL;
     Columns *fresh = columns_new();
     if (fresh == NULL) return PyErr_NoMemory();
     PyObject *result = columns_tuple(r->c);
@@ -1457,9 +1469,11 @@ static PyObject *rows_add_avro(EventRows *r, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "EventRows not initialised");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "y*O!y*y*y*", &prog, &PyTuple_Type, &consts, &data, &lengths,
-                          &positions))
+    if (!rows_free_to_change(r)
+        || !PyArg_ParseTuple(args, "y*O!y*y*y*", &prog, &PyTuple_Type, &consts, &data,
+                             &lengths, &positions))
         return NULL;
+    r->busy = 1;
     Columns *c = r->c;
     Py_ssize_t data0[N_COLUMNS], offsets0[N_COLUMNS], rows0 = r->rows, count = lengths.len / 4;
     columns_mark(c, data0, offsets0);
@@ -1506,6 +1520,7 @@ refused:
     PyErr_Clear();
     result = Py_NewRef(Py_None);
 done:
+    r->busy = 0;
     if (result != left) {  /* refused or raised: the rows as they were */
         columns_reset(c, data0, offsets0);
         r->rows = rows0;

@@ -711,3 +711,31 @@ def test_rows_from_avro_bytes_build_no_event() -> None:
                               array("Q", range(100, 100 + len(evs))).tobytes())
     assert left == [] and len(rows) == len(evs)
     assert rows.take() == want
+
+
+def test_rows_changed_while_a_row_is_written_are_an_error_not_a_crash() -> None:
+    """A `body_of` that takes the rows it is writing into (nothing of pitwatch's does)
+    would free them under the writer: it is a RuntimeError, from `add` and `add_avro`
+    alike, and the rows written before it stay whole."""
+    from producers.simulate import Floor
+
+    evs = list(Floor(1, 1, seed=3).events())
+    opened = next(e for e in evs if isinstance(e.payload, TableOpened))  # Python's body
+    plain = next(e for e in evs if isinstance(e.payload, WagerPlaced))
+
+    def body_of(ev: Event) -> bytes:
+        rows.take()
+        return jsonl.dumps(ev)
+
+    rows = native.event_rows(avro.current_fingerprint(), body_of)
+    program = avro._current_program()
+    assert rows is not None and program is not None and rows.add(plain, 1)
+    raw = avro.encode(opened)
+    with pytest.raises(RuntimeError, match="changed while it writes a row"):
+        program.write_rows(rows, raw, array("I", [len(raw)]).tobytes(),
+                           array("Q", [2]).tobytes())
+    with pytest.raises(RuntimeError, match="changed while it writes a row"):
+        rows.add(opened, 2)
+    want = native.event_rows(avro.current_fingerprint(), jsonl.dumps)
+    assert want is not None and want.add(plain, 1)
+    assert len(rows) == 1 and rows.take() == want.take()
