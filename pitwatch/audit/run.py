@@ -184,6 +184,8 @@ def audit_events(
     # tens of milliseconds, and a fresh store has none)
     stored = stored_tables(store) if store is not None else set()
     clocks = positions.tables
+    if writer is not None:
+        add_at, held = writer.hand_over()
     n = 0
     with _collecting_less():
         for ev in events:
@@ -198,9 +200,12 @@ def audit_events(
                     clock = positions.clock(ev)  # resumed from the store
                 else:  # nothing stored: the table's record clock starts at 0
                     clock = clocks[ev.table_id] = table_clock()
-            pos = clock.position(ev)
+            pos = add_at(clock, ev)  # its position on the clock, and its row handed over
             auditor.feed(ev)
-            writer.add_event(ev, pos)
+            if pos is not None:  # not taken in C: the writer keeps it
+                writer.add_event(ev, pos)
+            elif len(held) >= writer.batch_rows:
+                writer.flush_table("events")
         if finish:
             auditor.finish()
     rep.events += n

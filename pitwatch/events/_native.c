@@ -1697,9 +1697,14 @@ static Py_ssize_t bytes_len(EventBytes *b) {
     return b->n + (b->rows != NULL && b->rows != Py_None ? ((EventRows *)b->rows)->rows : 0);
 }
 
+static PyObject *bytes_add_at(EventBytes *b, PyObject *const *args, Py_ssize_t nargs);
+
 static PyMethodDef bytes_methods[] = {
     {"add", (PyCFunction)(void (*)(void))bytes_add, METH_FASTCALL,
      "add(event, position) -> bool: kept as its bytes, or written by rows (False: not)"},
+    {"add_at", (PyCFunction)(void (*)(void))bytes_add_at, METH_FASTCALL,
+     "add_at(clock, event) -> int | None: the event at its position on clock, added as "
+     "add adds it (None), or its position when not (the caller keeps it)"},
     {"take", (PyCFunction)bytes_take, METH_NOARGS,
      "take() -> (data, lengths, positions, n, rows' take() or None, rows): then none"},
     {NULL, NULL, 0, NULL},
@@ -2051,6 +2056,30 @@ static PyTypeObject ClockType = {
     .tp_methods = clock_methods,
     .tp_members = clock_members,
 };
+
+/* `EventBytes.add_at(clock, event)`: `clock.position(event)` and `add(event, position)`
+   in one call, the audit's per-event hand-over (pitwatch/audit/run.py). None when the
+   event was added; else its position, and the event is the caller's, as when `add`
+   gives False. The clock has moved either way. */
+static PyObject *bytes_add_at(EventBytes *b, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !Py_IS_TYPE(args[0], &ClockType)) {
+        PyErr_SetString(PyExc_TypeError, "add_at(clock, event): a Clock and an event");
+        return NULL;
+    }
+    PyObject *pos = clock_position((Clock *)args[0], args[1]);
+    if (pos == NULL) return NULL;
+    PyObject *pair[2] = {args[1], pos};
+    PyObject *added = bytes_add(b, pair, 2);
+    if (added == NULL) {
+        Py_DECREF(pos);
+        return NULL;
+    }
+    int took = added == Py_True;
+    Py_DECREF(added);
+    if (!took) return pos;
+    Py_DECREF(pos);
+    Py_RETURN_NONE;
+}
 
 /* ---- RangeCheck: the contract's ranges, checked in C (pitwatch/events/limits.py) ----
    `RangeCheck(event_type, envelope, payload, payloads)(event)` is True when the event is

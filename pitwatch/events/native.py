@@ -249,6 +249,7 @@ class EventBytes(Protocol):
     (`_native.EventBytes`; `store/process.py`)."""
 
     def add(self, event: Any, position: int, /) -> bool: ...
+    def add_at(self, clock: Clock, event: Any, /) -> int | None: ...
     def take(self) -> EventBytesBatch: ...
     def __len__(self) -> int: ...
 
@@ -267,6 +268,10 @@ class _PyEventBytes:
             self.positions.append(position)
             return True
         return False
+
+    def add_at(self, clock: Clock, event: Any, /) -> int | None:
+        pos = clock.position(event)
+        return None if self.add(event, pos) else pos
 
     def take(self) -> EventBytesBatch:
         raws, positions = self.raws, self.positions

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sized
 from typing import Any
 
 from ..events.model import Event
+from ..events.native import Clock
 from .arrow import event_rows
 from .base import TABLES, Store, column_names
 from .rows import event_values
@@ -64,6 +65,20 @@ class BatchWriter:
             self.positions.append(pos)
         if len(self.events) + (0 if rows is None else len(rows)) >= self.batch_rows:
             self.flush_table("events")
+
+    def hand_over(self) -> tuple[Callable[[Clock, Event], int | None], Sized]:
+        """The per-event hand-over of an audit, in one call where it can be: `add_at(clock,
+        ev)` adds `ev` at its position on `clock` (which moves) as `add_event` adds it,
+        and gives None; or, from the store's C rows (`EventBytes.add_at`), gives its
+        position when they did not take it, for `add_event(ev, pos)`. `held` counts the
+        events waiting in C: `flush_table("events")` once it reaches `batch_rows`."""
+        add_at = getattr(self.rows, "add_at", None)
+        if add_at is not None and self._insert_events is not None:
+            return add_at, self.rows  # type: ignore[return-value]
+        return self._add_at, ()
+
+    def _add_at(self, clock: Clock, ev: Event) -> None:
+        self.add_event(ev, clock.position(ev))
 
     def flush_table(self, table: str) -> None:
         if table == "events" and self.rows is not None and len(self.rows):

@@ -609,6 +609,32 @@ def test_event_bytes_keep_this_schemas_bytes_and_hand_the_others_to_the_rows() -
         native._native.EventBytes([])  # type: ignore[union-attr,arg-type]
 
 
+def test_add_at_is_the_clocks_position_and_add_in_one_call() -> None:
+    """`add_at(clock, event)` gives the batch and the clock what `clock.position` then
+    `add` give them (C and Python alike); None when the event was taken, else its
+    position, the event left to the caller; a redelivery keeps its position."""
+    from pitwatch.store.order import _PyTableClock, table_clock
+    from producers.simulate import Floor
+
+    evs = [avro.decode(avro.encode(e)) for e in list(Floor(1, 1, seed=5).events())[:8]]
+    evs.append(evs[3])  # redelivered
+    other = replace(evs[0], raw=None, event_id="another id")  # not this schema's bytes
+    for make, clock_of in ((lambda: native.event_bytes(None), table_clock),
+                           (native._PyEventBytes, _PyTableClock)):
+        one, two = make(), make()
+        c1, c2 = clock_of(), clock_of()
+        got = [one.add_at(c1, e) for e in evs]
+        want = [c2.position(e) for e in evs]
+        assert got == [None] * len(evs)
+        assert [two.add(e, p) for e, p in zip(evs, want, strict=True)] == [True] * len(evs)
+        assert one.take() == two.take()
+        pos = one.add_at(c1, other)
+        assert pos == c2.position(other) and pos is not None and len(one) == 0
+        assert (c1.total, c1.extra, c1.last) == (c2.total, c2.extra, c2.last)
+    with pytest.raises(TypeError, match="a Clock and an event"):
+        native.event_bytes(None).add_at(_PyTableClock(), evs[0])  # type: ignore[arg-type]
+
+
 # --- the store's rows written straight from Avro bytes ---------------------------------
 
 int32 = st.integers(-2**31, 2**31 - 1)
