@@ -38,6 +38,7 @@ import sys
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from multiprocessing.connection import Connection, wait
+from multiprocessing.context import ForkContext, ForkServerContext
 from pathlib import Path
 from typing import Any
 
@@ -378,8 +379,7 @@ def audit_parallel(
     rep = AuditReport(files=len(files))
     rep.signing_devices = None if keys is None else len(keys.devices)
     registry = None if keys is None else keys.to_json()
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload([__name__])
+    ctx = _context()
     store: EmbeddedStore | None = None
     conns: list[Connection] = []
     procs = []
@@ -410,6 +410,25 @@ def audit_parallel(
         if store is not None:
             store.close()
     return rep
+
+
+def _context() -> ForkContext | ForkServerContext:
+    """How the workers start: forked where this process runs one thread, so they begin
+    with every module it has loaded (0.2-0.3 s sooner); else from a fork server, as a
+    process that runs threads (chDB's, a caller's) cannot be forked safely."""
+    if _threads() == 1:
+        return multiprocessing.get_context("fork")
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload([__name__])
+    return ctx
+
+
+def _threads() -> int:
+    """This process's threads, its native ones too (0: unknown)."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return 0
 
 
 def _bar(files: Sequence[Path]) -> Any:

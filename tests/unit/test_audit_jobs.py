@@ -167,3 +167,15 @@ def test_merge_waits_for_every_worker_to_pass_a_tag() -> None:
     assert list(m.ready()) == [("violation", "w0@5")]
     m.add(1, [], 100)
     assert list(m.ready()) == [("round", "w1@7"), ("violation", "w0@9")]
+
+
+def test_workers_are_forked_only_from_a_process_of_one_thread() -> None:
+    """A process that runs one thread forks its workers (they start with its modules
+    loaded); one that runs more (chDB's, a caller's) starts them from a fork server,
+    as a forked copy of a threaded process can deadlock."""
+    code = ("import threading; from pitwatch.audit.parallel import _context; "
+            "print(_context().get_start_method()); done = threading.Event(); "
+            "threading.Thread(target=done.wait).start(); "
+            "print(_context().get_start_method()); done.set()")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True)
+    assert out.stdout.split() == [b"fork", b"forkserver"]
