@@ -217,7 +217,10 @@ def audit_events(
 
 
 def stored_tables(store: Store) -> set[str]:
-    """The tables the store holds events of."""
+    """The tables the store holds events of: none, without asking, in a store that says
+    it is `empty` (a new one, still opening: `StoreProcess`)."""
+    if getattr(store, "empty", False):
+        return set()
     return {r["table_id"] for r in store.query("SELECT DISTINCT table_id FROM events")}
 
 

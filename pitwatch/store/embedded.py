@@ -231,6 +231,12 @@ def _chdb_session(allocator: str = JEMALLOC_CONF) -> Any:
     return session
 
 
+def holds_store(path: str | Path) -> bool:
+    """Whether `path` holds an embedded store already (chDB's files are made when one is
+    first opened there)."""
+    return (Path(path) / "chdb").exists()
+
+
 def _open_session(session: Any, path: Path) -> Any:
     """chDB's session on the store in `path`. chDB says why it cannot open one only on
     fd 2 (its exception just says it failed), so fd 2 is read while it opens: a store

@@ -145,8 +145,7 @@ def test_a_message_it_cannot_read_is_a_store_error_and_what_came_before_is_kept(
     with pytest.raises(StoreError, match=r"the store process failed: ValueError: invalid "
                                          r"literal for int\(\)"):
         store.query("SELECT 1")
-    with pytest.raises(StoreError):
-        store.close()
+    store.close()  # told already: closes without raising again
     assert _count(store.path) == ["before"]
 
 
@@ -168,6 +167,41 @@ def test_a_store_another_process_holds_is_refused_with_its_reason(tmp_path: Path
             StoreProcess(tmp_path / "data")
     finally:
         held.close()
+
+
+def test_an_audit_into_a_new_store_asks_nothing_while_it_opens(tmp_path: Path) -> None:
+    """A new store holds nothing: the audit's process does not wait for chDB to open
+    it before the audit starts (nor for `setup`), and takes no stored table from it.
+    Once given anything, the store may hold tables, and they are asked for."""
+    from pitwatch.audit.run import stored_tables
+
+    s = StoreProcess(tmp_path / "data")
+    s.setup()
+    assert s.empty and s._owed == 2  # the opening's answer and setup's, not waited for
+    assert stored_tables(s) == set()
+    s.insert("violations", [_violation(0, "given")])
+    assert not s.empty
+    assert stored_tables(s) == set() and s._owed == 0  # asked, and every answer taken
+    s.close()
+    again = StoreProcess(tmp_path / "data")  # not new: opened before the caller goes on
+    assert not again.empty and again._owed == 0
+    again.close()
+    assert _count(tmp_path / "data") == ["given"]
+
+
+def test_a_new_store_that_cannot_be_opened_says_why_at_the_next_call(tmp_path: Path
+                                                                     ) -> None:
+    """Not waited for, a new store that cannot be opened is the StoreError that says
+    why at the caller's next call or hand-over, never a store process that merely
+    stopped; told once, `close` does not raise it again."""
+    (tmp_path / "taken").write_text("a file where the store's directory would be")
+    s = StoreProcess(tmp_path / "taken" / "data")
+    s.setup()
+    with pytest.raises(StoreError, match="NotADirectoryError"):
+        s.sync()
+    with pytest.raises(StoreError, match="NotADirectoryError"):  # at every call after it
+        s.insert("violations", [_violation(0, "lost")])
+    s.close()
 
 
 def test_dropped_unclosed_it_stores_what_it_was_given(tmp_path: Path) -> None:
