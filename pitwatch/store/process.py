@@ -128,12 +128,12 @@ def _serve(conn: Connection, path: str) -> None:
         _tell(conn, closing)
 
 
-
 def _tell(conn: Connection, msg: tuple[Any, ...]) -> None:
     """Answer the audit's process; gone, it hears nothing, and what it gave is stored
     all the same."""
     with contextlib.suppress(OSError):
         conn.send(msg)
+
 
 def store_cpus(allowed: set[int]) -> set[int] | None:
     """The CPUs the store process runs on, of those it may use: all but the first, which
