@@ -96,9 +96,9 @@ behind the site's authenticating proxy before opening it to a network."""
             where = f"ClickHouse {args.clickhouse}/{args.clickhouse_db}"
             poll: float | None = args.poll
         else:
-            from pitwatch.store.embedded import EmbeddedStore
+            from pitwatch.store.embedded import EmbeddedStore, holds_store
 
-            if not Path(args.data, "chdb").is_dir():
+            if not holds_store(args.data):
                 print(f"pitwatch serve: no embedded store in {args.data}/ (run `pitwatch "
                       "demo` or `pitwatch audit FILES --data DIR` first)", file=sys.stderr)
                 return 2

@@ -15,7 +15,7 @@ from ..connect import add_connection_flags
 from ..engine.violation import Severity, Violation
 from ..events.files import Rejected
 from ..events.keys import KEYS_ENV, KeyRegistry, KeyRegistryError
-from ..store.embedded import EmbeddedStore
+from ..store.embedded import EmbeddedStore, holds_store
 from ..store.process import StoreProcess
 from ..store.readonly import check_read_only
 from . import report
@@ -192,7 +192,7 @@ examples:
                 return export(server.query(args.sql), args.format)
             finally:
                 server.close()
-        if not (Path(args.data) / "chdb").exists():
+        if not holds_store(args.data):
             raise FileNotFoundError(f"no store at {args.data}: run `pitwatch audit` or "
                                     "`pitwatch demo` first, or pass --data")
         store = EmbeddedStore(args.data)

@@ -178,7 +178,7 @@ def test_an_audit_into_a_new_store_asks_nothing_while_it_opens(tmp_path: Path) -
     s = StoreProcess(tmp_path / "data")
     s.setup()
     assert s.empty and s._owed == 2  # the opening's answer and setup's, not waited for
-    assert stored_tables(s) == set()
+    assert stored_tables(s) == set() and s._owed == 2  # not asked: nothing answered yet
     s.insert("violations", [_violation(0, "given")])
     assert not s.empty
     assert stored_tables(s) == set() and s._owed == 0  # asked, and every answer taken
