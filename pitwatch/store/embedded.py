@@ -214,6 +214,26 @@ TABLE_SETTINGS = ("vertical_merge_algorithm_min_rows_to_activate = 1, "
                   "min_bytes_for_wide_part = 33554432")
 
 
+#: Settings a table of a new store is made with (a table made before keeps its own; both
+#: read the same). Granules of 2,048 rows, not 8,192: merging the Compact parts of
+#: `events` reads a granule of every column from every part it merges, and a granule of
+#: 8,192 events is about 4 MB. Merging 8 parts of `INSERT_ROWS` events alone held 89 MB
+#: at 8,192 rows a granule, 78 at 4,096, 46 at 2,048 and 26 at 1,024. In the audit of
+#: 1.08M events into chDB, the store process's peak was 373-384 MB, against 403 (1,024:
+#: 371-375, for more CPU); its CPU the same (docs/performance.md, 2026-12-04, evening).
+CREATE_SETTINGS = {"events": "index_granularity = 2048"}
+
+
+def _created(stmt: str) -> str:
+    """A CREATE TABLE statement of schemas/clickhouse with its table's `CREATE_SETTINGS`."""
+    words = stmt.split(None, 6)
+    if words[:5] == ["CREATE", "TABLE", "IF", "NOT", "EXISTS"] and len(words) > 5:
+        extra = CREATE_SETTINGS.get(words[5].split("(")[0])
+        if extra:
+            return f"{stmt}\nSETTINGS {extra}"
+    return stmt
+
+
 def _chdb_session(allocator: str = JEMALLOC_CONF) -> Any:
     """chDB's session module, loaded with the `allocator` setting unless the user set a
     `JE_MALLOC_CONF` of their own (imported here: a heavy module, only when used). chDB
@@ -297,7 +317,7 @@ class EmbeddedStore:
 
     def setup(self) -> None:
         for stmt in ddl_statements():
-            self._run(stmt)
+            self._run(_created(stmt))
         for t in TABLES:
             self._run(f"ALTER TABLE {t} MODIFY SETTING {TABLE_SETTINGS}")
 

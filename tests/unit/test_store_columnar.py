@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from pitwatch.store.arrow import arrow_table
-from pitwatch.store.base import StoreError, column_types, columns, to_columns
+from pitwatch.store.base import StoreError, column_types, columns, ddl_statements, to_columns
 from pitwatch.store.embedded import EmbeddedStore
 
 AWKWARD = "quote ' and \" backslash \\ newline \n tab \t unicode ♠♥ and {x:String}"
@@ -388,6 +388,34 @@ def test_an_inserts_part_is_compact_and_a_large_one_wide_with_strings_in_one_str
     assert not any(".size." in f for f in files), sorted(files)
     assert store.query("SELECT count() AS n FROM events WHERE body = {b:String}",
                        {"b": body}) == [{"n": 105_000}]
+
+
+def _granularity(store: EmbeddedStore, table: str) -> list[dict[str, Any]]:
+    return store.query("SELECT name FROM system.tables WHERE database = currentDatabase() "
+                       "AND name = {t:String} AND engine_full LIKE "
+                       "'%index_granularity = 2048%'", {"t": table})
+
+
+def test_a_new_stores_events_have_granules_of_2048_rows_and_an_older_store_keeps_its_own(
+        store: EmbeddedStore, tmp_path: Path) -> None:
+    """Merges hold a granule of every part they merge (embedded.CREATE_SETTINGS): a new
+    store's `events` is made with granules of 2,048 rows, its other tables as the schema
+    says. A store whose `events` was made before (8,192 rows a granule) opens, is set up
+    again, and keeps it; its rows read the same."""
+    assert _granularity(store, "events") == [{"name": "events"}]
+    assert _granularity(store, "rounds") == []
+    store.insert_columns("events", _events_columns(5_000, "{}"))
+    assert store.query("SELECT count() AS n FROM events WHERE seq > 4000") == [{"n": 1000}]
+    store.close()
+
+    older = EmbeddedStore(tmp_path / "older")
+    events = next(s for s in ddl_statements() if "TABLE IF NOT EXISTS events" in s)
+    older.query(events)  # as a store made before the setting was
+    older.setup()
+    assert _granularity(older, "events") == []
+    older.insert_columns("events", _events_columns(3, "{}"))
+    assert older.query("SELECT count() AS n FROM events") == [{"n": 3}]
+    older.close()
 
 
 def test_rows_written_an_event_at_a_time_are_the_batchs_and_a_refused_one_writes_nothing(
