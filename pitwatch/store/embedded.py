@@ -3,8 +3,9 @@
 Rows go in as data, in columnar batches: each batch becomes an Arrow table (one typed
 array per column, typed from the DDL: `arrow.py`), appended at once to its table's
 staged Arrow IPC file in the data directory, and each file, once it holds `INSERT_ROWS`
-rows, is inserted with `INSERT ... SELECT ... FROM file(..., Arrow)`; no value is ever
-spliced into SQL text, and no batch waits in memory. What a killed process staged is
+rows (`OTHER_INSERT_ROWS` of the other tables), is inserted with `INSERT ... SELECT ...
+FROM file(..., Arrow)`; no value is ever spliced into SQL text, and no batch waits in
+memory. What a killed process staged is
 removed when the store is next opened (`arrow.orphans`). (Measured in bench/audit.py's
 history, 5,000 rows a batch: the Arrow file takes a third of the time of the JSONEachRow
 file it replaced, and chDB's `Python()` table function over the same Arrow table takes
@@ -70,6 +71,12 @@ WAITING_BATCHES = 4
 #: 30,000, 157 at 35,000, 151-154 at 50,000 (which of the merges overlap an insert moves
 #: it); 115 on 267k events at 25,000.
 INSERT_ROWS = 25_000
+#: Rows an insert of the other tables (`rounds`, `violations`): a round comes every 44
+#: events or so, so at `INSERT_ROWS` an audit's rounds waited in their staged file to its
+#: end. An audit of 1.08M events then inserted its 24,640 rounds after its last event
+#: (0.28 s), and waited 0.49-0.60 s for its last inserts; at 5,000 rows, 0.35-0.37 s (the
+#: last rounds: 0.035 s), for four more inserts of rounds while it runs.
+OTHER_INSERT_ROWS = 5_000
 
 
 def _run(session: Any, sql: str, fmt: str = "CSV", params: Params | None = None) -> str:
@@ -328,9 +335,10 @@ class EmbeddedStore:
     def insert_columns(self, table: str, cols: Sequence[Sequence[Any]]) -> None:
         """A batch as one sequence per column, in DDL order, made an Arrow table (a value
         its column refuses is a StoreError now) and appended to the table's staged file;
-        the file is inserted in the background once it holds `INSERT_ROWS` rows, while
-        the caller goes on. `sync` hands over what is staged and waits for it; every
-        other statement syncs first."""
+        the file is inserted in the background once it holds `INSERT_ROWS` rows
+        (`OTHER_INSERT_ROWS` of a table other than `events`), while the caller goes on.
+        `sync` hands over what is staged and waits for it; every other statement syncs
+        first."""
         if cols and len(cols[0]):
             self._stage(table, arrow_columns(table, cols))
 
@@ -356,7 +364,7 @@ class EmbeddedStore:
         except OSError as e:
             raise StoreError(f"chDB: cannot stage a batch of {table} in {self.staging}: "
                              f"{e}") from e
-        if f.rows >= INSERT_ROWS:
+        if f.rows >= (INSERT_ROWS if table == "events" else OTHER_INSERT_ROWS):
             _hand_over(self._staged, self._inserter, table)
 
     def sync(self) -> None:

@@ -13,6 +13,7 @@ import pytest
 from pitwatch.store.base import StoreError
 from pitwatch.store.batch import BatchWriter
 from pitwatch.store.embedded import EmbeddedStore
+from tests.unit.test_store_columnar import _events_columns
 
 
 def _violation(i: int, message: str) -> dict[str, Any]:
@@ -87,10 +88,12 @@ def test_a_failure_nobody_was_told_of_is_raised_by_close(store: EmbeddedStore) -
 def test_batches_are_gathered_into_inserts_of_insert_rows(
         store: EmbeddedStore, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each batch goes to its table's staged file at once; a file is inserted once it
-    holds INSERT_ROWS rows, and what is left at `sync`."""
+    holds INSERT_ROWS rows (`events`) or OTHER_INSERT_ROWS (any other table), and what
+    is left at `sync`."""
     from pitwatch.store import embedded
 
-    monkeypatch.setattr(embedded, "INSERT_ROWS", 5)
+    monkeypatch.setattr(embedded, "INSERT_ROWS", 7)
+    monkeypatch.setattr(embedded, "OTHER_INSERT_ROWS", 5)
     inserted: list[tuple[str, int]] = []
     insert = store._inserter._insert
     store._inserter._insert = lambda t, p: (inserted.append((t, _rows(p))), insert(t, p))
@@ -100,6 +103,11 @@ def test_batches_are_gathered_into_inserts_of_insert_rows(
     w.flush()
     assert inserted == [("violations", 6), ("violations", 6), ("violations", 1)]
     assert int(store.query("SELECT count() AS n FROM violations")[0]["n"]) == 13
+    inserted.clear()
+    store.insert_columns("events", _events_columns(6, "{}"))
+    store.insert_columns("events", _events_columns(2, "{}", first=6))
+    store.sync()  # nothing staged is left: the 8 rows went as one insert
+    assert inserted == [("events", 8)]
     assert list(store.staging.iterdir()) == []
     store.close()
 
