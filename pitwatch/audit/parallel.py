@@ -56,10 +56,10 @@ from ..events.files import AVRO_SUFFIXES, Rejected, expand
 from ..events.jsonl import InvalidEvent, from_json, loads
 from ..events.keys import KeyRegistry
 from ..events.model import Event
-from ..store.base import Params, StoreError
+from ..store.base import TABLES, Params, StoreError
 from ..store.embedded import EmbeddedStore
 from ..store.process import Handing, Receiver
-from .run import AuditReport, audit_events, game_of
+from .run import AuditReport, audit_events, deduped, game_of
 
 #: Tags past every input record: what the end of the input closes, by table order.
 _END = 1 << 62
@@ -269,7 +269,7 @@ class _StoreProxy(Handing):
             raise answer
         return answer  # type: ignore[no-any-return]
 
-    def dedupe(self) -> None:
+    def dedupe(self, tables: Sequence[str] = TABLES) -> None:
         pass
 
     def close(self) -> None:
@@ -324,7 +324,7 @@ def _worker(conn: Connection, files: list[Path], k: int, jobs: int,
         report(_END * 2)
         use = resource.getrusage(resource.RUSAGE_SELF)
         conn.send(("done", rep.events, sorted(rep.tables), use.ru_utime + use.ru_stime,
-                   rep.rounds_only()))
+                   rep.rounds_only(), rep.stored_again))
     except BaseException as e:  # handed to the main process, which raises it there
         try:
             pickle.dumps(e)
@@ -401,7 +401,7 @@ def audit_parallel(
         for p in procs:
             p.join()
         if store is not None:
-            store.dedupe()
+            store.dedupe(deduped(rep))
     finally:
         for p in procs:
             if p.is_alive():
@@ -500,6 +500,7 @@ def _serve(conns: list[Connection], store: EmbeddedStore | None, rep: AuditRepor
                     tables.update(msg[2])
                     rep.worker_cpu.append(msg[3])
                     rounds.append(msg[4])
+                    rep.stored_again |= msg[5]
                     live.remove(conn)
                 else:  # "error": the worker's exception, raised here
                     if not isinstance(msg[1], ValueError | OSError | StoreError):

@@ -1940,14 +1940,16 @@ static PyTypeObject RecentType = {
    else `total * stride + extra` after the clock moves: a device's seq past its `last`
    one adds the step to `total` (and `extra` is 0), any other event adds 1 to `extra`
    (up to stride - 1). `total`, `extra` and `last` (a dict: device id -> seq) are the
-   clock's attributes, which a writer resuming from the store sets. A position past
-   2**64 - 1 (or below 0) raises OverflowError, as the store would refuse it. */
+   clock's attributes, which a writer resuming from the store sets. `behind` counts the
+   events that moved no device forward, a redelivered one among them: a clock whose
+   `behind` is 0 was given no event twice. A position past 2**64 - 1 (or below 0) raises
+   OverflowError, as the store would refuse it. */
 
 typedef struct {
     PyObject_HEAD
     Recent *recent;
     PyObject *last;
-    long long total, extra, stride;
+    long long total, extra, stride, behind;
 } Clock;
 
 static PyObject *clock_position(Clock *c, PyObject *ev) {
@@ -1966,7 +1968,8 @@ static PyObject *clock_position(Clock *c, PyObject *ev) {
         goto done;
     int32_t known = recent_find(c->recent, h);
     if (known >= 0) {
-        result = PyLong_FromUnsignedLongLong(c->recent->slots[known].pos);
+        if ((result = PyLong_FromUnsignedLongLong(c->recent->slots[known].pos)) != NULL)
+            c->behind++;
         goto done;
     }
     if ((device = slot_attr(ev, envelope_names[2])) == NULL
@@ -1989,6 +1992,7 @@ static PyObject *clock_position(Clock *c, PyObject *ev) {
     if (s > last && PyDict_SetItem(c->last, device, seq) < 0) goto done;
     c->total = total;
     c->extra = extra;
+    c->behind += s <= last;
     if (recent_put(c->recent, h, (uint64_t)pos) == 0)
         result = PyLong_FromUnsignedLongLong((uint64_t)pos);
     goto done;
@@ -2019,7 +2023,7 @@ static int clock_init(Clock *c, PyObject *args, PyObject *kwds) {
     }
     Py_XSETREF(c->recent, (Recent *)recent);
     Py_XSETREF(c->last, last);
-    c->total = c->extra = 0;
+    c->total = c->extra = c->behind = 0;
     c->stride = stride;
     return 0;
 }
@@ -2041,6 +2045,8 @@ static PyMemberDef clock_members[] = {
      "events since the clock last moved that did not move it"},
     {"last", T_OBJECT_EX, offsetof(Clock, last), 0, "each device's last seq"},
     {"stride", T_LONGLONG, offsetof(Clock, stride), READONLY, "positions a tick"},
+    {"behind", T_LONGLONG, offsetof(Clock, behind), READONLY,
+     "events that moved no device forward (a redelivered one among them)"},
     {NULL, 0, 0, 0, NULL},
 };
 

@@ -48,5 +48,6 @@ class Clock:
     extra: int
     last: dict[str, int]
     stride: int
+    behind: int
     def __init__(self, window: int, stride: int) -> None: ...
     def position(self, event: Any, /) -> int: ...

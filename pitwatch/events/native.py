@@ -327,6 +327,9 @@ class Clock(Protocol):
     total: int
     extra: int
     last: dict[str, int]
+    #: events that moved no device forward, a redelivered one among them (0: no event
+    #: came twice)
+    behind: int
 
     def position(self, event: Any, /) -> int: ...
 

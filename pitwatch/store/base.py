@@ -39,8 +39,9 @@ class Store(Protocol):
         """Run a query; rows as dicts. Values go in as `params` for `{name:Type}`
         placeholders, never spliced into the text."""
 
-    def dedupe(self) -> None:
-        """Merge replaced rows now (OPTIMIZE ... FINAL), so plain reads see no duplicate."""
+    def dedupe(self, tables: Sequence[str] = TABLES) -> None:
+        """Merge the replaced rows of `tables` now (OPTIMIZE ... FINAL), so plain reads
+        see no duplicate."""
 
     def close(self) -> None: ...
 

@@ -385,13 +385,13 @@ class EmbeddedStore:
         self.sync()
         self._run("SET readonly = 1")
 
-    def dedupe(self) -> None:
-        """Merge the replaced rows of each table that holds any. Whether it does is
-        its row count with FINAL and without, which reads only the sorting key: an
+    def dedupe(self, tables: Sequence[str] = TABLES) -> None:
+        """Merge the replaced rows of each of `tables` that holds any. Whether it does
+        is its row count with FINAL and without, which reads only the sorting key: an
         audit seldom repeats a row, and rewriting every column of a table it did not
         was a tenth of the whole audit into chDB."""
         self.sync()
-        for t in TABLES:
+        for t in tables:
             n = self._run(f"SELECT count() FROM {t}")
             if n != self._run(f"SELECT count() FROM {t} FINAL"):
                 self._run(f"OPTIMIZE TABLE {t} FINAL")

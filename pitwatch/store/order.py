@@ -41,17 +41,19 @@ class _PyTableClock:
     """The record clock of one table, in Python (where the extension is not built; the
     C one, `native.record_clock`, does the same in a fifth of the time)."""
 
-    __slots__ = ("extra", "last", "recent", "total")
+    __slots__ = ("behind", "extra", "last", "recent", "total")
 
     def __init__(self) -> None:
         self.last: dict[str, int] = {}
         self.total = 0
         self.extra = 0
+        self.behind = 0
         self.recent = recent_ids(WINDOW)
 
     def position(self, ev: Event) -> int:
         known = self.recent.get(ev.event_id)
         if known is not None:
+            self.behind += 1
             return known
         last = self.last.get(ev.device_id, 0)
         if ev.seq > last:
@@ -60,6 +62,7 @@ class _PyTableClock:
             self.extra = 0
         else:
             self.extra = min(self.extra + 1, STRIDE - 1)
+            self.behind += 1
         pos = self.total * STRIDE + self.extra
         self.recent.add(ev.event_id, pos)
         return pos
@@ -67,7 +70,8 @@ class _PyTableClock:
 
 def table_clock() -> Clock:
     """A new record clock of one table: `position(event)`, and `total`, `extra` and
-    `last` (each device's last seq) where it stands."""
+    `last` (each device's last seq) where it stands, and `behind`: how many events moved
+    no device forward (0: none came twice)."""
     return record_clock(WINDOW, STRIDE) or _PyTableClock()
 
 

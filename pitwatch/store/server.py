@@ -115,8 +115,8 @@ class ServerStore:
         if level and level[0]["value"] == "0":
             self.client.settings["readonly"] = 1
 
-    def dedupe(self) -> None:
-        for t in TABLES:
+    def dedupe(self, tables: Sequence[str] = TABLES) -> None:
+        for t in tables:
             self._execute(f"OPTIMIZE TABLE {t} FINAL")
 
     def close(self) -> None:

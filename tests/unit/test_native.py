@@ -511,7 +511,33 @@ def test_the_record_clock_in_c_gives_the_positions_python_gives(
             for clock in (c, py):
                 clock.total, clock.extra = divmod(pos, 16)
                 clock.last = dict(last)
-        assert (c.total, c.extra, c.last) == (py.total, py.extra, py.last)
+        assert (c.total, c.extra, c.last, c.behind) == (py.total, py.extra, py.last,
+                                                        py.behind)
+
+
+def test_the_record_clock_counts_the_events_that_moved_no_device_forward() -> None:
+    """`behind`: a redelivery (an id among the recent ones), a copy past the window (its
+    seq not past its device's last) and a late seq each count one; an event that steps
+    its device forward counts none, C and Python alike."""
+    from pitwatch.events.model import Event, RoundEnded
+    from pitwatch.store import order
+
+    def ev(event_id: str, device: str, seq: int) -> Event:
+        return Event(event_id, "T-1", device, seq, 0, None, None, RoundEnded())
+
+    py = order._PyTableClock()
+    py.recent = native._PyRecent(2)
+    for clock in (native.record_clock(2, 1024), py):
+        assert clock is not None
+        counts = []
+        for e in (ev("a", "shoe", 1), ev("b", "shoe", 2), ev("c", "dealer", 1),
+                  ev("b", "shoe", 2),  # redelivered: among the last two ids
+                  ev("a", "shoe", 1),  # a copy the window forgot: seq 1 is not past 2
+                  ev("d", "shoe", 2),  # another event at a seq taken
+                  ev("e", "shoe", 5)):
+            clock.position(e)
+            counts.append(clock.behind)
+        assert counts == [0, 0, 0, 1, 2, 3, 3]
 
 
 def test_the_record_clock_refuses_a_position_past_64_bits() -> None:

@@ -1,0 +1,98 @@
+"""After an audit into a store, a plain read (no FINAL) sees no row twice: the store
+merges the replaced rows of `rounds` and `violations` after every audit, and of `events`
+where an event's row may have been stored twice (`run.deduped`): an event met again (a
+redelivery, a copy past the record clock's window) or a table whose history was stored
+already. An audit that met no event twice leaves `events` as inserted."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from pitwatch.audit.parallel import audit_parallel
+from pitwatch.audit.run import audit_events
+from pitwatch.events import jsonl
+from pitwatch.events.model import Event
+from pitwatch.store import order
+from pitwatch.store.base import TABLES
+from pitwatch.store.embedded import EmbeddedStore
+from producers.simulate import simulate_floor
+
+DERIVED = ("rounds", "violations")
+
+
+@pytest.fixture(scope="module")
+def events() -> list[Event]:
+    return simulate_floor(2, 6, 41, 0.3)[0]
+
+
+@pytest.fixture
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[EmbeddedStore]:
+    s = EmbeddedStore(tmp_path / "data")
+    s.setup()
+    asked: list[tuple[str, ...]] = []
+    dedupe = s.dedupe
+
+    def spy(tables: Sequence[str] = TABLES) -> None:
+        asked.append(tuple(tables))
+        dedupe(tables)
+
+    monkeypatch.setattr(s, "dedupe", spy)
+    s.asked = asked  # type: ignore[attr-defined]
+    yield s
+    s.close()
+
+
+def _plain(store: EmbeddedStore) -> tuple[int, int]:
+    """Rows of `events` a plain read sees, and its distinct event ids."""
+    row = store.query("SELECT count() AS n, uniqExact(event_id) AS ids FROM events")[0]
+    return int(row["n"]), int(row["ids"])
+
+
+def test_an_audit_that_met_no_event_twice_merges_only_rounds_and_violations(
+        store: EmbeddedStore, events: list[Event]) -> None:
+    rep = audit_events(events, store=store)
+    assert not rep.stored_again
+    assert store.asked == [DERIVED]  # type: ignore[attr-defined]
+    assert _plain(store) == (len(events), len(events))
+
+
+@pytest.mark.parametrize("window", [order.WINDOW, 4], ids=["redelivered", "past-window"])
+def test_an_event_met_twice_in_one_audit_is_stored_once(
+        store: EmbeddedStore, events: list[Event], window: int,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A copy of an event at the end of the input: among the clock's recent ids, or
+    (a window of 4) long forgotten, when only its device's seq says it is not new."""
+    monkeypatch.setattr(order, "WINDOW", window)
+    rep = audit_events([*events, events[10]], store=store)
+    assert rep.stored_again
+    assert store.asked == [TABLES]  # type: ignore[attr-defined]
+    assert _plain(store) == (len(events), len(events))
+
+
+def test_a_table_with_its_history_stored_is_merged_again(
+        store: EmbeddedStore, events: list[Event]) -> None:
+    audit_events(events, store=store)
+    rep = audit_events(events, store=store)
+    assert rep.stored_again
+    assert store.asked == [DERIVED, TABLES]  # type: ignore[attr-defined]
+    assert _plain(store) == (len(events), len(events))
+
+
+@pytest.mark.parametrize("again", [False, True])
+def test_audit_jobs_2_merges_events_when_a_worker_met_one_twice(
+        tmp_path: Path, events: list[Event], again: bool) -> None:
+    """`audit --jobs 2`: a worker says whether it met an event twice; the main process
+    merges `events` when one did."""
+    path = tmp_path / "floor.jsonl"
+    path.write_bytes(b"".join(jsonl.dumps(e) + b"\n"
+                              for e in [*events, *events[:3]][:len(events) + 3 * again]))
+    rep = audit_parallel([path], 2, data=tmp_path / "data")
+    assert rep.stored_again is again
+    store = EmbeddedStore(tmp_path / "data")
+    try:
+        assert _plain(store) == (len(events), len(events))
+    finally:
+        store.close()
