@@ -36,7 +36,7 @@ import pickle
 import resource
 import sys
 import traceback
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from multiprocessing.connection import Connection, wait
 from multiprocessing.context import ForkContext, ForkServerContext
 from pathlib import Path
@@ -56,10 +56,10 @@ from ..events.files import AVRO_SUFFIXES, Rejected, expand
 from ..events.jsonl import InvalidEvent, from_json, loads
 from ..events.keys import KeyRegistry
 from ..events.model import Event
-from ..store.base import TABLES, Params, StoreError
+from ..store.base import Params, StoreError
 from ..store.embedded import EmbeddedStore
 from ..store.process import Handing, Receiver
-from .run import AuditReport, audit_events, deduped, game_of
+from .run import AuditReport, audit_events, game_of
 
 #: Tags past every input record: what the end of the input closes, by table order.
 _END = 1 << 62
@@ -269,7 +269,7 @@ class _StoreProxy(Handing):
             raise answer
         return answer  # type: ignore[no-any-return]
 
-    def dedupe(self, tables: Sequence[str] = TABLES) -> None:
+    def dedupe(self, events_of: Collection[str] | None = None) -> None:
         pass
 
     def close(self) -> None:
@@ -401,7 +401,7 @@ def audit_parallel(
         for p in procs:
             p.join()
         if store is not None:
-            store.dedupe(deduped(rep))
+            store.dedupe(rep.stored_again)
     finally:
         for p in procs:
             if p.is_alive():
@@ -500,7 +500,7 @@ def _serve(conns: list[Connection], store: EmbeddedStore | None, rep: AuditRepor
                     tables.update(msg[2])
                     rep.worker_cpu.append(msg[3])
                     rounds.append(msg[4])
-                    rep.stored_again |= msg[5]
+                    rep.stored_again.update(msg[5])
                     live.remove(conn)
                 else:  # "error": the worker's exception, raised here
                     if not isinstance(msg[1], ValueError | OSError | StoreError):

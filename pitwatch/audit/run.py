@@ -17,7 +17,7 @@ from ..events.files import Rejected, expand, read_files
 from ..events.keys import KeyRegistry
 from ..events.model import Event
 from ..packs.registry import select
-from ..store.base import TABLES, Store
+from ..store.base import Store
 from ..store.batch import BatchWriter
 from ..store.history import continue_history
 from ..store.order import Positions, table_clock
@@ -57,10 +57,15 @@ class AuditReport:
     #: CPU seconds of each process of `audit --jobs N` (for benches: the busiest is the
     #: critical path on a machine with N free cores)
     worker_cpu: list[float] = field(default_factory=list)
-    #: whether an event's row may have been stored twice: an event moved no device
-    #: forward (a redelivery, a late or conflicting copy: the record clock's `behind`),
-    #: or its table's history was in the store already (`deduped`)
-    stored_again: bool = False
+    #: the tables an event's row of may have been stored twice: an event moved no
+    #: device forward (a redelivery, a late or conflicting copy: the record clock's
+    #: `behind`), or the table's history was in the store already. After the audit the
+    #: store merges the replaced rows of these tables' events only (`Store.dedupe`):
+    #: two rows of one event have one event id, and an event met again moves no device
+    #: forward, so a table whose clock counted none behind, with no history stored,
+    #: holds no event twice. Counting all of `events` with FINAL took a quarter of a
+    #: second after the last of 1.08M events.
+    stored_again: set[str] = field(default_factory=set)
 
     def add_round(self, s: RoundSummary) -> None:
         self.rounds += 1
@@ -191,7 +196,6 @@ def audit_events(
     if writer is not None:
         add_at, held = writer.hand_over()
     n = 0
-    resumed = False
     with _collecting_less():
         for ev in events:
             n += 1
@@ -201,7 +205,7 @@ def audit_events(
             clock = clocks.get(ev.table_id)
             if clock is None:  # the table's first event
                 if ev.table_id in stored:
-                    resumed = True
+                    rep.stored_again.add(ev.table_id)
                     continue_history(store, auditor.table(ev.table_id), ev)  # type: ignore[arg-type]
                     clock = positions.clock(ev)  # resumed from the store
                 else:  # nothing stored: the table's record clock starts at 0
@@ -216,23 +220,11 @@ def audit_events(
             auditor.finish()
     rep.events += n
     rep.tables.update(auditor.tables)
-    rep.stored_again |= resumed or any(c.behind for c in clocks.values())
+    rep.stored_again.update(t for t, c in clocks.items() if c.behind)
     if writer is not None:
         writer.flush()
-        store.dedupe(deduped(rep))  # type: ignore[union-attr]
+        store.dedupe(rep.stored_again)  # type: ignore[union-attr]
     return rep
-
-
-def deduped(rep: AuditReport) -> tuple[str, ...]:
-    """The tables whose replaced rows the store merges after the audit `rep` reports:
-    `rounds` and `violations` always (a round met again after its timeout closed it is
-    derived again), and `events` only where an event's row may have been stored twice
-    (`AuditReport.stored_again`). Two rows of one event have one event id, and an event
-    met again moves no device forward, so a table whose clock counted none behind, and
-    that had no history stored, holds no event twice. Asking chDB was a quarter of a
-    second after the last event of 1.08M (a count of `events` with FINAL), and a server
-    rewrote the whole of `events` (OPTIMIZE ... FINAL)."""
-    return TABLES if rep.stored_again else tuple(t for t in TABLES if t != "events")
 
 
 def stored_tables(store: Store) -> set[str]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -39,9 +39,11 @@ class Store(Protocol):
         """Run a query; rows as dicts. Values go in as `params` for `{name:Type}`
         placeholders, never spliced into the text."""
 
-    def dedupe(self, tables: Sequence[str] = TABLES) -> None:
-        """Merge the replaced rows of `tables` now (OPTIMIZE ... FINAL), so plain reads
-        see no duplicate."""
+    def dedupe(self, events_of: Collection[str] | None = None) -> None:
+        """Merge replaced rows now (OPTIMIZE ... FINAL), so plain reads see no duplicate:
+        of every table, or, given `events_of`, of `rounds` and `violations` and of
+        `events` only if the events of those table ids hold any (none: `events` is left
+        as it is)."""
 
     def close(self) -> None: ...
 

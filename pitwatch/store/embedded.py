@@ -28,7 +28,7 @@ import sys
 import tempfile
 import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -385,15 +385,23 @@ class EmbeddedStore:
         self.sync()
         self._run("SET readonly = 1")
 
-    def dedupe(self, tables: Sequence[str] = TABLES) -> None:
-        """Merge the replaced rows of each of `tables` that holds any. Whether it does
-        is its row count with FINAL and without, which reads only the sorting key: an
-        audit seldom repeats a row, and rewriting every column of a table it did not
-        was a tenth of the whole audit into chDB."""
+    def dedupe(self, events_of: Collection[str] | None = None) -> None:
+        """Merge the replaced rows of each table that holds any (of `events`, given
+        `events_of`, only if the events of those table ids hold any: `Store.dedupe`).
+        Whether it does is its row count with FINAL and without, which reads only the
+        sorting key (of those tables' rows alone: it starts with the table id): an audit
+        seldom repeats a row, and rewriting every column of a table it did not was a
+        tenth of the whole audit into chDB."""
         self.sync()
-        for t in tables:
-            n = self._run(f"SELECT count() FROM {t}")
-            if n != self._run(f"SELECT count() FROM {t} FINAL"):
+        for t in TABLES:
+            where, params = "", None
+            if t == "events" and events_of is not None:
+                if not events_of:
+                    continue
+                where, params = " WHERE table_id IN {ids:Array(String)}", {
+                    "ids": sorted(events_of)}
+            n = self._run(f"SELECT count() FROM {t}{where}", params=params)
+            if n != self._run(f"SELECT count() FROM {t} FINAL{where}", params=params):
                 self._run(f"OPTIMIZE TABLE {t} FINAL")
 
     def close(self) -> None:

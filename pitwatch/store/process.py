@@ -36,7 +36,7 @@ import queue
 import resource
 import socket
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -45,7 +45,7 @@ from ..events.avro import _current_program, decode
 from ..events.model import Event
 from ..events.native import EventBytes, EventBytesBatch, event_bytes
 from .arrow import event_rows
-from .base import TABLES, Params, StoreError, to_columns
+from .base import Params, StoreError, to_columns
 from .batch import BatchWriter
 from .embedded import EmbeddedStore, holds_store
 
@@ -336,8 +336,8 @@ class StoreProcess(Handing):
     def sync(self) -> None:
         self._call("sync")
 
-    def dedupe(self, tables: Sequence[str] = TABLES) -> None:
-        self._call("dedupe", tuple(tables))
+    def dedupe(self, events_of: Collection[str] | None = None) -> None:
+        self._call("dedupe", None if events_of is None else sorted(events_of))
 
     def read_only(self) -> None:
         self._call("read_only")

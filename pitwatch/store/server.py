@@ -5,7 +5,7 @@ sent as data with `INSERT INTO t (cols) VALUES`, a batch as one list per column
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -115,8 +115,10 @@ class ServerStore:
         if level and level[0]["value"] == "0":
             self.client.settings["readonly"] = 1
 
-    def dedupe(self, tables: Sequence[str] = TABLES) -> None:
-        for t in tables:
+    def dedupe(self, events_of: Collection[str] | None = None) -> None:
+        for t in TABLES:
+            if t == "events" and events_of is not None and not events_of:
+                continue
             self._execute(f"OPTIMIZE TABLE {t} FINAL")
 
     def close(self) -> None:

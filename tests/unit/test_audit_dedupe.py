@@ -1,12 +1,13 @@
 """After an audit into a store, a plain read (no FINAL) sees no row twice: the store
-merges the replaced rows of `rounds` and `violations` after every audit, and of `events`
-where an event's row may have been stored twice (`run.deduped`): an event met again (a
-redelivery, a copy past the record clock's window) or a table whose history was stored
-already. An audit that met no event twice leaves `events` as inserted."""
+merges the replaced rows of `rounds` and `violations` after every audit, and of the
+events of the tables where an event's row may have been stored twice
+(`AuditReport.stored_again`): an event met again (a redelivery, a copy past the record
+clock's window) or a table whose history was stored already. An audit that met no
+event twice leaves `events` as inserted."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 import pytest
@@ -16,11 +17,8 @@ from pitwatch.audit.run import audit_events
 from pitwatch.events import jsonl
 from pitwatch.events.model import Event
 from pitwatch.store import order
-from pitwatch.store.base import TABLES
 from pitwatch.store.embedded import EmbeddedStore
 from producers.simulate import simulate_floor
-
-DERIVED = ("rounds", "violations")
 
 
 @pytest.fixture(scope="module")
@@ -32,12 +30,12 @@ def events() -> list[Event]:
 def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[EmbeddedStore]:
     s = EmbeddedStore(tmp_path / "data")
     s.setup()
-    asked: list[tuple[str, ...]] = []
+    asked: list[set[str] | None] = []
     dedupe = s.dedupe
 
-    def spy(tables: Sequence[str] = TABLES) -> None:
-        asked.append(tuple(tables))
-        dedupe(tables)
+    def spy(events_of: Collection[str] | None = None) -> None:
+        asked.append(None if events_of is None else set(events_of))
+        dedupe(events_of)
 
     monkeypatch.setattr(s, "dedupe", spy)
     s.asked = asked  # type: ignore[attr-defined]
@@ -54,8 +52,8 @@ def _plain(store: EmbeddedStore) -> tuple[int, int]:
 def test_an_audit_that_met_no_event_twice_merges_only_rounds_and_violations(
         store: EmbeddedStore, events: list[Event]) -> None:
     rep = audit_events(events, store=store)
-    assert not rep.stored_again
-    assert store.asked == [DERIVED]  # type: ignore[attr-defined]
+    assert rep.stored_again == set()
+    assert store.asked == [set()]  # type: ignore[attr-defined]
     assert _plain(store) == (len(events), len(events))
 
 
@@ -67,8 +65,8 @@ def test_an_event_met_twice_in_one_audit_is_stored_once(
     (a window of 4) long forgotten, when only its device's seq says it is not new."""
     monkeypatch.setattr(order, "WINDOW", window)
     rep = audit_events([*events, events[10]], store=store)
-    assert rep.stored_again
-    assert store.asked == [TABLES]  # type: ignore[attr-defined]
+    assert rep.stored_again == {events[10].table_id}
+    assert store.asked == [{events[10].table_id}]  # type: ignore[attr-defined]
     assert _plain(store) == (len(events), len(events))
 
 
@@ -76,8 +74,9 @@ def test_a_table_with_its_history_stored_is_merged_again(
         store: EmbeddedStore, events: list[Event]) -> None:
     audit_events(events, store=store)
     rep = audit_events(events, store=store)
-    assert rep.stored_again
-    assert store.asked == [DERIVED, TABLES]  # type: ignore[attr-defined]
+    tables = {e.table_id for e in events}
+    assert len(tables) == 2 and rep.stored_again == tables
+    assert store.asked == [set(), tables]  # type: ignore[attr-defined]
     assert _plain(store) == (len(events), len(events))
 
 
@@ -90,7 +89,7 @@ def test_audit_jobs_2_merges_events_when_a_worker_met_one_twice(
     path.write_bytes(b"".join(jsonl.dumps(e) + b"\n"
                               for e in [*events, *events[:3]][:len(events) + 3 * again]))
     rep = audit_parallel([path], 2, data=tmp_path / "data")
-    assert rep.stored_again is again
+    assert rep.stored_again == ({e.table_id for e in events[:3]} if again else set())
     store = EmbeddedStore(tmp_path / "data")
     try:
         assert _plain(store) == (len(events), len(events))

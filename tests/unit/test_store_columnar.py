@@ -418,6 +418,43 @@ def test_a_new_stores_events_have_granules_of_2048_rows_and_an_older_store_keeps
     older.close()
 
 
+def test_dedupe_merges_events_only_where_the_tables_named_hold_a_row_twice(
+        store: EmbeddedStore) -> None:
+    """`dedupe(events_of)`: `events` is merged only if the events of the tables named
+    hold a row twice (counted over those tables' rows alone); none named, it is left as
+    it is; `dedupe()` looks at every table's. (With merges stopped, an OPTIMIZE is
+    refused: that shows which calls merge.)"""
+    twice = _events_columns(3, "{}")  # NJ-BJ-01's events, stored twice below
+    other = _events_columns(2, "{}", first=10)
+    other[columns("events").index("table_id")] = ["NJ-BJ-02"] * 2
+
+    def plain() -> int:
+        return int(store.query("SELECT count() AS n FROM events")[0]["n"])
+
+    store.query("SYSTEM STOP MERGES events")
+    for cols in (twice, twice, other):
+        store.insert_columns("events", cols)
+        store.sync()  # an insert each (one insert merges its own rows)
+    store.dedupe(set())
+    store.dedupe({"NJ-BJ-02"})  # it holds no row twice: nothing is merged
+    assert plain() == 8
+    with pytest.raises(StoreError, match="Cancelled merging"):
+        store.dedupe({"NJ-BJ-01"})
+    store.query("SYSTEM START MERGES events")
+    store.dedupe({"NJ-BJ-01", "NJ-BJ-02"})
+    assert plain() == 5
+
+    store.query("SYSTEM STOP MERGES events")
+    store.insert_columns("events", other)
+    store.sync()
+    assert plain() == 7
+    with pytest.raises(StoreError, match="Cancelled merging"):
+        store.dedupe()
+    store.query("SYSTEM START MERGES events")
+    store.dedupe()
+    assert plain() == 5
+
+
 def test_rows_written_an_event_at_a_time_are_the_batchs_and_a_refused_one_writes_nothing(
 ) -> None:
     """`EventRows`, which the audit's writer fills as each event comes: the rows of a
