@@ -5,13 +5,12 @@ array per column, typed from the DDL: `arrow.py`), appended at once to its table
 staged Arrow IPC file in the data directory, and each file, once it holds `INSERT_ROWS`
 rows (`OTHER_INSERT_ROWS` of the other tables), is inserted with `INSERT ... SELECT ...
 FROM file(..., Arrow)`; no value is ever spliced into SQL text, and no batch waits in
-memory. What a killed process staged is
-removed when the store is next opened (`arrow.orphans`). (Measured in bench/audit.py's
-history, 5,000 rows a batch: the Arrow file takes a third of the time of the JSONEachRow
-file it replaced, and chDB's `Python()` table function over the same Arrow table takes
-longer than the file. The audit hands its batches already as columns, `insert_columns`,
-with no dict a row, and its events as themselves, `insert_events`: their Arrow buffers
-are written in C, `arrow_events`.)
+memory. What a killed process staged is removed when the store is next opened
+(`arrow.orphans`). (Measured in bench/audit.py's history, 5,000 rows a batch: the Arrow
+file takes a third of the time of the JSONEachRow file it replaced, and chDB's `Python()`
+table function over the same Arrow table takes longer than the file. The audit hands its
+batches already as columns, `insert_columns`, with no dict a row, and its events as
+themselves, `insert_events`: their Arrow buffers are written in C, `arrow_events`.)
 
 The inserts run on a thread of the store's own (`_Inserter`), in order, at most one file
 waiting: chDB releases the GIL while it inserts, so the audit goes on in Python on one
@@ -227,7 +226,7 @@ TABLE_SETTINGS = ("vertical_merge_algorithm_min_rows_to_activate = 1, "
 #: 8,192 events is about 4 MB. Merging 8 parts of `INSERT_ROWS` events alone held 89 MB
 #: at 8,192 rows a granule, 78 at 4,096, 46 at 2,048 and 26 at 1,024. In the audit of
 #: 1.08M events into chDB, the store process's peak was 373-384 MB, against 403 (1,024:
-#: 371-375, for more CPU); its CPU the same (docs/performance.md, 2026-12-04, evening).
+#: 371-375, for more CPU); its CPU the same (docs/performance.md, 2026-12-04, afternoon).
 CREATE_SETTINGS = {"events": "index_granularity = 2048"}
 
 
