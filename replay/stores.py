@@ -29,9 +29,9 @@ def open_store(args: argparse.Namespace) -> Store:
         if not host or not port.isdigit():
             raise ValueError(f"--clickhouse takes HOST:PORT, not {args.clickhouse!r}")
         return ServerStore(host, int(port), args.clickhouse_db)
-    from pitwatch.store.embedded import EmbeddedStore
+    from pitwatch.store.embedded import EmbeddedStore, holds_store
 
-    if not (Path(args.data) / "chdb").exists():
+    if not holds_store(args.data):
         raise FileNotFoundError(f"no store at {args.data}: run `pitwatch audit` or "
                                 "`pitwatch demo` first, or pass --data or --clickhouse")
     return EmbeddedStore(args.data)

@@ -656,7 +656,8 @@ def test_add_at_is_the_clocks_position_and_add_in_one_call() -> None:
         assert one.take() == two.take()
         pos = one.add_at(c1, other)
         assert pos == c2.position(other) and pos is not None and len(one) == 0
-        assert (c1.total, c1.extra, c1.last) == (c2.total, c2.extra, c2.last)
+        assert (c1.total, c1.extra, c1.last, c1.behind) == (c2.total, c2.extra, c2.last,
+                                                            c2.behind)
     with pytest.raises(TypeError, match="a Clock and an event"):
         native.event_bytes(None).add_at(_PyTableClock(), evs[0])  # type: ignore[arg-type]
 
