@@ -1,6 +1,7 @@
 /* Avro blocks of records read in C, for the file audit: where each record ends, and
    each record built straight into pitwatch's typed classes; and, for the store, an
-   event's JSON Lines form (`body`) and a batch of the `events` table as Arrow buffers
+   event's JSON Lines form (`body`; less what an `events` row's columns hold:
+   `row_body`) and a batch of the `events` table as Arrow buffers
    (`event_columns`, `EventRows`: from the events, or straight from their Avro bytes
    with `EventRows.add_avro`), a table's record clock and its recent event ids (`Clock`,
    `Recent`), and the contract's ranges (`RangeCheck`), at the end of this file.
@@ -554,7 +555,8 @@ done:
 
 /* --- the JSON Lines body ------------------------------------------------------- */
 
-/* `body(event)`: the event's JSON Lines form, byte for byte what
+/* `body(event)`: the event's JSON Lines form (`row_body(event)`: the same without "type"
+   and the envelope but its prev_digest, an `events` row's body), byte for byte what
    `orjson.dumps(pitwatch.events.jsonl.to_json(event))` gives ("type", the envelope in
    its order, then the payload's slots; bytes as lowercase hex; a tuple as an array), or
    None for anything else it holds (a TableOpened's rules, a float, a list, a string
@@ -746,20 +748,30 @@ static int is_hex(PyObject *name) {
     return 0;
 }
 
-/* Appends the event's JSON Lines form to `o`; -1 (an error set or not) where it holds
-   what this writer does not write, the caller then undoing what was appended. */
-static int write_body(Out *o, PyObject *ev) {
+/* Appends the event's JSON Lines form to `o` or, `in_row`, its `events` row's body: the
+   same without what the row's columns hold ("type" and the envelope but its
+   prev_digest); -1 (an error set or not) where it holds what this writer does not write,
+   the caller then undoing what was appended. */
+static int write_body(Out *o, PyObject *ev, int in_row) {
     PyObject *payload = NULL, *slots = NULL, *type_name = NULL;
     int r = -1;
     if ((payload = slot_attr(ev, payload_name)) == NULL
         || (type_name = PyType_GetName(Py_TYPE(payload))) == NULL)
         goto done;
     int is_checkpoint = PyUnicode_Compare(type_name, checkpoint_name) == 0;
-    if (out_raw(o, "{\"type\":", 8) < 0 || out_text(o, type_name) < 0) goto done;
-    for (int i = 0; envelope_names[i] != NULL; i++) {
-        if (out_field(o, ev, envelope_names[i],
-                      envelope_names[i + 1] == NULL ? HEX_OR_NONE : PLAIN) < 0)
+    if (in_row) {
+        Py_ssize_t at = o->len;
+        if (out_raw(o, "{", 1) < 0 || out_field(o, ev, envelope_names[6], HEX_OR_NONE) < 0)
             goto done;
+        memmove(o->buf + at + 1, o->buf + at + 2, o->len - at - 2);  /* its comma */
+        o->len--;
+    } else {
+        if (out_raw(o, "{\"type\":", 8) < 0 || out_text(o, type_name) < 0) goto done;
+        for (int i = 0; envelope_names[i] != NULL; i++) {
+            if (out_field(o, ev, envelope_names[i],
+                          envelope_names[i + 1] == NULL ? HEX_OR_NONE : PLAIN) < 0)
+                goto done;
+        }
     }
     if ((slots = PyObject_GetAttr((PyObject *)Py_TYPE(payload), slots_name)) == NULL
         || !PyTuple_CheckExact(slots))
@@ -778,12 +790,11 @@ done:
     return r;
 }
 
-static PyObject *body(PyObject *self, PyObject *ev) {
-    (void)self;
+static PyObject *some_body(PyObject *ev, int in_row) {
     Out o = {NULL, 0, sizeof o.small, {0}};
     o.buf = o.small;
     PyObject *result;
-    if (write_body(&o, ev) < 0) {
+    if (write_body(&o, ev, in_row) < 0) {
         PyErr_Clear();
         result = Py_NewRef(Py_None);
     } else {
@@ -791,6 +802,16 @@ static PyObject *body(PyObject *self, PyObject *ev) {
     }
     if (o.buf != o.small) PyMem_Free(o.buf);
     return result;
+}
+
+static PyObject *body(PyObject *self, PyObject *ev) {
+    (void)self;
+    return some_body(ev, 0);
+}
+
+static PyObject *row_body(PyObject *self, PyObject *ev) {
+    (void)self;
+    return some_body(ev, 1);
 }
 
 /* --- the store's events columns ---------------------------------------------------- */
@@ -914,7 +935,7 @@ static int put_event(Columns *c, PyObject *ev, PyObject *pos, PyObject *fingerpr
         || put_int(c, C_POS, pos, 0, UINT64_MAX, 8) < 0)
         goto done;
     Py_ssize_t at = c->data[C_BODY].len;
-    if (write_body(&c->data[C_BODY], ev) < 0) {
+    if (write_body(&c->data[C_BODY], ev, 1) < 0) {
         PyErr_Clear();
         c->data[C_BODY].len = at;
         PyObject *line = PyObject_CallOneArg(body_of, ev);
@@ -1353,10 +1374,11 @@ static int direct_event(Direct *d, Columns *c, Out *envelope, uint64_t pos,
                         PyObject *fingerprint) {
     const int32_t *prog = d->b.w.prog;
     Scalar env[7], pay[MAX_FIELDS];
-    Py_ssize_t pc = 3;
+    Py_ssize_t pc = 3, digest_at = 0;
     envelope->len = 0;
     d->body = envelope;
     for (int i = 0; i < 7; i++) {
+        if (i == 6) digest_at = envelope->len;
         if (out_key(envelope, envelope_names[i]) < 0
             || direct_value(d, pc, &pc, i == 6 ? HEX_OR_NONE : PLAIN, 0, &env[i]) < 0)
             return -1;
@@ -1388,8 +1410,8 @@ static int direct_event(Direct *d, Columns *c, Out *envelope, uint64_t pos,
     Out *body = &c->data[C_BODY];
     d->body = body;
     if (put_str(c, C_TYPE, br->type_name) < 0
-        || out_raw(body, "{\"type\":", 8) < 0 || out_text(body, br->type_name) < 0
-        || out_raw(body, envelope->buf, envelope->len) < 0)
+        || out_raw(body, "{", 1) < 0  /* the prev_digest, without its comma */
+        || out_raw(body, envelope->buf + digest_at + 1, envelope->len - digest_at - 1) < 0)
         return -1;
     int field_of[N_COLUMNS];
     for (int k = 0; k < N_COLUMNS; k++) field_of[k] = -1;
@@ -2282,6 +2304,8 @@ static PyMethodDef methods[] = {
     {"pick", pick, METH_VARARGS,
      "pick(program, consts, data, count, ours, decide) -> (indices, records) | None"},
     {"body", body, METH_O, "body(event) -> bytes | None: its JSON Lines form"},
+    {"row_body", row_body, METH_O,
+     "row_body(event) -> bytes | None: its `events` row's body"},
     {"event_columns", event_columns, METH_VARARGS,
      "event_columns(events, positions, fingerprint, body_of) -> tuple | None"},
     {NULL, NULL, 0, NULL},

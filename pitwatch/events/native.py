@@ -14,21 +14,21 @@ So a small C walk over a program compiled here from the writer schema does both:
 - `Program.pick` does both in one walk for an `audit --jobs` worker: it builds only the
   records of the worker's own tables, and makes no object for the others'.
 
-All are stricter than fastavro, never looser: a block they accept, fastavro reads to
-the same values; a block they refuse (None) the caller reads with fastavro as before,
-so the outcome never depends on this module. For the store, `json_body` writes the
-JSON Lines form of an event (the `body` of every row) ten times faster than building
-its dict for orjson, `event_columns` a whole batch of `events` rows as Arrow buffers,
-and `Program.write_rows` the rows of a batch straight from its Avro bytes, with no event
-built (the store process's: `store/process.py`); each gives None for what it does not
-write, and the caller writes that in Python. For the store's record clock,
-`record_clock` is the whole clock in C, and `recent_ids` keeps a table's last event ids
-and their positions as 128-bit hashes, a fifth of the memory of a dict of the ids. For
-the decoders, `range_check` answers whether an event is certainly inside the contract's
-ranges (pitwatch/events/limits.py) in a third of the time Python takes. The extension
-is built when the package is installed (hatch_build.py); where it could not be,
-`Program.of` is None, the writers give None, `record_clock` is None, `recent_ids` is a
-dict and `range_check` never vouches for an event.
+All are stricter than fastavro, never looser: a block they accept, fastavro reads to the
+same values; a block they refuse (None) the caller reads with fastavro as before, so the
+outcome never depends on this module. For the store, `row_body` writes the body of an
+event's row (its JSON Lines form less the row's columns; `json_body` the whole form) ten
+times faster than building its dict for orjson, `event_columns` a whole batch of
+`events` rows as Arrow buffers, and `Program.write_rows` the rows of a batch straight
+from its Avro bytes, with no event built (the store process's: `store/process.py`); each
+gives None for what it does not write, and the caller writes that in Python. For the
+store's record clock, `record_clock` is the whole clock in C, and `recent_ids` keeps a
+table's last event ids and their positions as 128-bit hashes, a fifth of the memory of a
+dict of the ids. For the decoders, `range_check` answers whether an event is certainly
+inside the contract's ranges (pitwatch/events/limits.py) in a third of the time Python
+takes. The extension is built when the package is installed (hatch_build.py); where it
+could not be, `Program.of` is None, the writers give None, `record_clock` is None,
+`recent_ids` is a dict and `range_check` never vouches for an event.
 """
 
 from __future__ import annotations
@@ -128,6 +128,13 @@ def json_body(event: Any) -> bytes | None:
     return None if _native is None else _native.body(event)
 
 
+def row_body(event: Any) -> bytes | None:
+    """The body of the event's `events` row written in C: its JSON Lines form without
+    "type" and the envelope fields the row's columns hold (`store.rows.row_body`), byte
+    for byte; None where `json_body` gives None."""
+    return None if _native is None else _native.row_body(event)
+
+
 def _compile(parsed: Any, builder_of: Builder,
              enums: Mapping[str, Mapping[str, Any]]) -> Program | None:
     code: list[int] = []
@@ -211,9 +218,10 @@ def event_columns(events: list[Any], positions: list[int], fingerprint: str,
     """A batch of the store's `events` rows as Arrow buffers written in C, a String
     column as (int32 offsets, UTF-8 data) and an integer column as its little-endian
     values, in `EVENT_COLUMNS` order: the values `store.rows.event_values` gives, with
-    `fingerprint` the writer of an event that names none and `body_of` the JSON Lines
-    of one the C writer does not write. None for a value a column cannot hold, or no
-    extension built: the caller then builds the batch in Python."""
+    `fingerprint` the writer of an event that names none and `body_of` the body
+    (`store.rows.row_body`) of one the C writer does not write. None for a value a
+    column cannot hold, or no extension built: the caller then builds the batch in
+    Python."""
     if _native is None:
         return None
     return _native.event_columns(events, positions, fingerprint, body_of)

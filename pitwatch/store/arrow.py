@@ -22,10 +22,9 @@ from typing import Any
 
 from ..events import native
 from ..events.avro import current_fingerprint
-from ..events.jsonl import dumps
 from ..events.model import Event
 from .base import StoreError, column_types, to_columns
-from .rows import event_values
+from .rows import event_values, row_body
 
 #: The Arrow type of each simple column type (DateTime is seconds, an unsigned 32-bit
 #: int), and the `array.array` type code of each integer one.
@@ -110,7 +109,7 @@ def arrow_events(events: list[Event], positions: list[int]) -> Any:
     which names the value its column refuses."""
     raw = None
     if column_types("events") == native.EVENT_COLUMNS:
-        raw = native.event_columns(events, positions, current_fingerprint(), dumps)
+        raw = native.event_columns(events, positions, current_fingerprint(), row_body)
     if raw is None:
         rows = [event_values(ev, pos) for ev, pos in zip(events, positions, strict=True)]
         return arrow_columns("events", list(zip(*rows, strict=True)))
@@ -122,7 +121,7 @@ def event_rows() -> native.EventRows | None:
     `arrow_event_rows`; None where C does not write this DDL's columns or is not built."""
     if column_types("events") != native.EVENT_COLUMNS:
         return None
-    return native.event_rows(current_fingerprint(), dumps)
+    return native.event_rows(current_fingerprint(), row_body)
 
 
 def arrow_event_rows(raw: tuple[Any, ...], rows: int) -> Any:

@@ -15,11 +15,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..engine.auditor import TableAuditor
-from ..events.jsonl import loads
 from ..events.model import Event
 from .base import Store
+from .rows import EVENT_COLUMNS, stored_event
 
 PAGE = 2000
+#: The start of a select of a table's events (`t`), each with its position.
+_SELECT = f"SELECT pos, {EVENT_COLUMNS} FROM events FINAL WHERE table_id = {{t:String}} AND "
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +31,7 @@ class Stored:
 
 
 def _rows(store: Store, sql: str, params: dict[str, object]) -> list[Stored]:
-    return [Stored(int(r["pos"]), loads(r["body"])) for r in store.query(sql, params)]
+    return [Stored(int(r["pos"]), stored_event(r)) for r in store.query(sql, params)]
 
 
 def context_start(store: Store, table_id: str, before: int) -> int:
@@ -52,9 +54,8 @@ def primers(store: Store, table_id: str, begin: int) -> list[Stored]:
     if begin == 0:
         return []
     return _rows(store,
-                 "SELECT pos, body FROM events FINAL WHERE table_id = {t:String} AND "
-                 "(device_id, pos) IN (SELECT device_id, max(pos) FROM events FINAL WHERE "
-                 "table_id = {t:String} AND pos < {b:UInt64} GROUP BY device_id) "
+                 _SELECT + "(device_id, pos) IN (SELECT device_id, max(pos) FROM events "
+                 "FINAL WHERE table_id = {t:String} AND pos < {b:UInt64} GROUP BY device_id) "
                  "ORDER BY pos, event_id", {"t": table_id, "b": begin})
 
 
@@ -65,8 +66,7 @@ def stream(store: Store, table_id: str, begin: int, end: int | None = None
     pos, last_id = begin, ""
     while True:
         page = _rows(store,
-                     "SELECT pos, body FROM events FINAL WHERE table_id = {t:String} AND "
-                     "(pos > {p:UInt64} OR (pos = {p:UInt64} AND event_id > {e:String}))"
+                     _SELECT + "(pos > {p:UInt64} OR (pos = {p:UInt64} AND event_id > {e:String}))"
                      + ("" if end is None else " AND pos <= {z:UInt64}") +
                      " ORDER BY pos, event_id LIMIT {n:UInt64}",
                      {"t": table_id, "p": pos, "e": last_id, "z": end or 0, "n": PAGE})

@@ -414,6 +414,27 @@ def test_the_json_body_written_in_c_is_orjsons_byte_for_byte(ev: Event) -> None:
     assert jsonl.dumps(ev) == want
 
 
+@settings(max_examples=300, deadline=None)
+@given(events | checkpoints | wild)
+def test_the_row_body_written_in_c_is_the_json_lines_form_less_the_rows_columns(
+        ev: Event) -> None:
+    """The body of the event's `events` row is its JSON Lines form, in its order, without
+    "type" and the envelope fields the row's columns hold (its prev_digest kept): the C
+    writer gives orjson's bytes of that, or None where `json_body` gives None."""
+    from pitwatch.store.rows import ROW_FIELDS, row_body
+
+    body = native.row_body(ev)
+    try:
+        whole = jsonl.to_json(ev)
+        want = orjson.dumps({k: v for k, v in whole.items() if k not in ROW_FIELDS})
+    except (orjson.JSONEncodeError, AttributeError):
+        assert body is None
+        return
+    assert body == (None if native.json_body(ev) is None else want)
+    assert set(orjson.loads(want)) == set(whole) - set(ROW_FIELDS)
+    assert row_body(ev) == want
+
+
 def test_what_the_c_writer_does_not_know_python_writes() -> None:
     """A value outside the model (a float, a list, bytes where the contract has text, a
     string Python cannot encode) is None from C; `dumps` then does what it always did."""
