@@ -20,6 +20,7 @@ import orjson
 from pitwatch.engine.violation import Severity
 from pitwatch.packs.registry import all_packs
 from pitwatch.store.base import Store, columns, ddl_statements
+from pitwatch.store.rows import EVENT_COLUMNS, stored_json
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$")
 _CODE = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
@@ -313,11 +314,11 @@ class ConsoleData:
         (None while open) and its violations."""
         rid = checked_id(round_id, "round id")
         rows = self.store.query(
-            "SELECT body FROM events FINAL WHERE round_id = {r:String} "
+            f"SELECT {EVENT_COLUMNS} FROM events FINAL WHERE round_id = {{r:String}} "
             "ORDER BY pos, ts, ts_ms", {"r": rid})
         if not rows:
             raise NotFound(f"no round {rid} in the store")
-        events = [orjson.loads(r["body"]) for r in rows]
+        events = [stored_json(r) for r in rows]
         summary = self.store.query(
             "SELECT round_id, table_id, jurisdiction, game, pack, pack_version, dealer_id, "
             "wagered, paid, collected, returned, violations, complete, "

@@ -30,7 +30,7 @@ from .base import column_names
 ROW_FIELDS = ("type", "event_id", "table_id", "device_id", "seq", "ts", "round_id")
 #: What to select of `events` for `stored_event` to rebuild each row's event.
 EVENT_COLUMNS = ("type, event_id, table_id, device_id, seq, "
-                 "toUInt64(ts) * 1000 + ts_ms AS at, round_id, body")
+                 "toUInt64(ts) * 1000 + ts_ms AS at_ms, round_id, body")
 
 
 def row_body(ev: Event) -> bytes:
@@ -45,20 +45,26 @@ def row_body(ev: Event) -> bytes:
     return body
 
 
-def stored_event(row: Mapping[str, Any]) -> Event:
-    """The event of a row of `events` selected as `EVENT_COLUMNS`, checked as every
-    JSON Lines event is (an InvalidEvent names what is wrong). A body that holds the
-    whole JSON Lines form (a row written before the body left out `ROW_FIELDS`) is read
-    as it is."""
+def stored_json(row: Mapping[str, Any]) -> Any:
+    """The JSON Lines form of the event of a row of `events` selected as
+    `EVENT_COLUMNS`, as orjson loads it, in its order. A body that holds the whole form
+    (a row written before the body left out `ROW_FIELDS`) is that form; one that is not
+    JSON is an InvalidEvent naming the event."""
     try:
         d = orjson.loads(row["body"])
     except orjson.JSONDecodeError as e:
         raise InvalidEvent(f"event {row['event_id']}: its body is not JSON: {e}") from e
-    if isinstance(d, dict) and "type" not in d:
-        d.update(type=row["type"], event_id=row["event_id"], table_id=row["table_id"],
-                 device_id=row["device_id"], seq=int(row["seq"]), ts=int(row["at"]),
-                 round_id=row["round_id"] or None)
-    return from_json(d)
+    if not isinstance(d, dict) or "type" in d:
+        return d
+    return {"type": row["type"], "event_id": row["event_id"], "table_id": row["table_id"],
+            "device_id": row["device_id"], "seq": int(row["seq"]), "ts": int(row["at_ms"]),
+            "round_id": row["round_id"] or None, **d}
+
+
+def stored_event(row: Mapping[str, Any]) -> Event:
+    """The event of a row of `events` selected as `EVENT_COLUMNS`, checked as every
+    JSON Lines event is (an InvalidEvent names what is wrong)."""
+    return from_json(stored_json(row))
 
 
 def event_values(ev: Event, pos: int) -> tuple[Any, ...]:
