@@ -76,6 +76,11 @@ INSERT_ROWS = 25_000
 #: (0.28 s), and waited 0.49-0.60 s for its last inserts; at 5,000 rows, 0.35-0.37 s (the
 #: last rounds: 0.035 s), for four more inserts of rounds while it runs.
 OTHER_INSERT_ROWS = 5_000
+#: Rows a block of `dedupe`'s counts, not chDB's 65,505: a count with FINAL reads the
+#: sorting key of every part at once, a block of each, and at the end of an audit of
+#: 1.08M events (36 tables counted) it was the store process's peak, 359-368 MB against
+#: 345-347 MB at 2,048 rows, in the same time (docs/performance.md, 2026-12-04, evening).
+DEDUPE_BLOCK_ROWS = 2048
 
 
 def _run(session: Any, sql: str, fmt: str = "CSV", params: Params | None = None) -> str:
@@ -390,7 +395,7 @@ class EmbeddedStore:
         Whether it does is its row count with FINAL and without, which reads only the
         sorting key (of those tables' rows alone: it starts with the table id): an audit
         seldom repeats a row, and rewriting every column of a table it did not was a
-        tenth of the whole audit into chDB."""
+        tenth of the whole audit into chDB. Counted in blocks of `DEDUPE_BLOCK_ROWS`."""
         self.sync()
         for t in TABLES:
             where, params = "", None
@@ -399,8 +404,9 @@ class EmbeddedStore:
                     continue
                 where, params = " WHERE table_id IN {ids:Array(String)}", {
                     "ids": sorted(events_of)}
-            n = self._run(f"SELECT count() FROM {t}{where}", params=params)
-            if n != self._run(f"SELECT count() FROM {t} FINAL{where}", params=params):
+            small = f" SETTINGS max_block_size = {DEDUPE_BLOCK_ROWS}"
+            n = self._run(f"SELECT count() FROM {t}{where}{small}", params=params)
+            if n != self._run(f"SELECT count() FROM {t} FINAL{where}{small}", params=params):
                 self._run(f"OPTIMIZE TABLE {t} FINAL")
 
     def close(self) -> None:
