@@ -1748,12 +1748,13 @@ static PyTypeObject EventBytesType = {
 };
 
 /* `Recent(capacity)`: the last `capacity` event ids of a table and their positions, for
-   its record clock (pitwatch/store/order.py), kept as 128-bit hashes of their UTF-8
-   bytes (MurmurHash3_x64_128, seed 0) rather than as the ids themselves: 40 bytes an id
-   where a dict of str kept about 200, the difference between 26 MB and 7 MB over 40
-   tables, and between 5 GB and 1 GB over a jurisdiction's 6,000. Two
-   ids alike in all 128 bits within one table's window are not expected in the life of
-   the universe. `add` puts an id in the place of the oldest once full; `get` gives the
+   its record clock (pitwatch/store/order.py), kept as 96 bits of a hash of their UTF-8
+   bytes (MurmurHash3_x64_128, seed 0) rather than as the ids themselves: 28 bytes an id
+   (the hash, the position, the chain; 40 with all 128 bits and twice the buckets) where
+   a dict of str kept about 200. For 4,096 ids a table, that is 4.6 MB over 40 tables, not
+   26 MB, and 0.7 GB over a jurisdiction's 6,000, not 5 GB. A new id is taken for one of
+   the window's only if all 96 bits agree: at most 4,096 / 2**96 an event, about 4e-15 in
+   a year of a jurisdiction's 7.5e10 events. `add` puts an id in the place of the oldest once full; `get` gives the
    position of the newest with the id, or None. The same ids in the same order give the
    same answers: no randomness (Python's str hash is salted per process). */
 
@@ -1807,7 +1808,8 @@ static void murmur3_128(const uint8_t *data, size_t len, uint64_t out[2]) {
 }
 
 typedef struct {
-    uint64_t h[2], pos;
+    uint64_t h0, pos; /* the id's hash: its first 64 bits here, 32 more in h1 */
+    uint32_t h1;
     int32_t next; /* the next slot in its bucket's chain, or -1 */
 } Slot;
 
@@ -1816,7 +1818,8 @@ typedef struct {
     Py_ssize_t capacity, count; /* count: ids ever added (the ring's next slot is count % capacity) */
     Py_ssize_t allocated;       /* slots allocated: doubled as ids come, up to capacity */
     Slot *slots;
-    int32_t *heads;             /* a bucket's first slot, or -1; 2x the slots allocated */
+    int32_t *heads;             /* a bucket's first slot, or -1: the least power of two
+                                   buckets not fewer than the slots allocated */
     uint64_t mask;              /* buckets - 1 */
 } Recent;
 
@@ -1838,22 +1841,24 @@ static int recent_hash(Recent *r, PyObject *id, uint64_t h[2]) {
 }
 
 static void recent_link(Recent *r, int32_t i) {
-    uint64_t b = r->slots[i].h[0] & r->mask;
+    uint64_t b = r->slots[i].h0 & r->mask;
     r->slots[i].next = r->heads[b];
     r->heads[b] = i;
 }
 
-/* room for `want` slots (buckets: twice as many), re-linking the slots in use */
+/* room for `want` slots (and buckets), re-linking the slots in use */
 static int recent_grow(Recent *r, Py_ssize_t want) {
+    Py_ssize_t buckets = 1;
+    while (buckets < want) buckets *= 2;
     Slot *slots = PyMem_Realloc(r->slots, (size_t)want * sizeof(Slot));
     if (slots == NULL) return -1;
     r->slots = slots;
-    int32_t *heads = PyMem_Realloc(r->heads, (size_t)want * 2 * sizeof(int32_t));
+    int32_t *heads = PyMem_Realloc(r->heads, (size_t)buckets * sizeof(int32_t));
     if (heads == NULL) return -1;
     r->heads = heads;
     r->allocated = want;
-    r->mask = (uint64_t)want * 2 - 1;
-    for (Py_ssize_t b = 0; b < want * 2; b++) r->heads[b] = -1;
+    r->mask = (uint64_t)buckets - 1;
+    for (Py_ssize_t b = 0; b < buckets; b++) r->heads[b] = -1;
     for (Py_ssize_t i = 0; i < r->count; i++) recent_link(r, (int32_t)i);
     return 0;
 }
@@ -1884,7 +1889,7 @@ static void recent_dealloc(Recent *r) {
 /* the slot holding the id of hash `h`, or -1 */
 static int32_t recent_find(Recent *r, const uint64_t h[2]) {
     for (int32_t i = r->heads[h[0] & r->mask]; i >= 0; i = r->slots[i].next) {
-        if (r->slots[i].h[0] == h[0] && r->slots[i].h[1] == h[1]) return i;
+        if (r->slots[i].h0 == h[0] && r->slots[i].h1 == (uint32_t)h[1]) return i;
     }
     return -1;
 }
@@ -1900,12 +1905,12 @@ static int recent_put(Recent *r, const uint64_t h[2], uint64_t pos) {
     }
     int32_t i = (int32_t)(r->count % r->capacity);
     if (r->count >= r->capacity) { /* the oldest id leaves its bucket's chain */
-        int32_t *at = &r->heads[r->slots[i].h[0] & r->mask];
+        int32_t *at = &r->heads[r->slots[i].h0 & r->mask];
         while (*at != i) at = &r->slots[*at].next;
         *at = r->slots[i].next;
     }
-    r->slots[i].h[0] = h[0];
-    r->slots[i].h[1] = h[1];
+    r->slots[i].h0 = h[0];
+    r->slots[i].h1 = (uint32_t)h[1];
     r->slots[i].pos = pos;
     recent_link(r, i);
     r->count++;

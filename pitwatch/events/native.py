@@ -348,7 +348,7 @@ def record_clock(window: int, stride: int) -> Clock | None:
 
 
 def recent_ids(capacity: int) -> RecentIds:
-    """The last `capacity` ids added, and their positions: in C (40 bytes an id) where
+    """The last `capacity` ids added, and their positions: in C (28 bytes an id) where
     the extension is built."""
     return _PyRecent(capacity) if _native is None else _native.Recent(capacity)
 

@@ -32,7 +32,7 @@ from .base import Store, StoreError
 
 #: Positions per record-clock tick: room for this many non-advancing events in a row.
 STRIDE = 1024
-#: Recent event ids per table remembered, so a redelivery keeps its position (in C, 40
+#: Recent event ids per table remembered, so a redelivery keeps its position (in C, 28
 #: bytes an id: `events.native.recent_ids`).
 WINDOW = 4096
 

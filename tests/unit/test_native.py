@@ -464,8 +464,8 @@ def test_what_the_c_writer_does_not_know_python_writes() -> None:
 def test_recent_ids_in_c_answer_as_the_python_dict(
         capacity: int, steps: list[tuple[bool, str]]) -> None:
     """Any ids (empty, non-ASCII, past 16 bytes), asked for or added, and the window
-    full many times over: the C window of 128-bit hashes answers every `get` as the
-    dict of the ids themselves does, and holds as many."""
+    full many times over: the C window of 96-bit hashes answers every `get` as the dict
+    of the ids themselves does, and holds as many."""
     assert native._native is not None
     c, py = native.recent_ids(capacity), native._PyRecent(capacity)
     for n, (add, event_id) in enumerate(steps):
@@ -476,6 +476,23 @@ def test_recent_ids_in_c_answer_as_the_python_dict(
         assert len(c) == len(py)
     for _, event_id in steps:
         assert c.get(event_id) == py.get(event_id)
+
+
+@pytest.mark.parametrize("capacity", [4096, 3000])
+def test_a_full_window_of_thousands_answers_as_the_python_dict(capacity: int) -> None:
+    """A table's window of `order.WINDOW` ids (and one of no power of two), full five
+    times over, its buckets' chains as long as they get: every id asked for, the ones
+    it holds and the ones that left, answers as the dict does."""
+    c, py = native.recent_ids(capacity), native._PyRecent(capacity)
+    ids = [f"{n:08x}-0923-48da-aca6-e0ecc57fcf4c" for n in range(5 * capacity)]
+    for n, event_id in enumerate(ids):
+        c.add(event_id, n)
+        py.add(event_id, n)
+        if n % 97 == 0:
+            assert [c.get(i) for i in ids[max(0, n - capacity - 50):n + 1]] == \
+                [py.get(i) for i in ids[max(0, n - capacity - 50):n + 1]]
+    assert [c.get(i) for i in ids] == [py.get(i) for i in ids]
+    assert len(c) == len(py) == capacity
 
 
 def test_recent_ids_keep_the_last_capacity_of_them() -> None:
