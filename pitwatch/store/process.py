@@ -29,6 +29,7 @@ given, then exits.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import multiprocessing
 import multiprocessing.util
 import os
@@ -56,6 +57,13 @@ from .embedded import EmbeddedStore, holds_store
 #: its pipe 0.9-1.6 s of a 21-24 s audit; with both, 0.4-0.7 s (docs/performance.md).
 INBOX = 8
 SEND_BUFFER = 4 << 20
+#: Blocks of this many bytes and more glibc's malloc maps on their own in the store
+#: process, and unmaps when they are freed, and the free top of a heap past it goes
+#: back too. By default glibc raises both to the largest block freed (a batch's bytes,
+#: its columns: a few hundred KB), and such blocks then stay in its heaps between
+#: batches. The store process's peak with 1.08M events: 343-344 MB against 345-346 MB
+#: (docs/performance.md, 2026-12-04, evening).
+MALLOC_THRESHOLD = 128 << 10
 
 
 def _rebuilt(data: bytes, lengths: bytes, count: int) -> list[Event]:
@@ -79,6 +87,7 @@ def _serve(conn: Connection, path: str) -> None:
     allocator hands freed pages back at once here: `embedded.STORE_PROCESS_JEMALLOC_CONF`
     says why.)"""
     _leave_a_core()
+    _hand_back_freed_blocks()
     # read ahead while chDB opens too: an audit into a new store does not wait for it
     inbox: queue.Queue[tuple[Any, ...] | Exception | None] = queue.Queue(INBOX)
     threading.Thread(target=_drain, args=(conn, inbox), name="pitwatch-store-inbox",
@@ -156,6 +165,14 @@ def _leave_a_core() -> None:
         cpus = store_cpus(os.sched_getaffinity(0))
         if cpus is not None:
             os.sched_setaffinity(0, cpus)
+
+
+def _hand_back_freed_blocks() -> None:
+    """glibc's malloc thresholds (`MALLOC_THRESHOLD`), where the C library has them."""
+    with contextlib.suppress(AttributeError, OSError):  # not glibc
+        libc = ctypes.CDLL(None)
+        libc.mallopt(-1, MALLOC_THRESHOLD)  # M_TRIM_THRESHOLD
+        libc.mallopt(-3, MALLOC_THRESHOLD)  # M_MMAP_THRESHOLD
 
 
 def _drain(conn: Connection,
