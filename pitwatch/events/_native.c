@@ -1747,16 +1747,17 @@ static PyTypeObject EventBytesType = {
     .tp_as_sequence = &bytes_as_sequence,
 };
 
-/* `Recent(capacity)`: the last `capacity` event ids of a table and their positions, for
-   its record clock (pitwatch/store/order.py), kept as 96 bits of a hash of their UTF-8
-   bytes (MurmurHash3_x64_128, seed 0) rather than as the ids themselves: 28 bytes an id
-   (the hash, the position, the chain; 40 with all 128 bits and twice the buckets) where
-   a dict of str kept about 200. For 4,096 ids a table, that is 4.6 MB over 40 tables, not
-   26 MB, and 0.7 GB over a jurisdiction's 6,000, not 5 GB. A new id is taken for one of
-   the window's only if all 96 bits agree: at most 4,096 / 2**96 an event, about 4e-15 in
-   a year of a jurisdiction's 7.5e10 events. `add` puts an id in the place of the oldest once full; `get` gives the
-   position of the newest with the id, or None. The same ids in the same order give the
-   same answers: no randomness (Python's str hash is salted per process). */
+/* `Recent(capacity)`: the last `capacity` event ids of a table and their positions,
+   for its record clock (pitwatch/store/order.py), kept as 96 bits of a hash of their
+   UTF-8 bytes (MurmurHash3_x64_128, seed 0) rather than as the ids themselves: 28
+   bytes an id (the hash, the position, the chain; 40 with all 128 bits and twice the
+   buckets) where a dict of str kept about 200. For 4,096 ids a table, that is 4.6 MB
+   over 40 tables, not 26 MB, and 0.7 GB over a jurisdiction's 6,000, not 5 GB. A new
+   id is taken for one of the window's only if all 96 bits agree: at most 4,096 / 2**96
+   an event, about 4e-15 in a year of a jurisdiction's 7.5e10 events. `add` puts an id
+   in the place of the oldest once full; `get` gives the position of the newest with
+   the id, or None. The same ids in the same order give the same answers: no randomness
+   (Python's str hash is salted per process). */
 
 static inline uint64_t rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
 

@@ -23,8 +23,8 @@ times faster than building its dict for orjson, `event_columns` a whole batch of
 from its Avro bytes, with no event built (the store process's: `store/process.py`); each
 gives None for what it does not write, and the caller writes that in Python. For the
 store's record clock, `record_clock` is the whole clock in C, and `recent_ids` keeps a
-table's last event ids and their positions as 128-bit hashes, a fifth of the memory of a
-dict of the ids. For the decoders, `range_check` answers whether an event is certainly
+table's last event ids and their positions as 96 bits of their hashes, a seventh of the
+memory of a dict of the ids. For the decoders, `range_check` answers whether an event is certainly
 inside the contract's ranges (pitwatch/events/limits.py) in a third of the time Python
 takes. The extension is built when the package is installed (hatch_build.py); where it
 could not be, `Program.of` is None, the writers give None, `record_clock` is None,

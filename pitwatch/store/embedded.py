@@ -78,8 +78,8 @@ INSERT_ROWS = 25_000
 OTHER_INSERT_ROWS = 5_000
 #: Rows a block of `dedupe`'s counts, not chDB's 65,505: a count with FINAL reads the
 #: sorting key of every part at once, a block of each, and at the end of an audit of
-#: 1.08M events (36 tables counted) it was the store process's peak, 359-368 MB against
-#: 345-347 MB at 2,048 rows, in the same time (docs/performance.md, 2026-12-04, evening).
+#: 1.08M events (36 tables counted) it was the store process's peak, 356-361 MB against
+#: 345-346 MB at 2,048 rows, in the same time (docs/performance.md, 2026-12-04, evening).
 DEDUPE_BLOCK_ROWS = 2048
 
 

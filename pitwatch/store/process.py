@@ -61,8 +61,8 @@ SEND_BUFFER = 4 << 20
 #: process, and unmaps when they are freed, and the free top of a heap past it goes
 #: back too. By default glibc raises both to the largest block freed (a batch's bytes,
 #: its columns: a few hundred KB), and such blocks then stay in its heaps between
-#: batches. The store process's peak with 1.08M events: 343-344 MB against 345-346 MB
-#: (docs/performance.md, 2026-12-04, evening).
+#: batches. The store process's peak with 1.08M events: 344 and 344 MB against 346 and
+#: 346 MB (docs/performance.md, 2026-12-04, evening).
 MALLOC_THRESHOLD = 128 << 10
 
 
