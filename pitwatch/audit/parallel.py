@@ -57,7 +57,7 @@ from ..events.jsonl import InvalidEvent, from_json, loads
 from ..events.keys import KeyRegistry
 from ..events.model import Event
 from ..store.base import Params, StoreError
-from ..store.embedded import EmbeddedStore
+from ..store.embedded import KEEPING_JEMALLOC_CONF, EmbeddedStore
 from ..store.process import Handing, Receiver
 from .run import AuditReport, audit_events, game_of
 
@@ -394,7 +394,7 @@ def audit_parallel(
             conns.append(mine)
             procs.append(p)
         if data is not None:  # opened while the workers start (0.4 s each): they wait for it
-            store = EmbeddedStore(data, keep_freed_pages=True)  # its work is the store's
+            store = EmbeddedStore(data, KEEPING_JEMALLOC_CONF)  # its work is the store's
             store.setup()
         _serve(conns, store, rep, on_violation, on_reject, keep_violations,
                _bar(files) if progress else None)

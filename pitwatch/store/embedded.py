@@ -198,7 +198,13 @@ JEMALLOC_CONF = "dirty_decay_ms:0,muzzy_decay_ms:0"
 #: beside the audit, whose thread sets the time, and in 11 alternated pairs of the whole
 #: command it was no slower (faster in 8) for 30-40 MB less peak, its CPU 1.4-2.4 s
 #: more. Beside the audit in one process it bought nothing.
-STORE_PROCESS_JEMALLOC_CONF = "dirty_decay_ms:1000,muzzy_decay_ms:0"
+KEEPING_JEMALLOC_CONF = "dirty_decay_ms:1000,muzzy_decay_ms:0"
+#: The allocator of `audit --jobs 1`'s store process: pages handed back at once, as
+#: `JEMALLOC_CONF`, and no cache of freed blocks a thread (each of chDB's threads fills
+#: one in turn, an insert's and a merge's alike): its peak with 1.08M events 336-337 MB
+#: against 338-340, its CPU about 1 s more of 11-13 (docs/performance.md, 2026-12-04,
+#: night).
+STORE_PROCESS_JEMALLOC_CONF = JEMALLOC_CONF + ",tcache:false"
 
 
 #: Merges one column at a time, not all columns of every part at once: the audit's peak
@@ -306,11 +312,12 @@ class EmbeddedStore:
     #: memory for an insert of `INSERT_ROWS`.
     batch_rows = 2_000
 
-    def __init__(self, path: str | Path, keep_freed_pages: bool = False) -> None:
-        """The store in `path`. `keep_freed_pages`: a process whose work is the store
-        loads chDB with `STORE_PROCESS_JEMALLOC_CONF` (no effect once chDB is loaded)."""
-        session = _chdb_session(STORE_PROCESS_JEMALLOC_CONF if keep_freed_pages
-                                else JEMALLOC_CONF)
+    def __init__(self, path: str | Path, allocator: str = JEMALLOC_CONF) -> None:
+        """The store in `path`. `allocator`: chDB's allocator setting where this loads
+        chDB (`KEEPING_JEMALLOC_CONF` in a process whose work is the store,
+        `STORE_PROCESS_JEMALLOC_CONF` in the store process; no effect once chDB is
+        loaded)."""
+        session = _chdb_session(allocator)
 
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)

@@ -29,7 +29,6 @@ given, then exits.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import multiprocessing
 import multiprocessing.util
 import os
@@ -48,7 +47,7 @@ from ..events.native import EventBytes, EventBytesBatch, event_bytes
 from .arrow import event_rows
 from .base import Params, StoreError, to_columns
 from .batch import BatchWriter
-from .embedded import EmbeddedStore, holds_store
+from .embedded import STORE_PROCESS_JEMALLOC_CONF, EmbeddedStore, holds_store
 
 #: Messages the store process reads ahead of its work (a thread of its own, `_drain`),
 #: and bytes the audit's end of the pipe may hold in flight: a batch of events is about
@@ -64,6 +63,11 @@ SEND_BUFFER = 4 << 20
 #: batches. The store process's peak with 1.08M events: 344 and 344 MB against 346 and
 #: 346 MB (docs/performance.md, 2026-12-04, evening).
 MALLOC_THRESHOLD = 128 << 10
+#: Arrow's allocator in the store process: glibc's malloc, with the thresholds above,
+#: which hands a batch's buffers back as they are freed. pyarrow's own (mimalloc) keeps
+#: them: the store process's peak with 1.08M events 339-340 MB against 343-345
+#: (docs/performance.md, 2026-12-04, night). A user's own setting wins.
+ARROW_POOL = "system"
 
 
 def _rebuilt(data: bytes, lengths: bytes, count: int) -> list[Event]:
@@ -84,8 +88,8 @@ def _serve(conn: Connection, path: str) -> None:
     """The store process: open the store in `path`, then take what `StoreProcess` sends
     until it closes the store or goes away. A batch that fails is reported once, and
     nothing handed over after it is stored; every later call answers with it. (chDB's
-    allocator hands freed pages back at once here: `embedded.STORE_PROCESS_JEMALLOC_CONF`
-    says why.)"""
+    allocator hands freed pages back at once here, and keeps no thread caches:
+    `embedded.STORE_PROCESS_JEMALLOC_CONF`.)"""
     _leave_a_core()
     _hand_back_freed_blocks()
     # read ahead while chDB opens too: an audit into a new store does not wait for it
@@ -93,7 +97,7 @@ def _serve(conn: Connection, path: str) -> None:
     threading.Thread(target=_drain, args=(conn, inbox), name="pitwatch-store-inbox",
                      daemon=True).start()
     try:
-        store = EmbeddedStore(path)
+        store = EmbeddedStore(path, STORE_PROCESS_JEMALLOC_CONF)
     except Exception as e:  # the store is locked, or chDB cannot open it: said there
         _tell(conn, ("answer", False, _sendable(e)))
         return
@@ -168,8 +172,12 @@ def _leave_a_core() -> None:
 
 
 def _hand_back_freed_blocks() -> None:
-    """glibc's malloc thresholds (`MALLOC_THRESHOLD`), where the C library has them."""
+    """glibc's malloc thresholds (`MALLOC_THRESHOLD`), where the C library has them, and
+    Arrow's allocator (`ARROW_POOL`: read when pyarrow first allocates, later here)."""
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", ARROW_POOL)
     with contextlib.suppress(AttributeError, OSError):  # not glibc
+        import ctypes
+
         libc = ctypes.CDLL(None)
         libc.mallopt(-1, MALLOC_THRESHOLD)  # M_TRIM_THRESHOLD
         libc.mallopt(-3, MALLOC_THRESHOLD)  # M_MMAP_THRESHOLD

@@ -226,8 +226,8 @@ def test_the_allocator_setting_is_not_left_for_later_processes(tmp_path: Path,
     import sys
 
     code = ("import os, sys\n"
-            "from pitwatch.store.embedded import EmbeddedStore\n"
-            "s = EmbeddedStore(sys.argv[1], keep_freed_pages=True)\n"
+            "from pitwatch.store.embedded import EmbeddedStore, KEEPING_JEMALLOC_CONF\n"
+            "s = EmbeddedStore(sys.argv[1], KEEPING_JEMALLOC_CONF)\n"
             "s.close()\n"
             "print(os.environ.get('JE_MALLOC_CONF'))\n")
     env = {k: v for k, v in os.environ.items() if k != "JE_MALLOC_CONF"}
@@ -237,6 +237,27 @@ def test_the_allocator_setting_is_not_left_for_later_processes(tmp_path: Path,
                          capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[2])
     assert out.stdout.strip() == str(users)
+
+
+@pytest.mark.parametrize("users", [None, "mimalloc"])
+def test_the_store_process_gives_arrow_the_c_librarys_malloc(users: str | None) -> None:
+    """The store process's Arrow buffers come from glibc's malloc, which with its
+    thresholds hands them back as they are freed (`process.ARROW_POOL`); a user's own
+    choice of Arrow's allocator is theirs, and stays."""
+    import subprocess
+    import sys
+
+    code = ("from pitwatch.store.process import _hand_back_freed_blocks\n"
+            "_hand_back_freed_blocks()\n"
+            "import pyarrow as pa\n"
+            "print(pa.array([1, 2, 3]).buffers()[1] is not None,\n"
+            "      pa.default_memory_pool().backend_name)\n")
+    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    if users is not None:
+        env["ARROW_DEFAULT_MEMORY_POOL"] = users
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True, cwd=Path(__file__).resolve().parents[2])
+    assert out.stdout.split() == ["True", users or "system"]
 
 
 def test_the_store_cpus_leave_the_first_to_the_audit() -> None:
