@@ -5,7 +5,9 @@ disk. The sides run in rounds, each round every side once, in turn (`interleaved
 each ratio is the median of the rounds' own ratios: on a shared host that drifts, a
 round's sides meet the same host. Wall times shown are the best of the rounds. Memory:
 peak RSS of each, in a fresh process, on a quarter of the input and on all of it, to
-show it stays flat as the input grows.
+show it stays flat as the input grows; the audit's sides both as the library's calls
+(audit, store) and as the commands a user runs (cmd, cmd_store: `pitwatch audit --jobs 1
+[--no-store]`, which also load the CLI's modules).
 
     .venv/bin/python bench/audit.py [--events 1000000] [--repeat 3] [--no-store] [--jobs 2]
     .venv/bin/python bench/audit.py --scaling [--sizes 100000,1000000,5000000]
@@ -215,13 +217,33 @@ _RSS = {
              "audit_paths([sys.argv[1]], store=s, keep_violations=False); s.close(); "
              "other = s.usage[1]",
 }
+#: `audit` and `store` as the commands a user runs, in a fresh process each: `pitwatch audit
+#: --jobs 1 [--no-store]` (its modules, its report; the store process's peak taken as
+#: it closes). Both sides carry what the command loads besides the audit (argparse, the
+#: store's hand-over, --jobs N's machinery): about 5 MB more than `audit` above.
+_COMMAND = ("import contextlib, os, shutil, tempfile\n"
+            "import pitwatch.store.process as sp\n"
+            "from pitwatch.cli import main\n"
+            "close = sp.StoreProcess.close\n"
+            "def closed(self):\n"
+            "    global other\n"
+            "    close(self)\n"
+            "    other = other or self.usage[1]\n"
+            "sp.StoreProcess.close = closed\n"
+            "d = tempfile.mkdtemp()\n"
+            "with open(os.devnull, 'w') as null, contextlib.redirect_stdout(null):\n"
+            "    main(['audit', '--jobs', '1', '--quiet', '--limit', '1', '--data', d, "
+            "sys.argv[1]] + {extra})\n"
+            "shutil.rmtree(d)\n")
+_RSS["cmd"] = _COMMAND.format(extra="['--no-store']")
+_RSS["cmd_store"] = _COMMAND.format(extra="[]")
 
 
 def peak_rss_mb(path: Path, what: str) -> float:
     """Peak RSS of a fresh process that runs `what` (bare, audit or store) on `path`, and
     of the store process it ran (`other`, KiB: the sum of the two peaks)."""
     # VmHWM, not ru_maxrss: Linux carries ru_maxrss over an exec from the (large) parent
-    code = f"import sys; other = 0; {_RSS[what]}; " \
+    code = f"import sys; other = 0\n{_RSS[what]}\n" \
            "print(other + int([ln.split()[1] for ln in open('/proc/self/status') " \
            "if ln.startswith('VmHWM')][0]))"
     out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True,
@@ -424,7 +446,7 @@ def main() -> None:
               f"{shown(store_ratio)} --no-store (CPU {c_store / c_audit:.2f}x)")
         figures.update(audit_store_eps=n_s / t_store, store_ratio=store_ratio[0],
                        store_cpu_ratio=c_store / c_audit)
-        sides += ["chdb", "store"]
+        sides += ["chdb", "store", "cmd", "cmd_store"]
     if args.jobs > 1:
         n_j, t_jobs, p_j, r_j, c_jobs = best["jobs"]
         assert (n_j, p_j, r_j) == (n_a, precision, recall), "--jobs changed the findings"
@@ -444,7 +466,7 @@ def main() -> None:
     print(f"  against the injected truth: precision {precision:.3f}, recall {recall:.3f}")
     for side in sides:
         small, big = peak_rss_mb(quarter, side), peak_rss_mb(path, side)
-        print(f"  peak RSS {side:6} {small:6.0f} MB on a quarter of the events, {big:6.0f} MB "
+        print(f"  peak RSS {side:9} {small:6.0f} MB on a quarter of the events, {big:6.0f} MB "
               f"on all ({big / small:.2f}x for 4x the input)")
         figures.update({f"rss_{side}_quarter_mb": small, f"rss_{side}_mb": big})
     if not args.no_store:
@@ -456,6 +478,13 @@ def main() -> None:
               f"{figures['rss_chdb_mb']:.0f} = {own:.0f} MB, {own / figures['rss_audit_mb']:.2f}x "
               f"the --no-store run's {figures['rss_audit_mb']:.0f} MB (raw: "
               f"{figures['rss_store_mb'] / figures['rss_audit_mb']:.2f}x)")
+        # the same, as the user's commands: `pitwatch audit --jobs 1` against `... --no-store`
+        own = figures["rss_cmd_store_mb"] - figures["rss_chdb_mb"]
+        figures.update(rss_cmd_own_mb=own, rss_cmd_own_ratio=own / figures["rss_cmd_mb"])
+        print(f"  the same as the commands (pitwatch audit --jobs 1, cmd_store, against ... "
+              f"--no-store, cmd): {figures['rss_cmd_store_mb']:.0f} - "
+              f"{figures['rss_chdb_mb']:.0f} = {own:.0f} MB, {own / figures['rss_cmd_mb']:.2f}x "
+              f"the --no-store command's {figures['rss_cmd_mb']:.0f} MB")
     print("  targets (issue 9): --no-store <= 1.8x the read; --jobs 2 >= 1.7x faster than "
           "--jobs 1; into chDB <= 1.3x --no-store; peak RSS into chDB, less chDB merely "
           "opened (chdb: a process that only opens chDB and creates the tables), <= 2x "

@@ -202,7 +202,7 @@ KEEPING_JEMALLOC_CONF = "dirty_decay_ms:1000,muzzy_decay_ms:0"
 #: The allocator of `audit --jobs 1`'s store process: pages handed back at once, as
 #: `JEMALLOC_CONF`, and no cache of freed blocks a thread (each of chDB's threads fills
 #: one in turn, an insert's and a merge's alike): its peak with 1.08M events 336-337 MB
-#: against 338-340, its CPU about 1 s more of 11-13 (docs/performance.md, 2026-12-04,
+#: against 339-340, its CPU about 1 s more of 11-13 (docs/performance.md, 2026-12-04,
 #: night).
 STORE_PROCESS_JEMALLOC_CONF = JEMALLOC_CONF + ",tcache:false"
 
