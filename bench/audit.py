@@ -240,7 +240,7 @@ _RSS["cmd_store"] = _COMMAND.format(extra="[]")
 
 
 def peak_rss_mb(path: Path, what: str) -> float:
-    """Peak RSS of a fresh process that runs `what` (bare, audit or store) on `path`, and
+    """Peak RSS of a fresh process that runs `what` (a key of `_RSS`) on `path`, and
     of the store process it ran (`other`, KiB: the sum of the two peaks)."""
     # VmHWM, not ru_maxrss: Linux carries ru_maxrss over an exec from the (large) parent
     code = f"import sys; other = 0\n{_RSS[what]}\n" \

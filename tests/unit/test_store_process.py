@@ -250,14 +250,13 @@ def test_the_store_process_gives_arrow_the_c_librarys_malloc(users: str | None) 
     code = ("from pitwatch.store.process import _hand_back_freed_blocks\n"
             "_hand_back_freed_blocks()\n"
             "import pyarrow as pa\n"
-            "print(pa.array([1, 2, 3]).buffers()[1] is not None,\n"
-            "      pa.default_memory_pool().backend_name)\n")
+            "print(pa.default_memory_pool().backend_name)\n")
     env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
     if users is not None:
         env["ARROW_DEFAULT_MEMORY_POOL"] = users
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, check=True, cwd=Path(__file__).resolve().parents[2])
-    assert out.stdout.split() == ["True", users or "system"]
+    assert out.stdout.strip() == (users or "system")
 
 
 def test_the_store_cpus_leave_the_first_to_the_audit() -> None:
