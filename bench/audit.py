@@ -471,20 +471,18 @@ def main() -> None:
         figures.update({f"rss_{side}_quarter_mb": small, f"rss_{side}_mb": big})
     if not args.no_store:
         # the memory target as the coordinator restated it (chDB costs hundreds of MB
-        # merely opened): the chDB run's peak less chDB's own open cost, both measured here
-        own = figures["rss_store_mb"] - figures["rss_chdb_mb"]
-        figures.update(rss_store_own_mb=own, rss_store_own_ratio=own / figures["rss_audit_mb"])
-        print(f"  peak RSS into chDB less chDB merely opened: {figures['rss_store_mb']:.0f} - "
-              f"{figures['rss_chdb_mb']:.0f} = {own:.0f} MB, {own / figures['rss_audit_mb']:.2f}x "
-              f"the --no-store run's {figures['rss_audit_mb']:.0f} MB (raw: "
-              f"{figures['rss_store_mb'] / figures['rss_audit_mb']:.2f}x)")
-        # the same, as the user's commands: `pitwatch audit --jobs 1` against `... --no-store`
-        own = figures["rss_cmd_store_mb"] - figures["rss_chdb_mb"]
-        figures.update(rss_cmd_own_mb=own, rss_cmd_own_ratio=own / figures["rss_cmd_mb"])
-        print(f"  the same as the commands (pitwatch audit --jobs 1, cmd_store, against ... "
-              f"--no-store, cmd): {figures['rss_cmd_store_mb']:.0f} - "
-              f"{figures['rss_chdb_mb']:.0f} = {own:.0f} MB, {own / figures['rss_cmd_mb']:.2f}x "
-              f"the --no-store command's {figures['rss_cmd_mb']:.0f} MB")
+        # merely opened): the chDB run's peak less chDB's own open cost, both measured
+        # here; as the library's calls, then as the user's commands
+        for store, base, what in (("store", "audit", "the --no-store run's"),
+                                  ("cmd_store", "cmd", "as the commands (pitwatch audit "
+                                   "--jobs 1 [--no-store]): the --no-store command's")):
+            peak, chdb, no_store = (figures[f"rss_{k}_mb"] for k in (store, "chdb", base))
+            own = peak - chdb
+            figures.update({f"rss_{store}_own_mb": own,
+                            f"rss_{store}_own_ratio": own / no_store})
+            print(f"  peak RSS into chDB less chDB merely opened ({store}): {peak:.0f} - "
+                  f"{chdb:.0f} = {own:.0f} MB, {own / no_store:.2f}x {what} {no_store:.0f} MB "
+                  f"(raw: {peak / no_store:.2f}x)")
     print("  targets (issue 9): --no-store <= 1.8x the read; --jobs 2 >= 1.7x faster than "
           "--jobs 1; into chDB <= 1.3x --no-store; peak RSS into chDB, less chDB merely "
           "opened (chdb: a process that only opens chDB and creates the tables), <= 2x "

@@ -215,6 +215,20 @@ def test_dropped_unclosed_it_stores_what_it_was_given(tmp_path: Path) -> None:
     assert _count(tmp_path / "data") == ["given"]
 
 
+def _printed(code: str, name: str, value: str | None, *args: str) -> str:
+    """What a fresh Python running `code` prints, with the environment variable `name`
+    set to `value` (None: unset)."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != name}
+    if value is not None:
+        env[name] = value
+    out = subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True,
+                         text=True, check=True, cwd=Path(__file__).resolve().parents[2])
+    return out.stdout.strip()
+
+
 @pytest.mark.parametrize("users", [None, "dirty_decay_ms:5000"])
 def test_the_allocator_setting_is_not_left_for_later_processes(tmp_path: Path,
                                                                users: str | None) -> None:
@@ -222,21 +236,12 @@ def test_the_allocator_setting_is_not_left_for_later_processes(tmp_path: Path,
     leaves the environment as it was: a forkserver or a store process started after it
     would otherwise inherit the setting (the bench's later sides did). A user's own
     setting is theirs, and stays."""
-    import subprocess
-    import sys
-
     code = ("import os, sys\n"
             "from pitwatch.store.embedded import EmbeddedStore, KEEPING_JEMALLOC_CONF\n"
             "s = EmbeddedStore(sys.argv[1], KEEPING_JEMALLOC_CONF)\n"
             "s.close()\n"
             "print(os.environ.get('JE_MALLOC_CONF'))\n")
-    env = {k: v for k, v in os.environ.items() if k != "JE_MALLOC_CONF"}
-    if users is not None:
-        env["JE_MALLOC_CONF"] = users
-    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "store")], env=env,
-                         capture_output=True, text=True, check=True,
-                         cwd=Path(__file__).resolve().parents[2])
-    assert out.stdout.strip() == str(users)
+    assert _printed(code, "JE_MALLOC_CONF", users, str(tmp_path / "store")) == str(users)
 
 
 @pytest.mark.parametrize("users", [None, "mimalloc"])
@@ -244,19 +249,11 @@ def test_the_store_process_gives_arrow_the_c_librarys_malloc(users: str | None) 
     """The store process's Arrow buffers come from glibc's malloc, which with its
     thresholds hands them back as they are freed (`process.ARROW_POOL`); a user's own
     choice of Arrow's allocator is theirs, and stays."""
-    import subprocess
-    import sys
-
     code = ("from pitwatch.store.process import _hand_back_freed_blocks\n"
             "_hand_back_freed_blocks()\n"
             "import pyarrow as pa\n"
             "print(pa.default_memory_pool().backend_name)\n")
-    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
-    if users is not None:
-        env["ARROW_DEFAULT_MEMORY_POOL"] = users
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                         text=True, check=True, cwd=Path(__file__).resolve().parents[2])
-    assert out.stdout.strip() == (users or "system")
+    assert _printed(code, "ARROW_DEFAULT_MEMORY_POOL", users) == (users or "system")
 
 
 def test_the_store_cpus_leave_the_first_to_the_audit() -> None:
