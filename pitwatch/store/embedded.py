@@ -404,6 +404,7 @@ class EmbeddedStore:
         seldom repeats a row, and rewriting every column of a table it did not was a
         tenth of the whole audit into chDB. Counted in blocks of `DEDUPE_BLOCK_ROWS`."""
         self.sync()
+        small = f" SETTINGS max_block_size = {DEDUPE_BLOCK_ROWS}"
         for t in TABLES:
             where, params = "", None
             if t == "events" and events_of is not None:
@@ -411,7 +412,6 @@ class EmbeddedStore:
                     continue
                 where, params = " WHERE table_id IN {ids:Array(String)}", {
                     "ids": sorted(events_of)}
-            small = f" SETTINGS max_block_size = {DEDUPE_BLOCK_ROWS}"
             n = self._run(f"SELECT count() FROM {t}{where}{small}", params=params)
             if n != self._run(f"SELECT count() FROM {t} FINAL{where}{small}", params=params):
                 self._run(f"OPTIMIZE TABLE {t} FINAL")
