@@ -3,9 +3,13 @@ step, and check them against what was stored when they were first audited.
 
 The events are the only truth: a round is re-derived from its table's stored stream in
 the order of record (`pitwatch.store.order`), through the same engine, with the table
-context it had (`pitwatch.store.history.context`: the posted rules, the shoe's counts,
-each device's previous event), and no further than it takes the auditor to close it: its
-`RoundEnded`, the table's next round, or the end of what is stored.
+context it had (`pitwatch.store.history`: the posted rules, the shoe's counts, each
+device's previous event), and no further than it takes the auditor to close it: its
+`RoundEnded`, the table's next round, or the end of what is stored. With a key registry
+each signing device's chain is also read back to its last checkpoint before the context
+and on to the checkpoint that covers its last event of the rounds (`chains.py`). What was
+read, by role (`Fed`), is a case's evidence, and `TableRebuild` feeds it again the same
+way from a case folder (`pitwatch verify`).
 """
 
 from __future__ import annotations
@@ -16,12 +20,14 @@ from dataclasses import dataclass, field
 from pitwatch.engine.auditor import PackSelector, RoundSummary, TableAuditor
 from pitwatch.engine.rulepack import RulePack
 from pitwatch.engine.violation import Violation
-from pitwatch.events.avro import digest
 from pitwatch.events.keys import KeyRegistry
 from pitwatch.events.model import Checkpoint, Event, Rules
 from pitwatch.packs.registry import select
 from pitwatch.store.base import Store
-from pitwatch.store.history import context, round_span, stream
+from pitwatch.store.history import Stored, context_start, primers, round_span, stream
+from pitwatch.store.rows import EVENT_COLUMNS, stored_event
+
+from .chains import Chains, DeviceChain, seq_ranges
 
 
 @dataclass
@@ -29,25 +35,6 @@ class Step:
     pos: int
     event: Event
     violations: list[Violation] = field(default_factory=list)
-
-
-@dataclass
-class DeviceChain:
-    """One device's digest chain over a round's events."""
-
-    device_id: str
-    first_seq: int
-    last_seq: int
-    events: int = 0
-    linked: bool = False  # its first event in the round checked against the one before
-    breaks: list[str] = field(default_factory=list)
-
-    @property
-    def verdict(self) -> str:
-        if self.breaks:
-            return "BROKEN: " + "; ".join(self.breaks)
-        back = " (linked to the event before the round)" if self.linked else ""
-        return f"VERIFIED: seq {self.first_seq}–{self.last_seq}, {self.events} events{back}"
 
 
 @dataclass
@@ -86,22 +73,61 @@ class Rebuilt:
         return [v for v in self.violations if v.code == "SIGNATURE_INVALID"]
 
 
-def signature_verdict(rounds: list[Rebuilt], keys: KeyRegistry | None) -> str:
+RECORD_RULE = "pitwatch record rule"
+#: How many event ids a one-line verdict names before it says how many more.
+VERDICT_IDS = 12
+
+
+def record_breaks(violations: Iterable[Violation]) -> list[Violation]:
+    """The HIGH findings about the record itself (events lost, a copy that differs, a
+    chain rewritten): beside any of them, no signature verdict can hold."""
+    return [v for v in violations if v.severity == "HIGH" and v.code != "SIGNATURE_INVALID"
+            and v.citation.startswith(RECORD_RULE)]
+
+
+def _ids(ids: list[str]) -> str:
+    more = len(ids) - VERDICT_IDS
+    return ", ".join(ids[:VERDICT_IDS]) + (f" and {more} more" if more > 0 else "")
+
+
+def signature_verdict(rounds: list[Rebuilt], keys: KeyRegistry | None,
+                      stored_only: Iterable[Violation] = ()) -> str:
     """Whether the rounds' signatures hold, as a case file and replay state it: checked
-    only against a key registry (a rebuild without one judges no signature)."""
+    only against a key registry (a rebuild without one judges no signature). HOLD only
+    when every chain is unbroken, every event of a signing device is covered by a valid
+    checkpoint, and no finding says the record itself was broken; otherwise FAIL, with
+    what fails and the events no signature covers."""
     if keys is None:
         return ("signatures NOT CHECKED: no key registry given (--keys FILE or "
                 "PITWATCH_KEYS)")
-    signing = {d for rb in rounds for d in rb.chains if keys.signs(d)}
-    bad = [(rb.round_id, v) for rb in rounds for v in rb.bad_signatures]
+    found = [(rb.round_id, v) for rb in rounds for v in rb.violations]
+    found += [(v.round_id, v) for v in stored_only]
+    why: list[str] = []
+    bad = sorted({r for r, v in found if v.code == "SIGNATURE_INVALID"})
     if bad:
-        return (f"signatures FAIL: {len(bad)} SIGNATURE_INVALID finding(s), in "
-                + ", ".join(sorted({r for r, _ in bad})))
+        n = sum(v.code == "SIGNATURE_INVALID" for _, v in found)
+        why.append(f"{n} SIGNATURE_INVALID finding(s), in {', '.join(bad)}")
+    for rb in rounds:
+        for c in rb.chains.values():
+            if c.breaks:
+                why.append(f"the chain of {c.device_id} is broken in {rb.round_id} "
+                           f"({'; '.join(c.breaks)})")
+            if c.uncovered:
+                why.append(f"no signature covers {c.device_id} seq "
+                           f"{seq_ranges(c.uncovered)} in {rb.round_id} (events "
+                           f"{_ids(c.uncovered_ids)})")
+    record = record_breaks(v for _, v in found)
+    if record:
+        why.append("the record is broken: " + ", ".join(
+            f"{v.code} in {v.round_id or v.table_id}" for v in record))
+    if why:
+        return "signatures FAIL: " + "; ".join(why)
+    signing = {d for rb in rounds for d in rb.chains if keys.signs(d)}
     if not signing:
         return "signatures NOT CHECKED: no device of these rounds is in the key registry"
     checkpoints = sum(rb.checkpoints for rb in rounds)
     return (f"signatures HOLD: {checkpoints} checkpoint(s) of {len(signing)} signing "
-            "device(s) verified against the key registry")
+            "device(s) verified against the key registry, every event of theirs covered")
 
 
 def pinned(pack: RulePack | None) -> PackSelector:
@@ -118,52 +144,61 @@ def pinned(pack: RulePack | None) -> PackSelector:
     return choose
 
 
-class _Chains:
-    """Each device's last event, to check every next one against."""
-
-    def __init__(self) -> None:
-        self.last: dict[str, Event] = {}
-        self.seen: dict[tuple[str, int], str] = {}  # (device, seq) -> event id
-
-    def see(self, ev: Event, into: Rebuilt | None) -> None:
-        prev = self.last.get(ev.device_id)
-        if into is not None:
-            c = into.chains.get(ev.device_id)
-            if c is None:
-                c = into.chains[ev.device_id] = DeviceChain(ev.device_id, ev.seq, ev.seq)
-                c.linked = prev is not None
-            c.events += 1
-            c.last_seq = max(c.last_seq, ev.seq)
-            if prev is None:
-                if ev.seq == 1 and ev.prev_digest is not None:
-                    c.breaks.append("seq 1 carries a prev_digest")
-            elif ev.seq <= prev.seq:
-                if self.seen.get((ev.device_id, ev.seq)) != ev.event_id:  # not a redelivery
-                    c.breaks.append(f"seq {ev.seq} sent again as a different event")
-                return
-            elif ev.seq != prev.seq + 1:
-                c.breaks.append(f"seq {prev.seq + 1}–{ev.seq - 1} missing")
-            elif ev.prev_digest != digest(prev):
-                c.breaks.append(f"seq {ev.seq} prev_digest does not match seq {prev.seq}")
-        if prev is None or ev.seq > prev.seq:
-            self.last[ev.device_id] = ev
-            self.seen[(ev.device_id, ev.seq)] = ev.event_id
+#: How far past the rounds a rebuild reads a signing device's chain for the checkpoint
+#: that covers its last event (a device checkpoints after every round and every
+#: `checkpoint_every` events, so this is many times what an honest record needs).
+AFTER_LIMIT = 4096
 
 
-def rebuild_span(store: Store, table_id: str, first: int, last: int,
-                 wanted: Iterable[str] | None = None, pack: RulePack | None = None,
-                 keys: KeyRegistry | None = None) -> dict[str, Rebuilt]:
-    """Rebuild the rounds of `table_id` whose events lie in positions first..last (or
-    only those `wanted`), each with its table context, under the registry's packs or
-    `pack` for its own jurisdiction and game, verifying the devices' signatures against
-    `keys` when given. Rounds come back in order."""
-    want = None if wanted is None else set(wanted)
-    out: dict[str, Rebuilt] = {}
-    live = False  # past the context: findings now count
-    chains = _Chains()
+@dataclass
+class Fed:
+    """What a rebuild of one table read, in the order of record, by role: the case
+    folder's evidence for the table, and what `pitwatch verify` feeds again."""
 
-    def violation(v: Violation) -> None:
-        rb = out.get(v.round_id) if live else None
+    table_id: str
+    #: read before the context: each device's last event (the auditor is primed with
+    #: it) and, for a signing device, its chain back to its last checkpoint
+    before: list[Event] = field(default_factory=list)
+    #: the table context (posted rules, shoe), fed with findings not counted
+    context: list[Event] = field(default_factory=list)
+    #: the rounds' events and what closed them, fed with findings counted
+    rounds: list[Event] = field(default_factory=list)
+    #: read past the rounds for the chains alone, up to each signing device's checkpoint
+    after: list[Event] = field(default_factory=list)
+    #: the rebuild closed the round open at the end of what it read, as the audit had
+    finished: bool = False
+
+    def events(self) -> list[Event]:
+        return self.before + self.context + self.rounds + self.after
+
+    def counts(self) -> dict[str, int]:
+        return {"before": len(self.before), "context": len(self.context),
+                "rounds": len(self.rounds), "after": len(self.after)}
+
+
+def primed(before: list[Event]) -> list[Event]:
+    """Each device's last event of `before`, in order: what an auditor is primed with."""
+    last = {ev.device_id: i for i, ev in enumerate(before)}
+    return [ev for i, ev in enumerate(before) if last[ev.device_id] == i]
+
+
+class TableRebuild:
+    """One table's rebuild, fed a role at a time (`before`, `warm`, `step`, `after`,
+    `end`): the one path for a rebuild from the store and one from a case's evidence."""
+
+    def __init__(self, table_id: str, wanted: Iterable[str] | None = None,
+                 pack: RulePack | None = None, keys: KeyRegistry | None = None) -> None:
+        self.want = None if wanted is None else set(wanted)
+        self.out: dict[str, Rebuilt] = {}
+        self.live = False  # past the context: findings now count
+        self.chains = Chains(table_id, keys)
+        self.fed = Fed(table_id)
+        self.keys = keys
+        self.auditor = TableAuditor(table_id, pinned(pack), self._violation, self._round_done,
+                                    keys=keys)
+
+    def _violation(self, v: Violation) -> None:
+        rb = self.out.get(v.round_id) if self.live else None
         if rb is None:
             return
         for st in reversed(rb.steps):
@@ -172,48 +207,153 @@ def rebuild_span(store: Store, table_id: str, first: int, last: int,
                 return
         rb.closing.append(v)
 
-    def round_done(s: RoundSummary) -> None:
-        rb = out.get(s.round_id) if live else None
+    def _round_done(self, s: RoundSummary) -> None:
+        rb = self.out.get(s.round_id) if self.live else None
         if rb is not None:
             rb.summary = s
 
-    auditor = TableAuditor(table_id, pinned(pack), violation, round_done, keys=keys)
-    for st in context(store, table_id, first):
-        chains.see(st.event, None)
-        auditor.feed(st.event)
-    live = True
-    for st in stream(store, table_id, first):
-        ev, rid = st.event, st.event.round_id
-        if st.pos > last and all(rb.summary is not None for rb in out.values()):
-            break
+    def before(self, events: list[Event]) -> None:
+        """Events before the context, in order: each device's last one primes the
+        auditor; all are read by the chains."""
+        self.fed.before += events
+        for ev in events:
+            self.chains.see(ev, None)
+        for ev in primed(events):
+            self.auditor.feed(ev)
+
+    def warm(self, ev: Event) -> None:
+        """A context event: fed, its findings not counted."""
+        self.fed.context.append(ev)
+        self.chains.see(ev, None)
+        self.auditor.feed(ev)
+
+    def step(self, ev: Event, pos: int, in_range: bool = True) -> None:
+        """An event of the rounds (or what closes them), its findings counted; with no
+        rounds wanted by id, a round is rebuilt when its event is `in_range`."""
+        self.live = True
+        self.fed.rounds.append(ev)
+        rid = ev.round_id
         rb = None
-        if rid is not None and ((want is None and st.pos <= last) or (want and rid in want)):
-            rb = out.get(rid)
+        if rid is not None and ((self.want is None and in_range)
+                                or (self.want and rid in self.want)):
+            rb = self.out.get(rid)
             if rb is None:
-                rb = out[rid] = Rebuilt(rid, table_id)
-        chains.see(ev, rb)
+                rb = self.out[rid] = Rebuilt(rid, self.fed.table_id)
+        self.chains.see(ev, None if rb is None else rb.chains)
         if rb is not None:
-            rb.steps.append(Step(st.pos, ev))
-        auditor.feed(ev)
-        if rb is not None and rb.rules is None and auditor.round is not None \
-                and auditor.round.round_id == rid:
-            rb.rules = auditor.table.rules
-            rb.pack = auditor.pack.label
+            rb.steps.append(Step(pos, ev))
+        self.auditor.feed(ev)
+        a = self.auditor
+        if rb is not None and rb.rules is None and a.round is not None \
+                and a.round.round_id == rid:
+            rb.rules = a.table.rules
+            rb.pack = a.pack.label
+
+    def done(self) -> bool:
+        return all(rb.summary is not None for rb in self.out.values())
+
+    def pending(self) -> dict[str, int]:
+        """Signing devices of the rounds whose last event no checkpoint read so far
+        covers: device -> the seq a checkpoint must reach."""
+        return self.chains.pending()
+
+    def after(self, ev: Event) -> None:
+        self.fed.after.append(ev)
+        self.chains.hold(ev)
+
+    def end(self, finish: bool) -> dict[str, Rebuilt]:
+        """What was read ends here; `finish`: close the open round as the audit did
+        (its input ended there). The rounds, in order."""
+        if finish:
+            self.auditor.finish()
+            self.fed.finished = True
+        self.chains.cover()
+        return self.out
+
+
+def rebuild_span(store: Store, table_id: str, first: int, last: int,
+                 wanted: Iterable[str] | None = None, pack: RulePack | None = None,
+                 keys: KeyRegistry | None = None, fed: list[Fed] | None = None
+                 ) -> dict[str, Rebuilt]:
+    """Rebuild the rounds of `table_id` whose events lie in positions first..last (or
+    only those `wanted`), each with its table context, under the registry's packs or
+    `pack` for its own jurisdiction and game, verifying the devices' signatures against
+    `keys` when given. Rounds come back in order; `fed` gets what was read."""
+    tr = TableRebuild(table_id, wanted, pack, keys)
+    begin = context_start(store, table_id, first)
+    tr.before(before(store, table_id, begin, keys))
+    for st in stream(store, table_id, begin, first - 1) if first > 0 else ():
+        tr.warm(st.event)
+    tail: tuple[int, str] | None = None
+    for st in stream(store, table_id, first):
+        if st.pos > last and tr.done():
+            break
+        tr.step(st.event, st.pos, st.pos <= last)
+        tail = st.pos, st.event.event_id
     else:
-        _end_of_stored_stream(store, auditor)
+        r = tr.auditor.round
+        tr.fed.finished = r is not None and not r.ended and bool(store.query(
+            "SELECT round_id FROM rounds FINAL WHERE round_id = {r:String}",
+            {"r": r.round_id}))
+    if keys is not None and tail is not None:
+        _read_after(store, tr, tail)
+    out = tr.end(tr.fed.finished)
     _stored(store, out)
+    if fed is not None:
+        fed.append(tr.fed)
     return out
 
 
-def _end_of_stored_stream(store: Store, auditor: TableAuditor) -> None:
-    """The stored stream ends with a round open. If the store holds its summary, the
-    audit that stored it closed it there (its input ended): close it the same way. If
-    not, it is still open where it was audited (a stream goes on): leave it open."""
-    r = auditor.round
-    if r is not None and not r.ended and store.query(
-            "SELECT round_id FROM rounds FINAL WHERE round_id = {r:String}",
-            {"r": r.round_id}):
-        auditor.finish()
+def _read_after(store: Store, tr: TableRebuild, tail: tuple[int, str]) -> None:
+    """Past the rounds, for the chains alone: up to the checkpoint of each signing
+    device that covers its last event of the rounds (AFTER_LIMIT events at most)."""
+    need = tr.pending()
+    n = 0
+    for st in stream(store, tr.fed.table_id, tail[0]):
+        if not need or n >= AFTER_LIMIT:
+            return
+        if (st.pos, st.event.event_id) <= tail:
+            continue
+        ev, n = st.event, n + 1
+        tr.after(ev)
+        p = ev.payload
+        if type(p) is Checkpoint and need.get(ev.device_id, -1) <= p.head_seq:
+            need.pop(ev.device_id, None)
+
+
+def before(store: Store, table_id: str, begin: int, keys: KeyRegistry | None
+           ) -> list[Event]:
+    """The events read before a context that starts at `begin`, in order: each
+    device's last one, and for a device in `keys` its chain back to the head of its
+    last checkpoint before `begin`."""
+    if begin == 0:
+        return []
+    got: dict[str, Stored] = {s.event.event_id: s for s in primers(store, table_id, begin)}
+    if keys is not None:
+        for s in chain_back(store, table_id, begin):
+            if keys.signs(s.event.device_id):
+                got.setdefault(s.event.event_id, s)
+    return [s.event for s in sorted(got.values(), key=lambda s: (s.pos, s.event.event_id))]
+
+
+def chain_back(store: Store, table_id: str, begin: int) -> list[Stored]:
+    """Each device's events before `begin` from the head of its last checkpoint there."""
+    marks = store.query(
+        "SELECT " + EVENT_COLUMNS + ", pos FROM events FINAL WHERE table_id = {t:String} "
+        "AND (device_id, pos) IN (SELECT device_id, max(pos) FROM events FINAL WHERE "
+        "table_id = {t:String} AND pos < {b:UInt64} AND type = 'Checkpoint' "
+        "GROUP BY device_id)", {"t": table_id, "b": begin})
+    out: list[Stored] = []
+    for m in marks:
+        cp = stored_event(m)
+        assert isinstance(cp.payload, Checkpoint)
+        rows = store.query(
+            "SELECT " + EVENT_COLUMNS + ", pos FROM events FINAL WHERE table_id = {t:String} "
+            "AND device_id = {d:String} AND seq >= {s:UInt64} AND pos < {b:UInt64} "
+            "ORDER BY pos, event_id",
+            {"t": table_id, "d": cp.device_id, "s": cp.payload.head_seq, "b": begin})
+        out += [Stored(int(r["pos"]), stored_event(r)) for r in rows]
+    return out
 
 
 def _stored(store: Store, rounds: dict[str, Rebuilt]) -> None:
