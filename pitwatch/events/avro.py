@@ -11,16 +11,16 @@ import dataclasses
 import functools
 import hashlib
 import io
-import struct
+import json
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any, Final, cast
 
 import fastavro
-import fastavro.read
 
 try:
     from isal import isal_zlib
-except ImportError:  # a platform without its wheel: fastavro inflates with zlib
+except ImportError:  # a platform without its wheel: zlib inflates
     isal_zlib = None  # type: ignore[assignment]
 
 from ..blackjack.ratio import Ratio
@@ -51,9 +51,12 @@ from .native import Program
 from .schema import (
     NAMESPACE,
     SINGLE_OBJECT_MAGIC,
-    fingerprint,
+    WriterSchema,
+    canonical_form,
+    current_writer,
     plain_schema,
     raw_schema,
+    released_by_canonical,
     single_object_header,
     strip_logical,
     writer_schemas,
@@ -237,17 +240,48 @@ def digest(ev: Event) -> bytes:
 
 
 def decode(body: bytes) -> Event:
+    """The event of a body under this schema: in C (`native`) where the walk takes it,
+    else fastavro's datum, held to its one byte form (`_datum`)."""
     _bounded(body, "an event")
     program = _current_program()
     built = None if program is None else program.build(body, 1)
     if built is not None:  # built in C (`native`); what it refuses, fastavro reads
         return checked(built[0])
+    return from_datum(_datum(current_writer(), body), body)
+
+
+def _datum(writer: WriterSchema, body: bytes) -> Any:
+    """fastavro's datum of one record's bytes under a released writer schema, resolved
+    to this schema; DecodeError unless the bytes are exactly one record in its one
+    canonical encoding (`_one_form`)."""
+    bio = io.BytesIO(body)
     try:
-        d: Any = fastavro.schemaless_reader(io.BytesIO(body), plain_schema(), None,
-                                       return_record_name=True)
+        d: Any = fastavro.schemaless_reader(bio, writer.plain, None, return_record_name=True)
     except Exception as e:  # fastavro raises many kinds on bad bytes
-        raise DecodeError(f"not a TableEvent body: {e}") from e
-    return from_datum(d, body)
+        raise DecodeError(f"not a TableEvent body under schema {writer.crc.hex()}: {e}") from e
+    if bio.tell() != len(body):
+        raise DecodeError(f"{len(body) - bio.tell()} bytes after the record")
+    _one_form(writer, d, body)
+    if writer.crc == current_writer().crc:
+        return d
+    return fastavro.schemaless_reader(io.BytesIO(body), writer.plain, plain_schema(),
+                                      return_record_name=True)
+
+
+def _one_form(writer: WriterSchema, datum: Any, raw: bytes) -> None:
+    """DecodeError unless `raw` is what `datum` re-encodes to under its writer schema: one
+    event has one byte form, so its digest means one thing (no over-long varint, no
+    negative or second block count in an array, no boolean but 0 or 1...)."""
+    buf = io.BytesIO()
+    try:
+        fastavro.schemaless_writer(buf, writer.plain, datum)
+    except Exception as e:  # a datum the writer cannot write is not one it wrote
+        raise DecodeError(f"the record does not re-encode under its writer schema: {e}") from e
+    if buf.getvalue() != raw:
+        raise DecodeError(
+            f"the record's {len(raw)} bytes are not its canonical encoding (its re-encoding "
+            f"under its writer schema is {len(buf.getvalue())} other bytes: an over-long "
+            "varint, a negative or split block count, a boolean but 0 or 1...)")
 
 
 def encode_single(ev: Event) -> bytes:
@@ -264,14 +298,31 @@ def message_bytes(ev: Event) -> bytes:
 
 
 def writer_fingerprint(ev: Event) -> str:
-    """The hex fingerprint of the schema the event's bytes were written under."""
+    """The hex CRC-64 of the schema the event's bytes were written under (a lookup hint:
+    `writer_schema_sha256` is its identity)."""
     return ev.writer.hex() if ev.writer else current_fingerprint()
+
+
+def writer_schema(ev: Event) -> WriterSchema:
+    """The released schema the event's bytes are under (this one when it names none)."""
+    if ev.writer is None:
+        return current_writer()
+    w = writer_schemas().get(ev.writer)
+    if w is None:
+        raise DecodeError(f"unknown schema fingerprint {ev.writer.hex()}")
+    return w
+
+
+def writer_schema_sha256(ev: Event) -> bytes:
+    """SHA-256 of the Parsing Canonical Form of the schema the event's bytes are under:
+    what gives its bytes (and so its digest) their meaning, for a signature to bind."""
+    return writer_schema(ev).sha256
 
 
 @functools.cache
 def _current_program() -> Program | None:
     """The C reader of an event body under this schema."""
-    return Program.of(fastavro.parse_schema(plain_schema()), _typed, _ENUMS)
+    return Program.of(current_writer().plain, _typed, _ENUMS)
 
 
 @functools.cache
@@ -280,9 +331,11 @@ def current_fingerprint() -> str:
 
 
 def decode_single(message: bytes) -> Event:
-    """An event from a single-object message written under any schema version this
-    reader knows (found by its fingerprint among the released ones). Its raw bytes are
-    the body as written: the digest is computed over them, never over a re-encoding."""
+    """An event from a single-object message written under any released schema version.
+    Its 8 CRC bytes only look the version up (no two released versions share them: see
+    `schema.writer_schemas`); the record must then be exactly one record of that schema
+    in its one canonical encoding. Its raw bytes are the body as written: the digest is
+    computed over them, never over a re-encoding."""
     _bounded(message, "a message")
     header = single_object_header()
     if message[:10] == header:
@@ -295,12 +348,7 @@ def decode_single(message: bytes) -> Event:
         raise DecodeError(f"unknown schema fingerprint {fp.hex()}: not the current schema "
                           "nor any released one")
     body = message[10:]
-    try:
-        d: Any = fastavro.schemaless_reader(io.BytesIO(body), writer, plain_schema(),
-                                            return_record_name=True)
-    except Exception as e:  # fastavro raises many kinds on bad bytes
-        raise DecodeError(f"not a TableEvent body under schema {fp.hex()}: {e}") from e
-    ev = from_datum(d, body)
+    ev = from_datum(_datum(writer, body), body)
     ev.writer = fp
     return ev
 
@@ -308,44 +356,146 @@ def decode_single(message: bytes) -> Event:
 # --- container files ----------------------------------------------------------------
 
 
-def _inflate_block(fo: Any) -> io.BytesIO:
-    """A "deflate" block of a container file, inflated by ISA-L (`isal`) rather than zlib:
-    the same bytes in about half the time (0.41 s against 0.78 s of CPU for the 85 MB of
-    a 1.08M-event file), and every worker of `audit --jobs N` inflates the whole file.
-    fastavro's compiled reader hands over the file (the block's size, then its bytes),
-    its pure-Python one a decoder."""
-    read_bytes = getattr(fo, "read_bytes", None)
-    if read_bytes is not None:
-        data: bytes = read_bytes()
-    else:
-        size = _read_long(fo)
-        if size < 0:
-            raise ValueError(f"a deflate block of {size} bytes")
-        data = fo.read(size)
-        if len(data) != size:
-            raise EOFError(f"a deflate block of {size} bytes ends after {len(data)}")
-    return io.BytesIO(isal_zlib.decompress(data, -15))
+class ContainerError(DecodeError):
+    """A container file (or one of its blocks) refused: the reason says why."""
 
 
-def _read_long(fo: IO[bytes]) -> int:
-    """An Avro long (zigzag varint) read from a file."""
+#: Bytes a deflate stream may add to what it holds (5 a stored block of 64 KiB, and its
+#: end), so that a block of stored records is not refused for them.
+def _deflate_slack(cap: int) -> int:
+    return 5 * (cap // 65_535 + 1) + 64
+
+
+def _read_exact(src: IO[bytes], n: int, what: str) -> bytes:
+    data = src.read(n)
+    if len(data) != n:
+        raise ContainerError(f"the file ends inside {what} ({len(data)} of {n} bytes)")
+    return data
+
+
+def _read_long(src: IO[bytes], what: str) -> int | None:
+    """An Avro long (zigzag varint) read from a file; None at the file's end before it."""
     shift = value = 0
     while True:
-        b = fo.read(1)
+        b = src.read(1)
         if not b:
-            raise EOFError("the file ends inside a block's header")
+            if shift == 0:
+                return None
+            raise ContainerError(f"the file ends inside {what}")
         value |= (b[0] & 0x7F) << shift
         if not b[0] & 0x80:
             return (value >> 1) ^ -(value & 1)
         shift += 7
         if shift > 63:
-            raise ValueError("a block's size is longer than a long")
+            raise ContainerError(f"{what} is longer than a long")
 
 
-#: Every container file pitwatch reads in this process is inflated so: fastavro's own
-#: registry of block readers is the documented place for a codec's reader.
-if isal_zlib is not None:
-    fastavro.read.BLOCK_READERS["deflate"] = _inflate_block
+def _long(src: IO[bytes], what: str) -> int:
+    n = _read_long(src, what)
+    if n is None:
+        raise ContainerError(f"the file ends before {what}")
+    return n
+
+
+@dataclasses.dataclass(frozen=True)
+class ContainerHeader:
+    """What a container file's header says: its writer schema (a released one), its
+    codec and its sync marker."""
+
+    writer: WriterSchema
+    codec: str
+    sync: bytes
+
+
+def read_header(src: IO[bytes]) -> ContainerHeader:
+    """A container file's header, read within `limits.MAX_HEADER_BYTES`. ContainerError
+    unless its schema is, by its Parsing Canonical Form, one of the released versions
+    (`schema.writer_schemas`): the records are then read under that released schema,
+    never under the file's own text (its logical types, docs and defaults are ignored)."""
+    if src.read(4) != b"Obj\x01":
+        raise ContainerError("not an Avro container file (no Obj 1 magic)")
+    left = limits.MAX_HEADER_BYTES
+    meta: dict[str, bytes] = {}
+    while (count := _long(src, "the header's metadata")) != 0:
+        if count < 0:
+            count = -count
+            _long(src, "the header's metadata")
+        for _ in range(count):
+            key = _read_exact(src, _text_length(src, left), "the header's metadata")
+            left -= len(key)
+            value = _read_exact(src, _text_length(src, left), "the header's metadata")
+            left -= len(value)
+            name = key.decode("utf-8", "replace")
+            if name in meta:
+                raise ContainerError(f"the header names {name!r} twice")
+            meta[name] = value
+    sync = _read_exact(src, 16, "the header's sync marker")
+    codec = meta.get("avro.codec", b"null").decode("utf-8", "replace")
+    if codec not in ("null", "deflate"):
+        raise ContainerError(f"codec {codec[:40]!r}: pitwatch reads null and deflate")
+    text = meta.get("avro.schema")
+    if text is None:
+        raise ContainerError("the header has no avro.schema")
+    try:
+        canonical = canonical_form(json.loads(text))
+    except Exception as e:  # any failure to parse a schema is the file's
+        raise ContainerError(f"the header's schema is not an Avro schema: {e}"[:300]) from e
+    writer = released_by_canonical(canonical)
+    if writer is None:
+        sha = hashlib.sha256(canonical.encode()).hexdigest()
+        raise ContainerError(
+            f"the header's writer schema (canonical form SHA-256 {sha[:16]}...) is not a "
+            "released one (schemas/avro/released): its records' meaning would come from "
+            "the file itself")
+    return ContainerHeader(writer, codec, sync)
+
+
+def _text_length(src: IO[bytes], left: int) -> int:
+    n = _long(src, "the header's metadata")
+    if not 0 <= n <= left:
+        raise ContainerError(f"a header of more than {limits.MAX_HEADER_BYTES:,} bytes")
+    return n
+
+
+def _inflate(data: bytes, cap: int) -> bytes:
+    """A deflate block's bytes, never more than `cap` of them inflated: a block that
+    would inflate past it is refused, not inflated. ISA-L (`isal`) inflates twice as
+    fast as zlib, the same bytes."""
+    d = (isal_zlib or zlib).decompressobj(-15)
+    try:
+        out: bytes = d.decompress(data, cap + 1)
+    except Exception as e:  # zlib's or ISA-L's error on a damaged stream
+        raise ContainerError(f"a deflate block does not inflate: {e}") from e
+    if len(out) > cap or d.unconsumed_tail:
+        raise ContainerError(f"a deflate block inflates past {cap:,} bytes (its records "
+                             f"x {limits.MAX_MESSAGE_BYTES:,}, at most "
+                             f"{limits.MAX_BLOCK_BYTES:,})")
+    if not d.eof or len(d.unused_data) > 4:  # fastavro leaves 3 of zlib's checksum
+        raise ContainerError("a deflate block's stream is cut short or followed by bytes")
+    return out
+
+
+def read_blocks(src: IO[bytes], header: ContainerHeader) -> Iterator[tuple[int, bytes]]:
+    """Each block's record count and its bytes, inflated. A block is refused
+    (ContainerError) when it would hold more than its records x the message limit
+    (or `limits.MAX_BLOCK_BYTES`), more records than bytes, or its sync marker is not
+    the file's."""
+    while (count := _read_long(src, "a block's count")) is not None:
+        if count < 1:
+            raise ContainerError(f"a block of {count} records")
+        cap = min(count * limits.MAX_MESSAGE_BYTES, limits.MAX_BLOCK_BYTES)
+        size = _long(src, "a block's size")
+        most = cap if header.codec == "null" else cap + _deflate_slack(cap)
+        if not 0 <= size <= most:
+            raise ContainerError(f"a block of {size:,} bytes for {count} records: at most "
+                                 f"{most:,}")
+        data = _read_exact(src, size, "a block")
+        raw = data if header.codec == "null" else _inflate(data, cap)
+        if count > len(raw):
+            raise ContainerError(f"a block of {count} records in {len(raw)} bytes")
+        if _read_exact(src, 16, "a block's sync marker") != header.sync:
+            raise ContainerError("a block's sync marker is not the file's")
+        yield count, raw
 
 
 def write_container(out: IO[bytes], events: Iterable[Event], codec: str = "deflate",
@@ -368,37 +518,32 @@ def write_container(out: IO[bytes], events: Iterable[Event], codec: str = "defla
 
 
 class ContainerBlock:
-    """One block of a container file, decompressed, its records read on demand."""
+    """One block of a container file, inflated, its records read on demand under the
+    file's released writer schema."""
 
-    def __init__(self, block: Any, fast: bool, writer_plain: Any, reader: Any,
-                 program: Program | None, writer_fp: bytes | None = None) -> None:
-        self._block, self._fast = block, fast
-        self._writer, self._reader, self._program = writer_plain, reader, program
-        #: the 8 fingerprint bytes of the file's schema when it is not this one (what an
+    def __init__(self, count: int, raw: bytes, writer: WriterSchema,
+                 program: Program | None) -> None:
+        self.raw, self.count = raw, count
+        self._writer, self._program = writer, program
+        self._current = writer.crc == current_writer().crc
+        #: the 8 CRC bytes of the file's schema when it is not this one (what an
         #: event's `writer` says: its raw bytes are under that schema)
-        self._writer_fp = writer_fp
-        self._bio: io.BytesIO = block.bytes_
-        self.raw = self._bio.getvalue()
-        self.count: int = block.num_records
+        self._writer_fp = None if self._current else writer.crc
 
     def records(self) -> Iterator[tuple[dict[str, Any], bytes]]:
-        """Every record's fastavro datum and raw bytes. With fastavro's own record
-        iteration when the file is under this schema: it reads the block's bytes lazily,
-        so where the read position stands after a record is where its bytes end."""
-        bio, raw = self._bio, self.raw
-        bio.seek(0)
-        records: Iterable[Any]
-        if self._fast:
-            records = self._block
-        else:  # the same bytes, read under the writer's schema without logical types
-            records = (fastavro.schemaless_reader(bio, self._writer, self._reader,
-                                                  return_record_name=True)
-                       for _ in range(self.count))
+        """Every record's fastavro datum under its writer schema, and its raw bytes (as
+        they end where fastavro's read of the record stops). `judged` holds each to its
+        one byte form."""
+        raw, writer = self.raw, self._writer.plain
+        bio = io.BytesIO(raw)
         pos = 0
-        for d in records:
+        for _ in range(self.count):
+            d = fastavro.schemaless_reader(bio, writer, None, return_record_name=True)
             end = bio.tell()
             yield cast(dict[str, Any], d), raw[pos:end]
             pos = end
+        if pos != len(raw):
+            raise ContainerError(f"{len(raw) - pos} bytes after a block's last record")
 
     def frame(self) -> tuple[list[int], list[str | None]] | None:
         """Where each record ends and its table_id, undecoded (`native`); None when there
@@ -427,11 +572,21 @@ class ContainerBlock:
         return iter(built) if built is not None else self.records()
 
     def judged(self, rec: Event | tuple[dict[str, Any], bytes]) -> Event:
-        """The event of a record `read`, range-checked: DecodeError (or KeyError) when it
-        is not one of the contract (`shown` is what to show of it)."""
-        if isinstance(rec, Event):
+        """The event of a record `read`: DecodeError (or KeyError) when it is not one of
+        the contract (`shown` is what to show of it): past the message limit, not in its
+        one byte form, or out of its ranges."""
+        raw = rec.raw if isinstance(rec, Event) else rec[1]
+        if raw is not None:
+            _bounded(raw, "a record")
+        if isinstance(rec, Event):  # the C walk took only records in their one form
             return checked(rec)
-        ev = from_datum(*rec)
+        d: Any
+        d, raw = rec
+        _one_form(self._writer, d, raw)
+        if not self._current:
+            d = fastavro.schemaless_reader(io.BytesIO(raw), self._writer.plain,
+                                           plain_schema(), return_record_name=True)
+        ev = from_datum(d, raw)
         ev.writer = self._writer_fp
         return ev
 
@@ -442,29 +597,28 @@ class ContainerBlock:
     def datum(self, raw: bytes) -> dict[str, Any]:
         """fastavro's datum of one record's bytes (what a rejected record shows)."""
         return cast(dict[str, Any], fastavro.schemaless_reader(
-            io.BytesIO(raw), self._writer, self._reader, return_record_name=True))
+            io.BytesIO(raw), self._writer.plain, None, return_record_name=True))
+
+
+@functools.cache
+def _program_of(crc: bytes) -> Program | None:
+    """The C walk of a released schema's records: built only under this schema, framed
+    under any."""
+    writer = writer_schemas()[crc]
+    same = crc == current_writer().crc
+    return Program.of(writer.plain, _typed if same else None, _ENUMS)
 
 
 def read_container_blocks(src: IO[bytes]) -> Iterator[ContainerBlock]:
     """The blocks of a container file, each able to read its records with their raw
     bytes as written: the canonical form under the file's writer schema, so digests
-    need no re-encoding (and a file of another released version keeps its digests)."""
-    plain = plain_schema()
-    same = logical = False
-    writer_plain: Any = None
-    program: Program | None = None
-    writer_fp: bytes | None = None
-    for n, block in enumerate(fastavro.block_reader(src, return_record_name=True)):
-        if n == 0:  # one writer schema per file
-            writer = block.writer_schema
-            writer_plain = fastavro.parse_schema(strip_logical(writer))
-            same = fingerprint(writer_plain) == fingerprint(plain)
-            writer_fp = None if same else struct.pack("<Q", fingerprint(writer_plain))
-            logical = strip_logical(writer) != writer
-            # built in C only under this schema; framed under any
-            program = Program.of(writer_plain, _typed if same else None, _ENUMS)
-        yield ContainerBlock(block, same and not logical, writer_plain,
-                             None if same else plain, program, writer_fp)
+    need no re-encoding (and a file of another released version keeps its digests).
+    ContainerError when the header's schema is not a released one, or a block breaks a
+    bound (`read_header`, `read_blocks`)."""
+    header = read_header(src)
+    program = _program_of(header.writer.crc)
+    for count, raw in read_blocks(src, header):
+        yield ContainerBlock(count, raw, header.writer, program)
 
 
 def read_container_records(src: IO[bytes]) -> Iterator[tuple[dict[str, Any], bytes]]:

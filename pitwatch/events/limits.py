@@ -37,6 +37,12 @@ from .model import (
 #: The largest single-object message (or Avro record, or JSON line) a reader takes. A
 #: TableOpened with pay tables is about 1 KiB; the broker's default limit is 1 MB.
 MAX_MESSAGE_BYTES: Final = 64 * 1024
+#: The most bytes a container file's block may hold, inflated: its records x
+#: MAX_MESSAGE_BYTES, and never past this (64 x the message limit; writers cut a block
+#: at 16-64 KB). A block that would inflate past its bound is refused, not inflated.
+MAX_BLOCK_BYTES: Final = 64 * MAX_MESSAGE_BYTES
+#: The most bytes of a container file's header metadata (its schema is about 30 KB).
+MAX_HEADER_BYTES: Final = 1024 * 1024
 #: Identifiers (event, table, device, round, dealer, shoe, key and pay-table names).
 MAX_ID: Final = 128
 MAX_SEQ: Final = 2**53 - 1
