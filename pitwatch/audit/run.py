@@ -16,6 +16,7 @@ from ..engine.violation import Violation
 from ..events.files import Rejected, expand, read_files
 from ..events.keys import KeyRegistry
 from ..events.model import Event
+from ..events.order import in_record_order
 from ..packs.registry import select
 from ..store.base import Store
 from ..store.batch import BatchWriter
@@ -245,7 +246,7 @@ def audit_paths(
     keep_violations: bool = True,
     keys: KeyRegistry | None = None,
 ) -> AuditReport:
-    files = expand(paths)
+    files = in_record_order(expand(paths))  # refused here, before any finding
     rep = AuditReport(files=len(files))
 
     def reject(r: Rejected) -> None:
