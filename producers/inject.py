@@ -777,7 +777,7 @@ CATALOGUE: Final[tuple[Fault, ...]] = (
           PlayOptions(extra_dealer_card=True)),
     Fault("CARD_COUNT_EXCEEDED", None, _card_count_targets, _card_count_apply),
     Fault("PROCEDURE_OUT_OF_ORDER", None, _out_of_order_targets, _out_of_order_apply),
-    Fault("SEQUENCE_GAP", None, _record_targets, _gap_apply),
+    Fault("EVENTS_LOST", None, _record_targets, _gap_apply),
     Fault("SEQUENCE_CONFLICT", None, _conflict_targets, _conflict_apply),
     Fault("DIGEST_MISMATCH", None, _record_targets, _digest_apply),
     Fault("ROUND_INCOMPLETE", None, _all, _incomplete_apply),

@@ -29,7 +29,7 @@ class Step:
     """One event to be: its device, its payload and what it is for.
 
     A marker has no device and no payload; its tag is ``("M", name, *args)``. The flags
-    ask the renderer to break the device record on purpose (SEQUENCE_GAP,
+    ask the renderer to break the device record on purpose (EVENTS_LOST,
     DIGEST_MISMATCH, SEQUENCE_CONFLICT). `event_id` is set when the step is rendered.
     """
 

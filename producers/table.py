@@ -63,6 +63,9 @@ class TableRun:
         self.shoes = 0
         self.shoe = self._shuffle()
         self.counts: dict[tuple[str, str], int] = {}
+        #: False from an EVENTS_LOST fault to the next ShoeLoaded: the audit cannot count
+        #: this shoe's cards, so no CARD_COUNT_EXCEEDED is injected in it
+        self.counts_known = True
         self.injected: Counter[str] = Counter()
         self.eligible: Counter[str] = Counter()  # rounds in which each fault was possible
         self.pending: dict[str, Any] | None = None  # a ROUND_INCOMPLETE awaiting its event
@@ -75,7 +78,7 @@ class TableRun:
         return ShoeCursor(bj.Shoe.shuffled(self.cfg.rules.decks, self.shoe_rng), shoe_id)
 
     def _shoe_loaded(self) -> Step:
-        self.counts = {}
+        self.counts, self.counts_known = {}, True
         return Step(SHOE, ShoeLoaded(self.shoe.shoe_id, self.shoe.decks), ("shoe",))
 
     def _new_shoe(self) -> Step:
@@ -118,7 +121,8 @@ class TableRun:
         fault: Fault | None = None
         truth_step: Step | None = None
         if self.inject and self.inject_rng.random() < self.inject:
-            ctx = InjectContext(cfg, script, dict(self.counts), self.shoe.decks,
+            ctx = InjectContext(cfg, script, dict(self.counts) if self.counts_known else {},
+                                self.shoe.decks,
                                 k == self.rounds)
             found = candidates(ctx)
             for f, _ in found:
@@ -172,6 +176,8 @@ class TableRun:
 
     def _record(self, fault: Fault, step: Step | None, round_id: str) -> None:
         self.injected[fault.code] += 1
+        if fault.code == "EVENTS_LOST":
+            self.counts_known = False
         event_id = None
         if step is not None:
             event_id = step.conflict_id if fault.code == "SEQUENCE_CONFLICT" else step.event_id

@@ -20,11 +20,9 @@ A check that raises anything but `Undecidable` is an engine error: counted in
 from __future__ import annotations
 
 import base64
-import uuid
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from itertools import pairwise
 from typing import Any
 
 from ..events.avro import decode_single, digest, message_bytes, rules_from_dict, rules_to_dict
@@ -39,18 +37,16 @@ from ..events.model import (
     WagerReturned,
 )
 from .errors import FOLD, EngineErrorSink, engine_error
+from .record import HISTORY_SEQS, HOLE, PREFIX, Fed
+from .record import Device as _Device
 from .rulepack import Finding, PostingRule, Rule, RulePack, Undecidable
 from .state import Round, TableState
 from .violation import Severity, Violation, violation_id
 
-#: How many recent seq numbers per device are remembered to tell a redelivery (same
-#: event_id) from a conflict (another event with the same seq). A snapshot keeps all of
-#: them, so a restored auditor judges a late copy exactly as the live one would.
-SEQ_WINDOW = 1024
-#: The version of `export_state`'s format; `import_state` refuses any other.
-STATE_VERSION = 1
-#: How many devices a table has at most (docs/events.md, "Ranges"): each keeps a seq
-#: window, so a stream inventing device ids cannot grow a table's state and snapshot.
+#: The version of `export_state`'s format; `import_state` reads it and upcasts version 1.
+STATE_VERSION = 2
+#: How many devices a table has at most (docs/events.md, "Ranges"): each keeps a
+#: history, so a stream inventing device ids cannot grow a table's state and snapshot.
 MAX_DEVICES = 32
 #: How many ended rounds per table are remembered to refuse late events for them.
 CLOSED_WINDOW = 64
@@ -84,56 +80,6 @@ class StateError(ValueError):
     """A snapshot this auditor cannot take: another version, or damaged."""
 
 
-class _Device:
-    __slots__ = ("last_digest", "last_event", "last_seq", "stranger_round", "unsigned",
-                 "unsigned_from", "unsigned_last", "unsigned_round", "window")
-
-    def __init__(self) -> None:
-        self.last_seq = 0
-        self.last_event: Event | None = None
-        self.last_digest: bytes | None = None  # of the last event, when restored without it
-        self.window: OrderedDict[int, str] = OrderedDict()
-        #: events since the device's last checkpoint (counted only for a device that
-        #: signs), the seq of the first of them, the last one (seq, event id, ts) and
-        #: its round
-        self.unsigned = 0
-        self.unsigned_from = 0
-        self.unsigned_last: tuple[int, str, int] = (0, "", 0)
-        self.unsigned_round: str | None = None
-        #: for a device the key registry does not know: the round (or "" between
-        #: rounds) it was last reported in, so it is reported once a round
-        self.stranger_round: str | None = None
-
-    @property
-    def seen(self) -> bool:
-        return self.last_event is not None or self.last_digest is not None
-
-    def prev_digest(self) -> bytes:
-        return digest(self.last_event) if self.last_event is not None else self.last_digest or b""
-
-    def to_json(self) -> dict[str, Any]:
-        return {"last_seq": self.last_seq, "last_digest": _b64(self.prev_digest()),
-                "window": _window_to_json(self.window), "unsigned": self.unsigned,
-                "unsigned_from": self.unsigned_from, "unsigned_last": list(self.unsigned_last),
-                "unsigned_round": self.unsigned_round, "stranger_round": self.stranger_round}
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> _Device:
-        dev = cls()
-        dev.last_seq = int(d["last_seq"])
-        dev.last_digest = _unb64(d["last_digest"])
-        dev.window = _window_from_json(d["window"])
-        dev.unsigned = int(d.get("unsigned", 0))  # absent in snapshots before signing
-        dev.unsigned_from = int(d.get("unsigned_from", 0))
-        seq, event_id, ts = d.get("unsigned_last", (0, "", 0))
-        dev.unsigned_last = (int(seq), str(event_id), int(ts))
-        r = d.get("unsigned_round")
-        dev.unsigned_round = None if r is None else str(r)
-        s = d.get("stranger_round")  # absent in snapshots before strangers were reported
-        dev.stranger_round = None if s is None else str(s)
-        return dev
-
-
 def _b64(b: bytes) -> str:
     return base64.b64encode(b).decode()
 
@@ -142,57 +88,19 @@ def _unb64(s: str) -> bytes:
     return base64.b64decode(s, validate=True)
 
 
-def _window_to_json(window: OrderedDict[int, str]) -> dict[str, Any]:
-    """seq -> event_id compactly: the seqs as first + steps, the ids packed as 16-byte
-    UUIDs when they all are canonical UUID strings (the simulator's and most devices')."""
-    seqs = list(window)
-    ids = list(window.values())
-    steps = [b - a for a, b in pairwise(seqs)]
-    out: dict[str, Any] = {"first": seqs[0] if seqs else 0,
-                           "steps": None if all(d == 1 for d in steps) else steps,
-                           "n": len(seqs)}
-    packed = _pack_uuids(ids)
-    if packed is not None:
-        out["uuids"] = _b64(packed)
-        return out
-    out["ids"] = ids
+def _upcast_v1(state: dict[str, Any]) -> dict[str, Any]:
+    """A version-1 snapshot as version 2: each device's seq window becomes a history
+    of its last event alone, and the table's record was whole (no break known)."""
+    out = dict(state)
+    out["version"] = 2
+    out["devices"] = {k: _Device.from_v1(d) for k, d in state["devices"].items()}
+    out["record"] = {"episode": None, "lost": None, "lost_check": None, "whole": True,
+                     "cut_at": None, "cut_next": None, "counts_known": True}
     return out
 
 
-def _pack_uuids(ids: list[str]) -> bytes | None:
-    """The ids as 16-byte UUIDs when each is a canonical UUID string (lower-case hex,
-    8-4-4-4-12: what str(uuid.UUID(...)) gives back), else None. In bulk, without a
-    UUID object per id: a snapshot's window holds thousands."""
-    joined = "".join(ids)
-    if len(joined) != 36 * len(ids) or joined.count("-") != 4 * len(ids):
-        return None
-    if any(joined[k::36].count("-") != len(ids) for k in (8, 13, 18, 23)):
-        return None
-    digits = joined.replace("-", "")
-    if digits != digits.lower():
-        return None
-    try:
-        packed = bytes.fromhex(digits)
-    except ValueError:
-        return None
-    return packed if len(packed) == 16 * len(ids) else None  # fromhex skips whitespace
-
-
-def _window_from_json(d: dict[str, Any]) -> OrderedDict[int, str]:
-    n, seq = int(d["n"]), int(d["first"])
-    steps = d["steps"] or [1] * max(n - 1, 0)
-    seqs = [seq]
-    for step in steps:
-        seq += int(step)
-        seqs.append(seq)
-    if "uuids" in d:
-        raw = _unb64(d["uuids"])
-        ids = [str(uuid.UUID(bytes=raw[k * 16:k * 16 + 16])) for k in range(n)]
-    else:
-        ids = [str(i) for i in d["ids"]]
-    if len(ids) != n or (n and len(seqs) != n):
-        raise StateError("seq window: counts disagree")
-    return OrderedDict(zip(seqs[:n], ids, strict=True))
+#: Upcasters by the version they read: each returns the next version's snapshot.
+_UPCASTERS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _upcast_v1}
 
 
 PackSelector = Callable[[str, str], RulePack]
@@ -234,15 +142,34 @@ class TableAuditor:
         self._since: list[Event] = []
         #: `import_state` folding the open round again: nothing it finds is news
         self._refolding = False
+        # --- continuity (docs/events.md, "The record": a break in the record) ---
+        #: while a break episode is open: the devices not heard from since it opened
+        #: (a gap of one of them is the same break, not another)
+        self._episode: set[str] | None = None
+        #: what the caller said was lost before the audit (`lost`), for the next break
+        self._lost: str | None = None
+        #: the devices that still have to show they continue for `_lost` to lapse
+        self._lost_check: set[str] | None = None
+        #: the table's record has been whole since its start (no break before its
+        #: TableOpened): only then is a round without one TABLE_NOT_OPENED
+        self._whole = True
+        #: where in `_since` the open round was cut (None: not cut)
+        self._cut_at: int | None = None
+        #: a round whose first events were lost: it opens cut
+        self._cut_next: str | None = None
 
     # --- input -----------------------------------------------------------------------
 
-    def feed(self, ev: Event) -> None:
+    def feed(self, ev: Event) -> Fed:
+        """Audit the table's next event. Returns what the record did with it: ACCEPTED
+        (recorded, and judged where the record allows), REDELIVERY (an identical copy of
+        a recorded event: a no-op) or REFUSED (not applied, and reported): a store keeps
+        only what was accepted."""
         if type(ev.payload) is Checkpoint:
-            self._checkpoint(ev, ev.payload)
-            return
-        if not self._record(ev):
-            return
+            return self._checkpoint(ev, ev.payload)
+        fed = self._record(ev)
+        if fed is not Fed.ACCEPTED:
+            return fed
         if self.keys is not None:
             self._unsigned(ev)
         ts = ev.ts
@@ -256,6 +183,30 @@ class TableAuditor:
                                  f"the table's clock passed {timeout / 1000:g} s after its "
                                  "last event")
         self._route(ev)
+        return fed
+
+    def prime(self, ev: Event) -> None:
+        """Take `ev` as its device's last known event (history read back from a store,
+        before a replay or a continued audit) without judging it: the device's next
+        event is checked against it (seq, prev_digest). Nothing is raised."""
+        dev = self.devices.get(ev.device_id)
+        if dev is None:
+            if len(self.devices) >= MAX_DEVICES:
+                return
+            dev = self.devices[ev.device_id] = _Device()
+        if dev.seen and ev.seq <= dev.last_seq:
+            return
+        dev.start(ev.seq, digest(ev))
+        dev.unsigned, dev.unsigned_round = 0, None
+
+    def lost(self, where: str) -> None:
+        """The caller knows events that may be this table's were lost before the audit
+        read them (`where`: e.g. the partition, the offsets and when it was noticed).
+        The table's next break (a gap of any device, a device first seen past seq 1) is
+        reported as EVENTS_LOST with this text; nothing is raised if the table shows no
+        break before each of its devices has continued its record."""
+        self._lost = where
+        self._lost_check = set(self.devices)
 
     def _route(self, ev: Event) -> None:
         """An event the record accepted: to the table, or to its round."""
@@ -274,7 +225,7 @@ class TableAuditor:
             if r is not None and not r.ended:
                 self._incomplete(r, ev.ts, f"the table moved on to round {rid}", ev.event_id)
             r = self.round = self._open_round(rid)
-            if not self.table.opened:  # no rule pack: say so, do not pass it silently
+            if not self.table.opened and self._whole:  # no rule pack: say so
                 self._raise_record("TABLE_NOT_OPENED", ev, rid,
                                    f"round {rid} at table {self.table.table_id}, which has "
                                    "no TableOpened: no posted rules, no jurisdiction, judged "
@@ -283,9 +234,19 @@ class TableAuditor:
             self._raise_record("PROCEDURE_OUT_OF_ORDER", ev, rid,
                                f"{ev.type} after the round ended")
             return
+        if self._refolding and self._cut_at is not None and len(self._since) >= self._cut_at:
+            r.cut = True  # where the break cut the round when it was first folded
         self._since.append(ev)
         p = ev.payload
         t = type(p)
+        if r.cut:  # after a break: folded for the summary, never judged
+            try:
+                r.apply(ev)
+            except Exception as e:  # a bug in the fold: reported apart
+                self._engine_error(ev, FOLD, e)
+            if t is RoundEnded:
+                self._close(r, complete=False)
+            return
         void = False
         cause: tuple[str, str] | None = None
         if not r.started and t is not RoundStarted:
@@ -383,7 +344,8 @@ class TableAuditor:
     def export_state(self) -> dict[str, Any]:
         """Everything the auditor knows, as JSON-ready data (no code, no pickle), version
         STATE_VERSION: the table's posted rules and shoe, each device's record (last
-        seq, digest of its last event, the whole seq window), the recently closed
+        seq and digest, its history of digest prefixes), the record's continuity (an
+        open break episode, what `lost` said, a cut round), the recently closed
         rounds, and the open round as the canonical bytes of its events (folded again
         by `import_state`, deterministic). Violations are not part of it: they went out
         when found."""
@@ -405,14 +367,30 @@ class TableAuditor:
             "closed": list(self.closed),
             "clock": self.clock,
             "rid": self._rid,
+            "record": {
+                "episode": None if self._episode is None else sorted(self._episode),
+                "lost": self._lost,
+                "lost_check": None if self._lost_check is None else sorted(self._lost_check),
+                "whole": self._whole,
+                "cut_at": self._cut_at if self.round_open else None,
+                "cut_next": self._cut_next,
+                "counts_known": self.table.counts_known,
+            },
         }
 
     def import_state(self, state: dict[str, Any]) -> None:
         """Become the auditor `export_state` described. Raises StateError (and stays
         as it was) on a snapshot of another version or one that does not parse."""
-        if not isinstance(state, dict) or state.get("version") != STATE_VERSION:
-            v = state.get("version") if isinstance(state, dict) else None
-            raise StateError(f"snapshot version {v!r}, this auditor reads {STATE_VERSION}")
+        v = state.get("version") if isinstance(state, dict) else None
+        try:
+            while isinstance(v, int) and v in _UPCASTERS:  # an older snapshot, brought up
+                state = _UPCASTERS[v](state)
+                v = state.get("version")
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise StateError(f"damaged version {v} snapshot: {e!r}") from e
+        if v != STATE_VERSION:
+            raise StateError(f"snapshot version {v!r}, this auditor reads {STATE_VERSION} "
+                             f"and {', '.join(map(str, sorted(_UPCASTERS)))}")
         try:
             table = _table_from_json(self.table.table_id, state["table"])
             pending = None if state["pending_open"] is None \
@@ -423,6 +401,14 @@ class TableAuditor:
             early = {str(k): int(n) for k, n in state["early"].items()}
             early_now = {str(k): int(n) for k, n in state["early_now"].items()}
             clock, round_violations = int(state["clock"]), int(state["round_violations"])
+            rec = state["record"]
+            episode = None if rec["episode"] is None else {str(x) for x in rec["episode"]}
+            lost = None if rec["lost"] is None else str(rec["lost"])
+            lost_check = None if rec["lost_check"] is None \
+                else {str(x) for x in rec["lost_check"]}
+            whole, counts_known = bool(rec["whole"]), bool(rec["counts_known"])
+            cut_at = None if rec["cut_at"] is None else int(rec["cut_at"])
+            cut_next = None if rec["cut_next"] is None else str(rec["cut_next"])
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise StateError(f"damaged snapshot: {e!r}") from e
         self.table, self.pending_open, self.early = table, pending, early
@@ -432,6 +418,8 @@ class TableAuditor:
         rid = state.get("rid")
         self._rid = None if rid is None else str(rid)
         self.round, self._base, self._since = None, None, []
+        self._episode, self._lost, self._lost_check = episode, lost, lost_check
+        self._whole, self._cut_at, self._cut_next = whole, cut_at, cut_next
         quiet_v, quiet_r = self.on_violation, self.on_round
         self.on_violation, self.on_round, self._refolding = _drop, _drop, True
         try:  # the open round, folded again: what it raised (findings, engine errors)
@@ -440,25 +428,29 @@ class TableAuditor:
         finally:
             self.on_violation, self.on_round, self._refolding = quiet_v, quiet_r, False
         self.early = early_now
+        self.table.counts_known = counts_known
         if self.round is not None and self.round_open:
             self.round.violations = round_violations
+            self._cut_at = cut_at
 
     # --- signatures (docs/events.md, "Signed checkpoints") -----------------------------
 
-    def _checkpoint(self, ev: Event, p: Checkpoint) -> None:
+    def _checkpoint(self, ev: Event, p: Checkpoint) -> Fed:
         """A device's checkpoint: part of its record (seq, digest), never of a round.
         Judged only with a key registry: once per checkpoint, off the per-event path."""
         dev = self.devices.get(ev.device_id)
         head_seq, head = 0, b""
-        if dev is not None and dev.seen:
-            head_seq, head = dev.last_seq, dev.prev_digest()
-            dev.last_event, dev.last_digest = None, head  # digested once, not again
-        if not self._record(ev):
-            return
+        if dev is not None and dev.last_digest is not None:
+            head_seq, head = dev.last_seq, dev.last_digest
+        fed = self._record(ev)
         keys = self.keys
-        if keys is None:
-            return
+        if fed is not Fed.ACCEPTED or keys is None:
+            return fed
         dev = self.devices[ev.device_id]
+        if dev.broke_at == ev.seq:
+            # the chain resumes on this checkpoint: the head it signs was lost, so it is
+            # held to its own envelope (the event before it) and its signature
+            head_seq, head = ev.seq - 1, ev.prev_digest or b""
         if p.head_seq != head_seq or p.head_digest != head:
             why: str | None = (
                 f"{ev.device_id} checkpoint claims head seq {p.head_seq} "
@@ -470,6 +462,7 @@ class TableAuditor:
         if why is not None:
             self._raise_record("SIGNATURE_INVALID", ev, ev.round_id, why)
         dev.unsigned, dev.unsigned_round = 0, None
+        return fed
 
     def _unsigned(self, ev: Event) -> None:
         """Count a signing device's events since its checkpoint: more than the posted
@@ -519,49 +512,131 @@ class TableAuditor:
                               f"{device_id} {span} has no checkpoint: {why}")
         dev.unsigned, dev.unsigned_round = 0, None
 
-    # --- the record: seq, digest, redelivery -----------------------------------------
+    # --- the record: seq, digest, redelivery, breaks ---------------------------------
 
-    def _record(self, ev: Event) -> bool:
-        """Check the device's record; False when the event is not to be applied."""
-        dev = self.devices.get(ev.device_id)
+    def _record(self, ev: Event) -> Fed:
+        """Check the device's record: what the event is to it (docs/events.md, "The
+        record"). Only an ACCEPTED event is applied."""
+        device_id = ev.device_id
+        dev = self.devices.get(device_id)
         if dev is None:
             if len(self.devices) >= MAX_DEVICES:  # the table's state stays bounded
                 self._raise_record("DEVICE_LIMIT_EXCEEDED", ev, ev.round_id,
-                                   f"{ev.device_id} would be device {len(self.devices) + 1} "
+                                   f"{device_id} would be device {len(self.devices) + 1} "
                                    f"of table {self.table.table_id}; at most {MAX_DEVICES}: "
                                    "not applied")
-                return False
-            dev = self.devices[ev.device_id] = _Device()
+                return Fed.REFUSED
+            dev = self.devices[device_id] = _Device()
+        d = digest(ev)
         seq = ev.seq
         if not dev.seen:
-            if seq == 1 and ev.prev_digest is not None:
-                self._digest_mismatch(ev, None)
-        elif seq <= dev.last_seq:  # the window holds seqs up to last_seq only
-            seen = dev.window.get(seq)
-            if seen is None:
-                self._raise_record("SEQUENCE_CONFLICT", ev, ev.round_id,
-                                   f"{ev.device_id} seq {seq} is behind {dev.last_seq} and unknown")
-            elif seen != ev.event_id:
-                self._raise_record("SEQUENCE_CONFLICT", ev, ev.round_id,
-                                   f"{ev.device_id} seq {seq} carried {seen} and now {ev.event_id}")
-            return False  # a redelivery is a no-op; a conflicting copy is not applied
-        elif seq > dev.last_seq + 1:
-            gap = (f"seq {dev.last_seq + 1}" if seq == dev.last_seq + 2
-                   else f"seq {dev.last_seq + 1}–{seq - 1}")
-            self._raise_record("SEQUENCE_GAP", ev, ev.round_id,
-                               f"{ev.device_id} skipped {gap} (got {seq} after {dev.last_seq})")
+            if seq == 1:
+                if ev.prev_digest is not None:
+                    self._digest_mismatch(ev, None)
+                self._continues(device_id)
+            else:
+                self._break(ev, dev, f"{device_id}'s record starts at seq {seq}, with no "
+                            f"history before it: {_seqs(1, seq - 1)} are not in the record")
+            dev.start(seq, d)
+            return Fed.ACCEPTED
+        prefix = d[:PREFIX]
+        if dev.known(seq, prefix):
+            return Fed.REDELIVERY
+        if seq == 1 and ev.prev_digest is None:
+            self._restart(ev, dev)
+            dev.restart(d)
+            return Fed.ACCEPTED
+        last = dev.last_seq
+        if seq <= last:
+            rec = dev.recorded(seq)
+            if rec is None:
+                self._raise_record(
+                    "SEQUENCE_CONFLICT", ev, ev.round_id,
+                    f"{device_id} seq {seq} is older than the {HISTORY_SEQS:,} seqs of its "
+                    f"record the audit keeps (it is at {last}): not compared, not applied",
+                    Severity.LOW)
+            elif rec == HOLE:
+                self._raise_record(
+                    "SEQUENCE_CONFLICT", ev, ev.round_id,
+                    f"{device_id} seq {seq}, missing from its record, arrived after the "
+                    f"record moved on to {last}: not applied", Severity.LOW)
+            else:
+                self._raise_record(
+                    "SEQUENCE_CONFLICT", ev, ev.round_id,
+                    f"{device_id} seq {seq} was recorded as {rec.hex()}… and now comes as "
+                    f"{prefix.hex()}…, another event: a different copy of a recorded "
+                    "event, not applied (the first copy stands)")
+            return Fed.REFUSED
+        if seq > last + 1:
+            self._break(ev, dev, f"{device_id} {_seqs(last + 1, seq - 1)} missing (got "
+                        f"{seq} after {last})")
         else:
-            expected = dev.prev_digest()
-            if ev.prev_digest != expected:
-                self._digest_mismatch(ev, expected)
-        dev.last_seq = seq
-        dev.last_event = ev
-        dev.last_digest = None
-        window = dev.window
-        window[seq] = ev.event_id
-        if len(window) > SEQ_WINDOW:
-            window.popitem(last=False)
-        return True
+            if ev.prev_digest != dev.last_digest:
+                self._digest_mismatch(ev, dev.last_digest)
+            self._continues(device_id)
+        dev.append(seq, d)
+        return Fed.ACCEPTED
+
+    def _continues(self, device_id: str) -> None:
+        """The device's record goes on without a break."""
+        ep = self._episode
+        if ep is not None:
+            ep.add(device_id)
+        check = self._lost_check
+        if check is not None:
+            check.discard(device_id)
+            if not check:  # every device continued: what was lost was not this table's
+                self._lost = self._lost_check = None
+
+    def _restart(self, ev: Event, dev: _Device) -> None:
+        """The device's seq starts again (seq 1, prev_digest null: a new chain): one
+        finding, and a break in the record like any other."""
+        device_id = ev.device_id
+        where = f"round {ev.round_id}" if ev.round_id else "between rounds"
+        signs = self.keys is not None and self.keys.signs(device_id)
+        tail = ""
+        if signs and dev.unsigned:
+            last = dev.unsigned_last[0]
+            tail = (f"; {device_id} {_seqs(dev.unsigned_from, last)} before it are covered "
+                    "by no checkpoint")
+        self._raise_record("DEVICE_RESTARTED", ev, ev.round_id,
+                           f"{device_id} restarted {where}: its record starts again at seq "
+                           f"1, a new chain, after seq {dev.last_seq}{tail}",
+                           Severity.HIGH if tail else None)
+        self._break(ev, dev, None)
+
+    def _break(self, ev: Event, dev: _Device, lost: str | None) -> None:
+        """A break in the table's record at `ev` (docs/events.md, "The record"): `lost`
+        says what is missing (None: a restart, already reported). One EVENTS_LOST a
+        break episode; checks that need what is missing suspend judgement until the
+        record decides them again."""
+        dev.broke_at = ev.seq
+        dev.unsigned, dev.unsigned_round = 0, None  # the chain (and its signing) resumes here
+        self.table.counts_known = False  # until the next ShoeLoaded
+        if not self.table.opened:
+            self._whole = False
+        ep = self._episode
+        if ep is not None and ev.device_id not in ep:
+            ep.add(ev.device_id)  # not heard from since the break: the same break
+            return
+        self._episode = {ev.device_id}
+        r = self.round
+        if r is not None and not r.ended and not r.cut:
+            r.cut, self._cut_at = True, len(self._since)
+        rid = ev.round_id
+        if rid is not None and (r is None or r.round_id != rid) and rid not in self.closed \
+                and type(ev.payload) is not RoundStarted:
+            self._cut_next = rid  # its first events were lost
+        where = self._lost
+        self._lost = self._lost_check = None
+        if lost is None and where is None:
+            return
+        what = lost if lost is not None else \
+            f"{ev.device_id} restarted at seq 1 (what it sent before may be missing)"
+        self._raise_record("EVENTS_LOST", ev, rid,
+                           f"events lost: {what}" + ("" if where is None else f"; {where}")
+                           + "; the record is not continuous: card counts are judged again "
+                           "from the next ShoeLoaded, rounds from the next RoundStarted")
 
     def _digest_mismatch(self, ev: Event, expected: bytes | None) -> None:
         got = "none" if ev.prev_digest is None else ev.prev_digest.hex()[:12]
@@ -587,6 +662,7 @@ class TableAuditor:
         elif type(p) is ShoeLoaded:
             self.table.decks = p.decks
             self.table.counts = {}
+            self.table.counts_known = True
 
     def _posting(self, ev: Event, p: TableOpened) -> None:
         """The posted rules against what the pack's text fixes: a finding on the
@@ -624,6 +700,8 @@ class TableAuditor:
             self.pending_open = None
         r = Round(self.table, round_id)
         r.violations = self.early.pop(round_id, 0)
+        if self._cut_next == round_id:  # its first events were lost
+            r.cut, self._cut_at, self._cut_next = True, 0, None
         return r
 
     def _incomplete(self, r: Round, ts: int, why: str, shown_by: str | None = None) -> None:
@@ -631,7 +709,11 @@ class TableAuditor:
         violation cites the round's last event, so its id is one function of the
         table's stream: a worker that died after a processing-time verdict, before its
         snapshot, has a successor that gives the same id when the table moves on. The
-        event that showed it, if another, is its evidence."""
+        event that showed it, if another, is its evidence. A round a break cut through
+        is not complete and nobody is blamed for it: the break is the finding."""
+        if r.cut:
+            self._close(r, complete=False)
+            return
         severity, citation = self.pack.record_citations["ROUND_INCOMPLETE"]
         self._emit_raw(r, "ROUND_INCOMPLETE", severity, citation, r.last_event_id, ts,
                        Finding(f"round {r.round_id} has no RoundEnded: {why}",
@@ -640,7 +722,9 @@ class TableAuditor:
 
     def _close(self, r: Round, complete: bool) -> None:
         r.ended = True
-        self._base, self._since = None, []
+        self._base, self._since, self._cut_at = None, [], None
+        if complete:  # a round judged whole: the record decides again
+            self._episode = None
         self.closed[r.round_id] = None
         if len(self.closed) > CLOSED_WINDOW:
             self.closed.popitem(last=False)
@@ -697,6 +781,10 @@ class TableAuditor:
             code, severity, self.table.table_id, r.round_id, f.seat, f.hand, event_id,
             f.evidence, citation, f.message, self.pack.name, self.pack.version, ts))
         return vid
+
+
+def _seqs(first: int, last: int) -> str:
+    return f"seq {first}" if first == last else f"seq {first}–{last}"
 
 
 def _moved(round_id: str | None) -> str:
@@ -758,11 +846,11 @@ class Auditor:
                 self.on_engine_error, self.round_timeout_ms, self.keys)
         return t
 
-    def feed(self, ev: Event) -> None:
+    def feed(self, ev: Event) -> Fed:
         t = self.tables.get(ev.table_id)
         if t is None:
             t = self.table(ev.table_id)
-        t.feed(ev)
+        return t.feed(ev)
 
     def expire(self, now_ms: int, timeout_ms: int) -> None:
         for t in self.tables.values():

@@ -48,6 +48,9 @@ class TableState:
     opened: bool = False
     decks: int = 0
     counts: dict[tuple[str, str], int] = field(default_factory=dict)
+    #: False from a break in the record (docs/events.md, "The record") to the next
+    #: ShoeLoaded: cards of this shoe may be missing, so its counts decide nothing
+    counts_known: bool = True
 
 
 @dataclass(slots=True)
@@ -109,6 +112,7 @@ class Round:
 
     __slots__ = (
         "collected",
+        "cut",
         "dealer_done",
         "dealer_id",
         "dealer_ranks",
@@ -165,6 +169,8 @@ class Round:
         self.switch_offered = False
         self.dealer_done = False
         self.ended = False
+        #: a break in the record cut through the round: nothing after it is judged
+        self.cut = False
         self.pending_split: dict[int, int] = {}
         #: violations raised in the round, (code, seat, hand) -> violation id
         self.raised: dict[tuple[str, int | None, int | None], str] = {}

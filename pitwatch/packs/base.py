@@ -40,8 +40,10 @@ AFTER: tuple[type[Payload], ...] = (CardDealt, PlayerDecision, SwitchOffered,
 
 RECORD = "pitwatch record rule, docs/events.md §"
 RECORD_CITATIONS: dict[str, tuple[Severity, str]] = {
-    "SEQUENCE_GAP": (LOW, f"{RECORD} The record (seq rises by 1 per device)"),
-    "SEQUENCE_CONFLICT": (LOW, f"{RECORD} The record (one seq, one event)"),
+    "EVENTS_LOST": (HIGH, f"{RECORD} The record (a break in the record: events lost)"),
+    "DEVICE_RESTARTED": (MEDIUM, f"{RECORD} The record (a device that restarts starts a "
+                         "new chain at seq 1)"),
+    "SEQUENCE_CONFLICT": (HIGH, f"{RECORD} The record (one seq, one event)"),
     "DIGEST_MISMATCH": (LOW, f"{RECORD} The record (prev_digest: SHA-256 of the previous "
                         "event)"),
     "ROUND_INCOMPLETE": (LOW, f"{RECORD} Rounds (every round ends with RoundEnded)"),

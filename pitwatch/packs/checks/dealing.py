@@ -23,6 +23,8 @@ from ...money import dollars
 def card_count_exceeded(r: Round, ev: Event) -> Finding | None:
     p = ev.payload
     assert isinstance(p, CardDealt)
+    if not r.table.counts_known:  # cards of this shoe were lost: nothing to count against
+        return None
     decks = r.table.decks or r.rules.decks
     seen = r.table.counts.get((p.rank, p.suit), 0)
     if seen < decks:
