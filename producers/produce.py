@@ -11,6 +11,7 @@ from pathlib import Path
 from pitwatch.connect import add_connection_flags
 from pitwatch.events.files import Rejected, expand, read_files
 from pitwatch.events.model import Event
+from pitwatch.events.order import in_record_order
 
 from .kafka_out import OUTAGE_S, DeliveryError, Pacing, ensure_topics, make_producer, send_events
 from .simulate import Floor
@@ -97,7 +98,7 @@ examples:
                 print(f"pitwatch produce: skipped {r.source}:{r.line}: {r.reason}",
                       file=sys.stderr)
 
-            yield from read_files(expand(args.paths), reject)
+            yield from read_files(in_record_order(expand(args.paths)), reject)
             return
         yield from self.floor(args).events()
 
