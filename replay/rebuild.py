@@ -219,7 +219,7 @@ class TableRebuild:
         for ev in events:
             self.chains.see(ev, None)
         for ev in primed(events):
-            self.auditor.feed(ev)
+            self.auditor.prime(ev)
 
     def warm(self, ev: Event) -> None:
         """A context event: fed, its findings not counted."""

@@ -535,8 +535,8 @@ class TableAuditor:
                     self._digest_mismatch(ev, None)
                 self._continues(device_id)
             else:
-                self._break(ev, dev, f"{device_id}'s record starts at seq {seq}, with no "
-                            f"history before it: {_seqs(1, seq - 1)} are not in the record")
+                self._break(ev, dev, f"{device_id} starts at seq {seq} with no history "
+                            f"before it: {_seqs(1, seq - 1)} are not in the record")
             dev.start(seq, d)
             return Fed.ACCEPTED
         prefix = d[:PREFIX]
@@ -634,7 +634,7 @@ class TableAuditor:
         what = lost if lost is not None else \
             f"{ev.device_id} restarted at seq 1 (what it sent before may be missing)"
         self._raise_record("EVENTS_LOST", ev, rid,
-                           f"events lost: {what}" + ("" if where is None else f"; {where}")
+                           f"{what}: events lost" + ("" if where is None else f" ({where})")
                            + "; the record is not continuous: card counts are judged again "
                            "from the next ShoeLoaded, rounds from the next RoundStarted")
 

@@ -123,7 +123,10 @@ def continue_history(store: Store, auditor: TableAuditor, ev: Event) -> None:
     sinks = auditor.on_violation, auditor.on_round
     auditor.on_violation, auditor.on_round = (lambda v: None), (lambda s: None)
     try:
-        for st in context(store, ev.table_id, before):
+        begin = context_start(store, ev.table_id, before)
+        for st in primers(store, ev.table_id, begin):  # each device's last event: primed
+            auditor.prime(st.event)
+        for st in stream(store, ev.table_id, begin, before - 1) if before > 0 else ():
             auditor.feed(st.event)
     finally:
         auditor.on_violation, auditor.on_round = sinks
