@@ -46,10 +46,14 @@ static struct {
     Py_ssize_t offset; /* -1: not a slot holding an object */
 } slot_cache[SLOT_CACHE];
 
-/* the offset of the slot `name` of `type` holding an object, or -1 (no error set) */
+/* the offset of the slot `name` of `type` holding an object, or -1 (no error set). The
+   descriptor must be one of `type`'s own or its bases' (as Python's own member
+   descriptor checks when it reads a slot): a class can hold another class's slot
+   descriptor as an attribute, whose offset is not within its instances. */
 static Py_ssize_t member_offset(PyTypeObject *type, PyObject *name) {
     PyObject *d = _PyType_Lookup(type, name); /* borrowed; sets no error */
     if (d != NULL && Py_IS_TYPE(d, &PyMemberDescr_Type)
+        && PyType_IsSubtype(type, ((PyDescrObject *)d)->d_type)
         && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX)
         return ((PyMemberDescrObject *)d)->d_member->offset;
     return -1;
@@ -113,12 +117,15 @@ typedef struct {
     int depth;
 } Walk;
 
+/* A long in its one encoding: a varint of at most 64 bits with no trailing zero byte
+   (an over-long varint reads to the same value from other bytes). */
 static int read_long(Walk *w, int64_t *out) {
     uint64_t v = 0;
     for (int i = 0; i < 10; i++) {
         if (w->p >= w->end) return -1;
         uint8_t b = *w->p++;
         if (i == 9 && b > 1) return -1;  /* past 64 bits */
+        if (i > 0 && b == 0) return -1;  /* over-long */
         v |= (uint64_t)(b & 0x7f) << (7 * i);
         if (!(b & 0x80)) {
             *out = (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
@@ -149,7 +156,7 @@ static int skip_text(Walk *w, int is_key) {
     if (read_long(w, &n) < 0 || n < 0 || n > w->end - w->p) return -1;
     const uint8_t *s = w->p;
     if (!utf8_valid(s, n)) return -1;
-    if (is_key) {
+    if (is_key && w->depth == 0) {  /* the top-level record's, not a nested one's */
         w->key = s;
         w->key_len = (Py_ssize_t)n;
     }
@@ -159,24 +166,40 @@ static int skip_text(Walk *w, int is_key) {
 
 static Py_ssize_t walk(Walk *w, Py_ssize_t pc);
 
-/* Array and map blocks: a count (negative: its absolute value, then a byte size),
-   until a count of 0. Each item takes at least a byte here, so a count can never
-   outrun the data (a block of zero-width items is left to fastavro). */
+/* The count of an array's or map's items in their one encoding: one block of a
+   positive count then a count of 0, or a 0 alone (a negative count with a byte size,
+   or the items split into blocks, read to the same items from other bytes). The count
+   is at most the bytes left: the schema compiler refuses items that take no bytes. */
+static int items_count(Walk *w, int64_t *count) {
+    if (read_long(w, count) < 0 || *count < 0 || *count > w->end - w->p) return -1;
+    return 0;
+}
+
+/* the 0 that ends a block of items (none after a count of 0) */
+static int items_end(Walk *w, int64_t count) {
+    int64_t end;
+    return count == 0 || (read_long(w, &end) == 0 && end == 0) ? 0 : -1;
+}
+
 static int skip_items(Walk *w, Py_ssize_t item, int keyed) {
-    for (;;) {
-        int64_t count, size;
-        if (read_long(w, &count) < 0) return -1;
-        if (count == 0) return 0;
-        if (count < 0) {
-            if (count == INT64_MIN || read_long(w, &size) < 0 || size < 0) return -1;
-            count = -count;
-        }
-        if (count > w->end - w->p) return -1;
-        for (int64_t i = 0; i < count; i++) {
-            if (keyed && skip_text(w, 0) < 0) return -1;
-            if (walk(w, item) < 0) return -1;
-        }
+    int64_t count;
+    if (items_count(w, &count) < 0) return -1;
+    for (int64_t i = 0; i < count; i++) {
+        if (keyed && skip_text(w, 0) < 0) return -1;
+        if (walk(w, item) < 0) return -1;
     }
+    return items_end(w, count);
+}
+
+/* a float's 4 bytes as Python reads and writes them back: a signalling NaN comes back
+   quiet, other bytes */
+static int float_canonical(const uint8_t *s) {
+    unsigned char back[4];
+    if (PyFloat_Pack4(PyFloat_Unpack4((const char *)s, 1), (char *)back, 1) < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    return memcmp(back, s, 4) == 0;
 }
 
 static int need(Walk *w, Py_ssize_t n) {
@@ -199,7 +222,7 @@ static Py_ssize_t walk(Walk *w, Py_ssize_t pc) {
     case OP_LONG:
         return read_long(w, &v) < 0 ? -1 : pc + 1;
     case OP_FLOAT:
-        return need(w, 4) < 0 ? -1 : pc + 1;
+        return need(w, 4) < 0 || !float_canonical(w->p - 4) ? -1 : pc + 1;
     case OP_DOUBLE:
         return need(w, 8) < 0 ? -1 : pc + 1;
     case OP_BYTES:
@@ -268,33 +291,27 @@ static PyObject *build_items(Build *b, Py_ssize_t item, int keyed) {
     Walk *w = &b->w;
     PyObject *out = keyed ? PyDict_New() : PyList_New(0);
     if (out == NULL) return NULL;
-    for (;;) {
-        int64_t count, size;
-        if (read_long(w, &count) < 0) goto fail;
-        if (count == 0) break;
-        if (count < 0) {
-            if (count == INT64_MIN || read_long(w, &size) < 0 || size < 0) goto fail;
-            count = -count;
+    int64_t count;
+    if (items_count(w, &count) < 0) goto fail;
+    for (int64_t i = 0; i < count; i++) {
+        PyObject *key = NULL, *value;
+        Py_ssize_t ignored;
+        if (keyed) {
+            int64_t n;
+            const uint8_t *s;
+            if (read_long(w, &n) < 0 || (s = take(w, n)) == NULL) goto fail;
+            if ((key = PyUnicode_DecodeUTF8((const char *)s, (Py_ssize_t)n, "strict")) == NULL)
+                goto fail;
         }
-        if (count > w->end - w->p) goto fail;
-        for (int64_t i = 0; i < count; i++) {
-            PyObject *key = NULL, *value;
-            Py_ssize_t ignored;
-            if (keyed) {
-                int64_t n;
-                const uint8_t *s;
-                if (read_long(w, &n) < 0 || (s = take(w, n)) == NULL) goto fail;
-                if ((key = PyUnicode_DecodeUTF8((const char *)s, (Py_ssize_t)n, "strict")) == NULL)
-                    goto fail;
-            }
-            value = build(b, item, &ignored, 0);
-            int bad = value == NULL || (keyed ? PyDict_SetItem(out, key, value)
-                                              : PyList_Append(out, value)) < 0;
-            Py_XDECREF(key);
-            Py_XDECREF(value);
-            if (bad) goto fail;
-        }
+        value = build(b, item, &ignored, 0);
+        int bad = value == NULL || (keyed ? PyDict_SetItem(out, key, value)
+                                          : PyList_Append(out, value)) < 0;
+        Py_XDECREF(key);
+        Py_XDECREF(value);
+        if (bad) goto fail;
     }
+    /* a key given twice is one entry: the bytes are not the dict's one encoding */
+    if (items_end(w, count) < 0 || (keyed && PyDict_GET_SIZE(out) != count)) goto fail;
     if (keyed) return out;
     PyObject *tuple = PyList_AsTuple(out);
     Py_DECREF(out);
@@ -348,7 +365,7 @@ static PyObject *build(Build *b, Py_ssize_t pc, Py_ssize_t *next, int top) {
     case OP_LONG:
         return read_long(w, &v) < 0 ? NULL : PyLong_FromLongLong(v);
     case OP_FLOAT:
-        return (s = take(w, 4)) == NULL ? NULL
+        return (s = take(w, 4)) == NULL || !float_canonical(s) ? NULL
                : PyFloat_FromDouble(PyFloat_Unpack4((const char *)s, 1));
     case OP_DOUBLE:
         return (s = take(w, 8)) == NULL ? NULL
@@ -1192,26 +1209,17 @@ static int direct_value(Direct *d, Py_ssize_t pc, Py_ssize_t *next, int mode, in
 static int direct_items(Direct *d, Py_ssize_t item) {
     Walk *w = &d->b.w;
     int first = 1;
-    if (out_raw(d->body, "[", 1) < 0) return -1;
-    for (;;) {
-        int64_t count, size;
-        if (read_long(w, &count) < 0) return -1;
-        if (count == 0) break;
-        if (count < 0) {
-            if (count == INT64_MIN || read_long(w, &size) < 0 || size < 0) return -1;
-            count = -count;
-        }
-        if (count > w->end - w->p) return -1;
-        for (int64_t i = 0; i < count; i++) {
-            Py_ssize_t ignored;
-            Scalar sc;
-            if ((!first && out_raw(d->body, ",", 1) < 0)
-                || direct_value(d, item, &ignored, PLAIN, 1, &sc) < 0)
-                return -1;
-            first = 0;
-        }
+    int64_t count;
+    if (out_raw(d->body, "[", 1) < 0 || items_count(w, &count) < 0) return -1;
+    for (int64_t i = 0; i < count; i++) {
+        Py_ssize_t ignored;
+        Scalar sc;
+        if ((!first && out_raw(d->body, ",", 1) < 0)
+            || direct_value(d, item, &ignored, PLAIN, 1, &sc) < 0)
+            return -1;
+        first = 0;
     }
-    return out_raw(d->body, "]", 1);
+    return items_end(w, count) < 0 ? -1 : out_raw(d->body, "]", 1);
 }
 
 /* The node at pc as JSON (what out_value writes of what `build` makes of it), with the
@@ -1996,7 +2004,8 @@ static PyObject *clock_position(Clock *c, PyObject *ev) {
         goto done;
     int32_t known = recent_find(c->recent, h);
     if (known >= 0) {
-        if ((result = PyLong_FromUnsignedLongLong(c->recent->slots[known].pos)) != NULL)
+        if ((result = PyLong_FromUnsignedLongLong(c->recent->slots[known].pos)) != NULL
+            && c->behind < LLONG_MAX)
             c->behind++;
         goto done;
     }
@@ -2008,11 +2017,12 @@ static PyObject *clock_position(Clock *c, PyObject *ev) {
     PyObject *was = PyDict_GetItemWithError(c->last, device);
     if (was == NULL && PyErr_Occurred()) goto done;
     if (was != NULL && (last = PyLong_AsLongLong(was)) == -1 && PyErr_Occurred()) goto done;
-    long long total = c->total, extra = c->extra;
+    long long total = c->total, extra = c->extra, step;
     if (s > last) {
-        if (__builtin_add_overflow(total, s - last, &total)) goto overflow;
+        if (__builtin_sub_overflow(s, last, &step) || __builtin_add_overflow(total, step, &total))
+            goto overflow;
         extra = 0;
-    } else if (extra + 1 < c->stride) {
+    } else if (extra < c->stride - 1) {  /* stride >= 1: never overflows */
         extra++;
     }
     __int128 pos = (__int128)total * c->stride + extra;
@@ -2020,7 +2030,7 @@ static PyObject *clock_position(Clock *c, PyObject *ev) {
     if (s > last && PyDict_SetItem(c->last, device, seq) < 0) goto done;
     c->total = total;
     c->extra = extra;
-    c->behind += s <= last;
+    if (s <= last && c->behind < LLONG_MAX) c->behind++;
     if (recent_put(c->recent, h, (uint64_t)pos) == 0)
         result = PyLong_FromUnsignedLongLong((uint64_t)pos);
     goto done;

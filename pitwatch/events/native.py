@@ -6,8 +6,8 @@ event, and it can find where a record ends only by decoding it (its skipping par
 every field as dearly). For files, the two costs together were most of the audit's read.
 So a small C walk over a program compiled here from the writer schema does both:
 
-- `Program.frame` finds where each record of a block ends and its table_id, decoding
-  nothing else;
+- `Program.frame` finds where each record of a block ends and its table_id (the
+  top-level record's, never a nested one's), decoding nothing else;
 - `Program.build` builds each record with the builder its record type is given (the
   typed classes, fields in the schema's order), an enum as its value, an array as a tuple,
   a logical type as the type it is written as (the file reader strips them too);
@@ -15,8 +15,11 @@ So a small C walk over a program compiled here from the writer schema does both:
   records of the worker's own tables, and makes no object for the others'.
 
 All are stricter than fastavro, never looser: a block they accept, fastavro reads to the
-same values; a block they refuse (None) the caller reads with fastavro as before, so the
-outcome never depends on this module. For the store, `row_body` writes the body of an
+same values, and each record is in its one encoding (what fastavro writes of those
+values: no over-long varint, an array's items in one block of a positive count, no
+float that reads back other); a block they refuse (None) the caller reads with fastavro
+as before, so the outcome never depends on this module. A schema with a map, or an array
+of items that take no bytes, has no program. For the store, `row_body` writes the body of an
 event's row (its JSON Lines form less the row's columns; `json_body` the whole form) ten
 times faster than building its dict for orjson, `event_columns` a whole batch of
 `events` rows as Arrow buffers, and `Program.write_rows` the rows of a batch straight
@@ -36,6 +39,8 @@ from __future__ import annotations
 from array import array
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Protocol, cast
+
+from .schema import zero_width_items
 
 try:
     from . import _native
@@ -190,15 +195,19 @@ def _compile(parsed: Any, builder_of: Builder,
             code.extend((ENUM, len(symbols), const(tuple(values.get(y, y) for y in symbols))))
         elif kind == "fixed":
             code.extend((FIXED, int(s["size"])))
-        elif kind in ("array", "map"):
+        elif kind == "array":
             at = len(code)
-            code.extend((ARRAY if kind == "array" else MAP, 0))
-            node(s["items"] if kind == "array" else s["values"])
+            code.extend((ARRAY, 0))
+            node(s["items"])
             code[at + 1] = len(code)
+        elif kind == "map":  # its one encoding has no key twice, which a walk cannot see
+            raise _Unreadable("a map")
         else:  # a primitive written as an object, logical types included
             node(kind)
 
     if not isinstance(parsed, dict) or parsed.get("type") != "record":
+        return None
+    if zero_width_items(parsed) is not None:  # a count with no bytes to bound it
         return None
     if [f["type"] for f in parsed["fields"] if f["name"] == KEY_FIELD] not in (
             ["string"], [{"type": "string"}]):

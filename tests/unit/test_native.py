@@ -159,7 +159,6 @@ KINDS: dict[str, Any] = {
         {"name": "fx2", "type": "t.Four"},
         {"name": "e", "type": {"type": "enum", "name": "t.Suit", "symbols": ["S", "H", "D"]}},
         {"name": "arr", "type": {"type": "array", "items": ["null", "long", "t.Suit"]}},
-        {"name": "m", "type": {"type": "map", "values": "string"}},
         {"name": "ts", "type": {"type": "long", "logicalType": "timestamp-millis"}},
         {"name": "next", "type": ["null", {"type": "record", "name": "t.Node", "fields": [
             {"name": "v", "type": "string"}, {"name": "next", "type": ["null", "t.Node"]}]}]},
@@ -172,7 +171,6 @@ datums = st.fixed_dictionaries({
     "fx2": st.binary(min_size=4, max_size=4), "e": st.sampled_from(["S", "H", "D"]),
     "arr": st.lists(st.none() | st.integers(-2**63, 2**63 - 1) | st.sampled_from(["S", "D"]),
                     max_size=5),
-    "m": st.dictionaries(st.text(max_size=4), st.text(max_size=4), max_size=4),
     "ts": st.integers(0, 2**40),
     "next": st.recursive(st.none(), lambda inner: st.fixed_dictionaries(
         {"v": st.text(max_size=3), "next": inner}), max_leaves=4),
@@ -221,20 +219,40 @@ def test_every_avro_kind_is_read_as_fastavro_reads_it(records: list[dict[str, An
     assert [(lists(d), raw) for d, raw in built] == expected
 
 
-def test_negative_block_counts_of_arrays_and_maps_are_framed() -> None:
-    """A writer may give an array's or map's block a negative count, then its size."""
+def test_an_array_in_other_blocks_than_its_one_encoding_is_refused() -> None:
+    """Items in more than one block, or a block of a negative count with its size, read
+    to the same array as fastavro's one block does: other bytes for one value, so the
+    walk refuses them (and `avro` refuses them after fastavro: test_forged_containers)."""
     schema = fastavro.parse_schema({"type": "record", "name": "t.R", "fields": [
         {"name": "table_id", "type": "string"},
-        {"name": "a", "type": {"type": "array", "items": "long"}},
-        {"name": "m", "type": {"type": "map", "values": "long"}}]})
+        {"name": "a", "type": {"type": "array", "items": "long"}}]})
     program = Program.of(schema, as_dicts)
     assert program is not None
-    # "T1", array: -2 items in 2 bytes (1, 2), then 0; map: -1 entry in 3 bytes ("k": 3), 0
-    data = b"\x04T1" + b"\x03\x04\x02\x04\x00" + b"\x01\x06\x02k\x06\x00"
-    assert fastavro.schemaless_reader(io.BytesIO(data), schema, None) == \
-        {"table_id": "T1", "a": [1, 2], "m": {"k": 3}}
-    assert program.frame(data, 1) == ([len(data)], ["T1"])
-    assert program.build(data, 1) == [({"table_id": "T1", "a": (1, 2), "m": {"k": 3}}, data)]
+    one = b"\x04T1" + b"\x04\x02\x04\x00"  # "T1", array: 2 items (1, 2), then 0
+    negative = b"\x04T1" + b"\x03\x04\x02\x04\x00"  # -2 items in 2 bytes, then 0
+    split = b"\x04T1" + b"\x02\x02\x02\x04\x00"  # 1 item, 1 item, then 0
+    for data in (one, negative, split):
+        assert fastavro.schemaless_reader(io.BytesIO(data), schema, None) == \
+            {"table_id": "T1", "a": [1, 2]}
+    assert program.frame(one, 1) == ([len(one)], ["T1"])
+    assert program.build(one, 1) == [({"table_id": "T1", "a": (1, 2)}, one)]
+    for data in (negative, split):
+        assert program.frame(data, 1) is None and program.build(data, 1) is None
+
+
+def test_a_schema_with_a_map_or_an_array_of_nothing_has_no_program() -> None:
+    """A map's one encoding has no key twice, which a walk cannot see; an array of items
+    that take no bytes has a count nothing bounds (fastavro loops on it, the GIL held)."""
+    def of(t: Any) -> Program | None:
+        return Program.of(fastavro.parse_schema({"type": "record", "name": "t.R", "fields": [
+            {"name": "table_id", "type": "string"}, {"name": "x", "type": t}]}), as_dicts)
+
+    assert of({"type": "array", "items": "long"}) is not None
+    assert of({"type": "map", "values": "long"}) is None
+    assert of({"type": "array", "items": "null"}) is None
+    assert of({"type": "array", "items": {"type": "record", "name": "t.E", "fields": []}}) is None
+    assert of({"type": "array", "items": {"type": "fixed", "name": "t.Z", "size": 0}}) is None
+    assert of({"type": "array", "items": ["null", "long"]}) is not None
 
 
 @pytest.fixture
@@ -598,6 +616,76 @@ def test_the_record_clock_refuses_a_position_past_64_bits() -> None:
     c.last = []  # type: ignore[assignment]
     with pytest.raises(TypeError, match="dict"):
         c.position(Event("e2", "T-1", "shoe", 1, 0, None, None, RoundEnded()))
+
+
+def test_the_record_clock_refuses_a_step_past_a_long() -> None:
+    """Issue 35, item 11: "a signed overflow in `Clock.position`". A device's last seq
+    set (by a writer resuming) far below its next one makes the step past a long: the
+    clock raises OverflowError, as past 2**64 - 1, and never wraps round to a position
+    that looks right (here 9 x 1024)."""
+    from pitwatch.events.model import Event, RoundEnded
+
+    c = native.record_clock(4, 1024)
+    assert c is not None
+    c.total = 2**63 - 1
+    c.last = {"shoe": -2**63}
+    with pytest.raises(OverflowError):
+        c.position(Event("e1", "T-1", "shoe", 10, 0, None, None, RoundEnded()))
+    c.total, c.extra, c.last = 0, 2**63 - 1, {"shoe": 5}  # extra past its end stays
+    assert c.position(Event("e2", "T-1", "shoe", 1, 0, None, None, RoundEnded())) == 2**63 - 1
+    c.total, c.extra = 0, 3
+    assert c.position(Event("e3", "T-1", "shoe", 6, 0, None, None, RoundEnded())) == 1024
+
+
+def test_a_slot_descriptor_of_another_class_is_read_as_getattr_reads_it() -> None:
+    """Issue 35, item 11: "a slot-offset cache with no type check on the descriptor".
+    A class may hold another class's slot descriptor as an attribute; its offset is
+    not within the holder's instances (ASan: a read after free, or past the object).
+    Python's getattr refuses it (TypeError); so does C, and never reads the holder's
+    own slot at that offset as the event's id."""
+    class Owner:
+        __slots__ = ("event_id", "x")
+
+    class Holder:
+        __slots__ = ("device_id", "p", "q", "seq")
+
+    Holder.event_id = Owner.__dict__["event_id"]  # type: ignore[attr-defined]
+    h = Holder()
+    h.device_id, h.p, h.q, h.seq = "not an id", "p", "q", 1
+    with pytest.raises(TypeError):
+        _ = h.event_id  # type: ignore[attr-defined]
+    c = native.record_clock(4, 1024)
+    assert c is not None
+    with pytest.raises(TypeError):
+        c.position(h)
+
+
+def test_frame_gives_the_top_level_records_table_id_not_a_nested_ones() -> None:
+    """Issue 35, item 11: "`frame` returns a nested record's `table_id` under a recursive
+    writer schema". The key is the top-level record's."""
+    schema = fastavro.parse_schema({"type": "record", "name": "t.R", "fields": [
+        {"name": "table_id", "type": "string"},
+        {"name": "child", "type": ["null", "t.R"]}]})
+    program = Program.of(schema, as_dicts)
+    assert program is not None
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, schema, {"table_id": "T-1", "child": {
+        "table_id": "T-EVIL", "child": None}})
+    data = out.getvalue()
+    assert program.frame(data, 1) == ([len(data)], ["T-1"])
+
+
+def test_over_long_varints_are_refused(one: tuple[Program, bytes]) -> None:
+    """Issue 35, "Each record must re-encode byte-identically under it": a varint with a
+    trailing zero byte reads to the same value as its short form; the walk refuses it."""
+    program, data = one
+    assert data.startswith(b"\x48")  # the event id's length, 36
+    longer = b"\xc8\x00" + data[1:]
+    assert fastavro.schemaless_reader(io.BytesIO(longer), plain_schema(), None)["event_id"] \
+        == fastavro.schemaless_reader(io.BytesIO(data), plain_schema(), None)["event_id"]
+    assert refused(program, longer)
+    with pytest.raises(avro.DecodeError, match="not its canonical encoding"):
+        avro.decode(longer)
 
 
 def test_attributes_read_at_their_slots_are_what_getattr_gives() -> None:
