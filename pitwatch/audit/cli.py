@@ -34,7 +34,23 @@ directories of them), judge it against its table's rule pack, print a summary an
 violations, and store events, rounds and violations in the embedded store (chDB).
 
 A malformed line never stops the audit: it is reported with its line number and kept
-aside in DATA/rejects.jsonl. Auditing the same input twice adds no duplicates.
+aside in DATA/rejects.jsonl.
+
+History in batches: audit one day's file after another into the same store and the
+result is that of one audit of the whole. A round still open when a file ends is not a
+verdict: the store keeps it open, with each table's state (devices' seqs and chains,
+the shoe, the posted rules), and the next file continues it; it is judged when its
+table's next events come (the table moves on, or its device clock passes the
+time-out). When no more input will come (the end of a regulator's period, a table
+closed for good), --final closes the books: rounds still open are judged incomplete,
+and a signing device's unsigned tail a truncated chain, in every table of the store;
+`pitwatch audit --final` with no PATH closes them without new input. --no-store judges
+each run on its own: the end of its input closes its rounds.
+
+Auditing input already in the store again adds no duplicates, and says so: findings
+whose violation id the store holds already are counted apart ("already in the store",
+and "already_stored": true in JSON Lines); the exit status and --fail-on count only
+new ones.
 
 examples:
   pitwatch audit floor/events.jsonl
@@ -42,6 +58,8 @@ examples:
   pitwatch audit shift.avro --data /var/lib/pitwatch --limit 0
   pitwatch audit night/ --quiet --fail-on HIGH     # for cron or CI: exit 1 on HIGH or worse
   pitwatch audit floor/ --keys floor/keys.json     # devices must sign (Ed25519 checkpoints)
+  pitwatch audit monday.jsonl --data S && pitwatch audit tuesday.jsonl --data S
+  pitwatch audit --final --data S                    # the period is over: close the books
   pitwatch audit year/ --jobs 8                      # tables shared among 8 processes
 
 --jobs N shares the tables among N processes (default: the machine's cores); a
@@ -50,18 +68,28 @@ input's order: the output, the store and the exit status are those of --jobs 1. 
 store's work (each event's row, chDB's inserts) runs in a process of its own: beside
 the audit at --jobs 1, in the process that merges at --jobs N.
 
-exit status: 0 done (and nothing at or above --fail-on), 1 a violation at or above
---fail-on, 2 bad input: no file, no event in the files, no readable event at all, or
-a key registry that cannot be read."""
+exit status: 0 done (and nothing new at or above --fail-on), 1 a new violation at or
+above --fail-on, 2 bad input: no file, no event in the files, no readable event at all,
+or a key registry that cannot be read."""
 
     def configure(self, p: argparse.ArgumentParser) -> None:
-        p.add_argument("paths", nargs="+", metavar="PATH", help="files or directories")
+        p.add_argument("paths", nargs="*", metavar="PATH",
+                       help="files or directories (none: with --final, only close the "
+                       "books of the store)")
         p.add_argument("--format", choices=("table", "jsonl"), default="table",
                        help="table: summary and violations for people (default); jsonl: one "
                        "violation per line on stdout, the summary on stderr")
         p.add_argument("--data", default=DEFAULT_DATA, metavar="DIR",
                        help=f"embedded store directory (default ./{DEFAULT_DATA})")
-        p.add_argument("--no-store", action="store_true", help="judge only; store nothing")
+        p.add_argument("--no-store", action="store_true",
+                       help="judge only; store nothing (the end of the input closes every "
+                       "round still open, as --final does)")
+        p.add_argument("--final", action="store_true",
+                       help="no more input will come: close the store's books, judging "
+                       "every round still open incomplete (ROUND_INCOMPLETE) and every "
+                       "signing device's unsigned tail a truncated chain. Without it, "
+                       "rounds open at the end of the input stay open in the store and "
+                       "the next audit into it continues them")
         p.add_argument("--limit", type=int, default=50,
                        help="violations shown in table format (0 = all; default 50)")
         p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -77,6 +105,11 @@ a key registry that cannot be read."""
                        "(CRITICAL, HIGH, MEDIUM, LOW)")
 
     def run(self, args: argparse.Namespace) -> int:
+        if not args.paths and not (args.final and not args.no_store):
+            print("pitwatch audit: no PATH: name the files or directories to audit, or "
+                  "give --final alone to close the books of the store (--data DIR)",
+                  file=sys.stderr)
+            return 2
         try:
             keys = None if not args.keys else KeyRegistry.load(args.keys)
         except KeyRegistryError as e:
@@ -84,7 +117,9 @@ a key registry that cannot be read."""
             return 2
         data = Path(args.data)
         store = None
-        if not args.no_store and args.jobs == 1:
+        jobs = args.jobs if args.paths else 1
+        finish = args.final or args.no_store
+        if not args.no_store and jobs == 1:
             store = StoreProcess(data)  # chDB's work on a core of its own
             store.setup()
         data.mkdir(parents=True, exist_ok=True)
@@ -95,7 +130,13 @@ a key registry that cannot be read."""
 
         def on_violation(v: Violation) -> None:
             if jsonl:
-                out.buffer.write(orjson.dumps(v.to_json()) + b"\n")
+                out.buffer.write(orjson.dumps({**v.to_json(), "already_stored": False})
+                                 + b"\n")
+
+        def on_known(v: Violation) -> None:
+            if jsonl:
+                out.buffer.write(orjson.dumps({**v.to_json(), "already_stored": True})
+                                 + b"\n")
 
         def on_reject(r: Rejected) -> None:
             rejects.write(r.to_json() + "\n")
@@ -103,20 +144,21 @@ a key registry that cannot be read."""
 
         progress = not args.quiet and sys.stderr.isatty()
         try:
-            if args.jobs > 1:
-                rep = audit_parallel(args.paths, args.jobs,
+            if jobs > 1:
+                rep = audit_parallel(args.paths, jobs,
                                      data=None if args.no_store else data,
-                                     on_violation=on_violation, on_reject=on_reject,
-                                     progress=progress, keep_violations=not jsonl, keys=keys)
+                                     on_violation=on_violation, on_known=on_known,
+                                     on_reject=on_reject, progress=progress,
+                                     keep_violations=not jsonl, keys=keys, finish=finish)
             else:
                 rep = audit_paths(args.paths, store=store, on_violation=on_violation,
-                                  on_reject=on_reject, progress=progress,
-                                  keep_violations=not jsonl, keys=keys)
+                                  on_known=on_known, on_reject=on_reject, progress=progress,
+                                  keep_violations=not jsonl, keys=keys, finish=finish)
         finally:
             rejects.close()
             if store is not None:
                 store.close()
-        if rep.events == 0:
+        if rep.events == 0 and args.paths:
             what = (f"all {rep.rejected:,} record(s) malformed (see {rejects_path})"
                     if rep.rejected else "no events in " + ", ".join(args.paths))
             print(f"pitwatch audit: nothing audited: {what}", file=sys.stderr)
@@ -128,7 +170,7 @@ a key registry that cannot be read."""
             print(f"store: {data}/ (pitwatch query --data {data} \"SELECT ...\")",
                   file=sys.stderr if jsonl else out)
         if not jsonl:
-            report.table(rep.violations, out, None if args.limit == 0 else args.limit)
+            report.tables(rep, out, None if args.limit == 0 else args.limit)
         return 1 if args.fail_on and failing(rep.by_severity, args.fail_on) else 0
 
 
@@ -140,7 +182,8 @@ def _jobs(text: str) -> int:
 
 
 def failing(by_severity: dict[str, int], threshold: str) -> bool:
-    """Whether a violation at `threshold` or worse was found."""
+    """Whether a violation at `threshold` or worse was found (`AuditReport.by_severity`:
+    the new ones)."""
     rank = report.SEVERITY_ORDER
     return any(n and rank[s] <= rank[threshold] for s, n in by_severity.items())
 

@@ -23,8 +23,11 @@ The store. The main process owns the embedded store: a worker asks it the store 
 that continue a table's history (`store/history.py`, `store/order.py`) and hands it
 each batch as `store/process.py` hands one to a store process (its events as their Avro
 bytes and positions); the main process builds their rows, stores them, and merges the
-replaced rows at the end, as one process does. Its allocator keeps freed pages a second,
-as a store process's does.
+replaced rows at the end, as one process does. A worker stores its tables' engine states
+after their events and closes their books (`--final`); the main process then closes
+those of the store's other tables and reads the rounds left open (`run.audit_events`
+with no events), after every worker's items, where one process closes them too. Its
+allocator keeps freed pages a second, as a store process's does.
 """
 
 from __future__ import annotations
@@ -278,9 +281,10 @@ class _StoreProxy(Handing):
 
 
 def _worker(conn: Connection, files: list[Path], k: int, jobs: int,
-            stored: bool, keys: dict[str, Any] | None = None) -> None:
+            stored: bool, keys: dict[str, Any] | None = None, finish: bool = True) -> None:
     """Audit worker k's tables of `files`, reporting to the main process on `conn`
-    (with the key registry's JSON, when signatures are verified)."""
+    (with the key registry's JSON, when signatures are verified); with `finish`, the
+    end of the input closes its tables' books (the main process closes the others')."""
     items: list[Item] = []
     order = 0
     counted = sent = 0
@@ -320,6 +324,8 @@ def _worker(conn: Connection, files: list[Path], k: int, jobs: int,
                      keep_violations=False,
                      keys=None if keys is None else KeyRegistry.from_json(keys),
                      on_violation=lambda v: emit(shard.at, "violation", v),
+                     on_known=lambda v: emit(shard.at, "known", v),
+                     finish=finish, books=False,
                      on_round=on_round,
                      on_engine_error=lambda e: emit(shard.at, "engine_error", e))
         report(_END * 2)
@@ -372,10 +378,13 @@ def audit_parallel(
     progress: bool = False,
     keep_violations: bool = True,
     keys: KeyRegistry | None = None,
+    on_known: Callable[[Violation], None] | None = None,
+    finish: bool = True,
 ) -> AuditReport:
     """`audit_paths` over `jobs` processes; into the embedded store in `data` (None:
     judge only). The report, the order of every callback and the store's rows are
-    those of one process."""
+    those of one process: the workers close their own tables' books (`finish`), then
+    this process the store's other tables' (`audit_events` with no events)."""
     files = in_record_order(expand(paths))  # refused here, before any worker starts
     rep = AuditReport(files=len(files))
     rep.signing_devices = None if keys is None else len(keys.devices)
@@ -388,7 +397,8 @@ def audit_parallel(
         for k in range(jobs):
             mine, theirs = ctx.Pipe()
             p = ctx.Process(target=_worker,
-                            args=(theirs, files, k, jobs, data is not None, registry),
+                            args=(theirs, files, k, jobs, data is not None, registry,
+                                  finish),
                             name=f"pitwatch-audit-{k}", daemon=True)
             p.start()
             theirs.close()
@@ -397,12 +407,14 @@ def audit_parallel(
         if data is not None:  # opened while the workers start (0.4 s each): they wait for it
             store = EmbeddedStore(data, KEEPING_JEMALLOC_CONF)  # its work is the store's
             store.setup()
-        _serve(conns, store, rep, on_violation, on_reject, keep_violations,
+        _serve(conns, store, rep, on_violation, on_known, on_reject, keep_violations,
                _bar(files) if progress else None)
         for p in procs:
             p.join()
         if store is not None:
-            store.dedupe(rep.stored_again)
+            audit_events((), store=store, report=rep, keys=keys, finish=finish,
+                         on_violation=on_violation, on_known=on_known,
+                         keep_violations=keep_violations)
     finally:
         for p in procs:
             if p.is_alive():
@@ -443,6 +455,7 @@ def _bar(files: Sequence[Path]) -> Any:
 
 def _serve(conns: list[Connection], store: EmbeddedStore | None, rep: AuditReport,
            on_violation: Callable[[Violation], None] | None,
+           on_known: Callable[[Violation], None] | None,
            on_reject: Callable[[Rejected], None] | None, keep_violations: bool,
            bar: Any) -> None:
     """Answer the workers until each is done, handing on what they found in order."""
@@ -455,12 +468,17 @@ def _serve(conns: list[Connection], store: EmbeddedStore | None, rep: AuditRepor
 
     def deliver() -> None:
         for kind, x in merge.ready():
-            if kind == "violation":
+            if kind in ("violation", "known"):
                 v: Violation = x
-                rep.add_violation(v)
+                known = kind == "known"
+                rep.add_violation(v, known=known)
                 if keep_violations:
                     rep.violations.append(v)
-                if on_violation is not None:
+                    if known:
+                        rep.known_ids.add(v.violation_id)
+                if known and on_known is not None:
+                    on_known(v)
+                elif on_violation is not None:
                     on_violation(v)
             elif kind == "game":  # a game's first round: its place in the report's order
                 rep.games.setdefault(x[0], 0)

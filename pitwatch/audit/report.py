@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from typing import IO
 
 from ..engine.violation import Violation
@@ -15,19 +16,37 @@ SEVERITY_ORDER = {"CRITICAL": 0, "HIGH": 1, "MEDIUM": 2, "LOW": 3}
 def summary(rep: AuditReport, out: IO[str]) -> None:
     games = ", ".join(f"{g} {n}" for g, n in rep.games.most_common()) or "none"
     sev = ", ".join(f"{s} {rep.by_severity[s]}" for s in SEVERITY_ORDER if rep.by_severity[s])
-    print(f"audited {rep.events:,} events from {rep.files} file(s): {len(rep.tables)} tables, "
-          f"{rep.rounds:,} rounds ({games})", file=out)
+    if rep.files or rep.events:
+        print(f"audited {rep.events:,} events from {rep.files} file(s): {len(rep.tables)} "
+              f"tables, {rep.rounds:,} rounds ({games})", file=out)
+    else:
+        print(f"no new input: the store's books closed, {rep.rounds:,} rounds judged "
+              f"({games})", file=out)
     if rep.rejected:
         print(f"rejected {rep.rejected:,} malformed record(s): kept aside with their reasons",
               file=out)
     print(f"money: wagered {dollars(rep.wagered)}, paid {dollars(rep.paid)}, collected "
           f"{dollars(rep.collected)}, returned {dollars(rep.returned)}", file=out)
     total = sum(rep.by_code.values())
-    print(f"violations: {total:,}" + (f" ({sev})" if sev else ""), file=out)
+    known = sum(rep.known.values())
+    if known:
+        print(f"violations: {total:,} new" + (f" ({sev})" if sev else "")
+              + f"; {known:,} already in the store (found by an earlier audit of the same "
+              "input)", file=out)
+    else:
+        print(f"violations: {total:,}" + (f" ({sev})" if sev else ""), file=out)
     for code, n in rep.by_code.most_common():
         print(f"  {n:6,}  {code}", file=out)
+    if known:
+        print("  already in the store: " + ", ".join(
+            f"{code} {n:,}" for code, n in rep.known.most_common()), file=out)
     if rep.incomplete:
         print(f"incomplete rounds: {rep.incomplete:,}", file=out)
+    if rep.open_rounds:
+        oldest = rep.open_rounds[0]
+        print(f"rounds left open in the store: {len(rep.open_rounds):,}, the oldest "
+              f"{oldest.round_id} open since {when(oldest.since)} by its devices' clock: "
+              "each is judged when its table's next events come, or by --final", file=out)
     if rep.signing_devices is None:
         print("signatures: not required (no key registry; --keys FILE to verify devices' "
               "checkpoints)", file=out)
@@ -38,6 +57,23 @@ def summary(rep: AuditReport, out: IO[str]) -> None:
         first = rep.engine_errors[0]
         print(f"engine errors: {len(rep.engine_errors):,} (bugs in pitwatch, not findings about "
               f"the tables; each logged with its event; first: {first})", file=out)
+
+
+def when(ms: int) -> str:
+    """A device time (ms since the epoch, UTC) in UTC and in this site's local time."""
+    utc = datetime.fromtimestamp(ms / 1000, UTC)
+    local = utc.astimezone()
+    return f"{utc:%Y-%m-%d %H:%M:%S} UTC (local {local:%Y-%m-%d %H:%M:%S %Z})"
+
+
+def tables(rep: AuditReport, out: IO[str], limit: int | None = None) -> None:
+    """The new violations as a table, then those already in the store, apart."""
+    known = rep.known_ids
+    table((v for v in rep.violations if v.violation_id not in known), out, limit)
+    if known:
+        print("\nalready in the store (found by an earlier audit of the same input):",
+              file=out)
+        table((v for v in rep.violations if v.violation_id in known), out, limit)
 
 
 def _clip(s: str, n: int) -> str:

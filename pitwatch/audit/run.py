@@ -9,8 +9,9 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from ..engine.auditor import Auditor, RoundSummary
+from ..engine.auditor import Auditor, RoundSummary, TableAuditor
 from ..engine.errors import EngineError
 from ..engine.violation import Violation
 from ..events.files import Rejected, expand, read_files
@@ -20,9 +21,16 @@ from ..events.order import in_record_order
 from ..packs.registry import select
 from ..store.base import Store
 from ..store.batch import BatchWriter
-from ..store.history import continue_history
-from ..store.order import Positions, table_clock
-from ..store.rows import round_row, violation_row
+from ..store.history import (
+    OpenRound,
+    Standing,
+    books_open,
+    continue_history,
+    open_rounds,
+    resume_state,
+)
+from ..store.order import STRIDE, Positions, table_clock
+from ..store.rows import round_row, state_row, violation_row
 
 #: A round is incomplete once a later event of its table carries a device ts this much
 #: after the round's last event (docs/procedure.md, "When a round is incomplete"); the
@@ -47,10 +55,19 @@ class AuditReport:
     paid: int = 0
     collected: int = 0
     returned: int = 0
+    #: the new findings (not in the store before the run), by code, severity and table
     by_code: Counter[str] = field(default_factory=Counter)
     by_severity: Counter[str] = field(default_factory=Counter)
     by_table: Counter[str] = field(default_factory=Counter)
+    #: the findings whose violation id the store held before the run (an earlier audit
+    #: of the same input found them), by code: apart from the new ones
+    known: Counter[str] = field(default_factory=Counter)
+    #: every finding, new and known (when kept), and the ids of the known ones
     violations: list[Violation] = field(default_factory=list)
+    known_ids: set[str] = field(default_factory=set)
+    #: the rounds the store's books leave open after the run, the oldest first: each
+    #: is judged when its table's next events come, or by `--final`
+    open_rounds: list[OpenRound] = field(default_factory=list)
     #: bugs in the engine met on the way (never violations: pitwatch.engine.errors)
     engine_errors: list[EngineError] = field(default_factory=list)
     #: how many devices the key registry holds (None: no registry, signatures not required)
@@ -93,7 +110,10 @@ class AuditReport:
         self.collected += other.collected
         self.returned += other.returned
 
-    def add_violation(self, v: Violation) -> None:
+    def add_violation(self, v: Violation, known: bool = False) -> None:
+        if known:
+            self.known[v.code] += 1
+            return
         self.by_code[v.code] += 1
         self.by_severity[v.severity] += 1
         self.by_table[v.table_id] += 1
@@ -149,6 +169,7 @@ def audit_events(
     *,
     store: Store | None = None,
     on_violation: Callable[[Violation], None] | None = None,
+    on_known: Callable[[Violation], None] | None = None,
     keep_violations: bool = True,
     round_timeout_ms: int = DEFAULT_ROUND_TIMEOUT_MS,
     report: AuditReport | None = None,
@@ -156,24 +177,42 @@ def audit_events(
     keys: KeyRegistry | None = None,
     on_round: Callable[[RoundSummary], None] | None = None,
     on_engine_error: Callable[[EngineError], None] | None = None,
+    books: bool = True,
 ) -> AuditReport:
     """Feed events through one auditor; violations go out as they are found (and round
-    summaries and engine errors, to `on_round` and `on_engine_error` when given). With
-    `finish`, the end of the input closes any round still open as incomplete (a stream
-    that goes on would wait for its time-out instead)."""
+    summaries and engine errors, to `on_round` and `on_engine_error` when given).
+
+    Without `finish`, a round still open at the end of the input stays open, as in a
+    stream that goes on: into a store, each table's engine state is stored after its
+    events (`audit_states`), and the next run continues it from there
+    (`store.history.resume_state`), judging the open round when the table's next events
+    come. With `finish`, the end of the input closes the books: a round still open is
+    incomplete, and a signing device's unsigned tail a truncated chain; into a store,
+    of every table whose books an earlier run left open too (`books`: False in an
+    `audit --jobs N` worker, whose main process does that once for all).
+
+    Into a store, a finding whose violation id the store held before the run (an
+    earlier audit of the same input found it) is known: it goes to `on_known` when
+    given (else to `on_violation`) and is counted apart (`AuditReport.known`)."""
     rep = report or AuditReport()
     rep.signing_devices = None if keys is None else len(keys.devices)
     writer = (None if store is None
               else BatchWriter(store, getattr(store, "batch_rows", BATCH_ROWS)))
     positions = Positions(store)
+    known = _Known(store)
 
     def violation(v: Violation) -> None:
-        rep.add_violation(v)
+        seen = known.has(v)
+        rep.add_violation(v, known=seen)
         if keep_violations:
             rep.violations.append(v)
+            if seen:
+                rep.known_ids.add(v.violation_id)
         if writer is not None:
             writer.add("violations", violation_row(v))
-        if on_violation is not None:
+        if seen and on_known is not None:
+            on_known(v)
+        elif on_violation is not None:
             on_violation(v)
 
     def round_done(s: RoundSummary) -> None:
@@ -188,8 +227,11 @@ def audit_events(
         if on_engine_error is not None:
             on_engine_error(e)
 
-    auditor = Auditor(select, violation, round_done, engine_error,
-                      round_timeout_ms=round_timeout_ms, keys=keys)
+    def new_auditor() -> Auditor:
+        return Auditor(select, violation, round_done, engine_error,
+                       round_timeout_ms=round_timeout_ms, keys=keys)
+
+    auditor = new_auditor()
     # tables with a stored history: only theirs is asked for (a query each costs chDB
     # tens of milliseconds, and a fresh store has none)
     stored = stored_tables(store) if store is not None else set()
@@ -207,6 +249,7 @@ def audit_events(
             if clock is None:  # the table's first event
                 if ev.table_id in stored:
                     rep.stored_again.add(ev.table_id)
+                    known.load(ev.table_id)
                     continue_history(store, auditor.table(ev.table_id), ev)  # type: ignore[arg-type]
                     clock = positions.clock(ev)  # resumed from the store
                 else:  # nothing stored: the table's record clock starts at 0
@@ -217,15 +260,93 @@ def audit_events(
                 writer.add_event(ev, pos)
             elif len(held) >= writer.batch_rows:
                 writer.flush_table("events")
-        if finish:
+        rep.events += n
+        rep.tables.update(auditor.tables)
+        rep.stored_again.update(t for t, c in clocks.items() if c.behind)
+        if writer is None:
+            if finish:
+                auditor.finish()
+            return rep
+        assert store is not None
+        standings = {t: Standing(c.total * STRIDE + c.extra, dict(c.last))
+                     for t, c in clocks.items()}
+        closer = new_auditor()  # the other tables whose books are closed
+        if not finish:
+            finished: dict[str, Standing] = {}
+        elif stored:
+            finished = _close_books(store, auditor, closer, standings, known, books)
+        else:  # a store with no history: the run's tables are all its books
             auditor.finish()
-    rep.events += n
-    rep.tables.update(auditor.tables)
-    rep.stored_again.update(t for t, c in clocks.items() if c.behind)
-    if writer is not None:
-        writer.flush()
-        store.dedupe(rep.stored_again)  # type: ignore[union-attr]
+            finished = standings
+        writer.flush()  # the states after the events they cover
+        states = [_state_row(t, a, standings[t], t in finished)
+                  for t, a in auditor.tables.items()]
+        states += [_state_row(t, a, finished[t], True) for t, a in closer.tables.items()]
+        store.insert("audit_states", states)
+    store.dedupe(rep.stored_again)
+    if books:
+        rep.open_rounds = open_rounds(store) if stored else sorted(
+            (OpenRound(r["table_id"], r["open_round"], r["open_since_ms"]) for r in states
+             if r["open_round"]), key=lambda o: (o.since, o.table_id))
     return rep
+
+
+def _close_books(store: Store, auditor: Auditor, closer: Auditor,
+                 standings: dict[str, Standing], known: _Known, books: bool
+                 ) -> dict[str, Standing]:
+    """The end of the input closes the books (`audit_events`' `finish`): each table of
+    the run whose stored history goes no further than the run is finished; with
+    `books`, so is every other table whose latest stored state is open, from that
+    state, by `closer`, in table order. Where each table finished stands."""
+    further = {r["table_id"]: int(r["p"]) for r in store.query(
+        "SELECT table_id, max(pos) AS p FROM audit_states GROUP BY table_id")}
+    finished: dict[str, Standing] = {}
+    for t, a in auditor.tables.items():
+        if further.get(t, -1) <= standings[t].pos:
+            a.finish()
+            finished[t] = standings[t]
+    if not books:
+        return finished
+    for t in books_open(store):
+        if t in finished:
+            continue
+        known.load(t)
+        stand = resume_state(store, closer.table(t), t)
+        if stand is None:  # no state agrees with its stored events: left open
+            del closer.tables[t]
+            continue
+        closer.tables[t].finish()
+        finished[t] = stand
+    return finished
+
+
+def _state_row(table_id: str, a: TableAuditor, at: Standing, closed: bool) -> dict[str, Any]:
+    """The `audit_states` row of where `a` stands."""
+    r = a.round
+    if r is None or not a.round_open:
+        return state_row(table_id, at.pos, at.clock, a.export_state(), closed, "", 0)
+    return state_row(table_id, at.pos, at.clock, a.export_state(), closed, r.round_id,
+                     r.started_ts or r.last_ts)
+
+
+class _Known:
+    """The violation ids a store held before the run, of the tables asked (`load`)."""
+
+    def __init__(self, store: Store | None) -> None:
+        self.store = store
+        self.ids: set[str] = set()
+        self.loaded: set[str] = set()
+
+    def load(self, table_id: str) -> None:
+        if self.store is None or table_id in self.loaded:
+            return
+        self.loaded.add(table_id)
+        self.ids.update(r["violation_id"] for r in self.store.query(
+            "SELECT DISTINCT violation_id FROM violations WHERE table_id = {t:String}",
+            {"t": table_id}))
+
+    def has(self, v: Violation) -> bool:
+        return v.violation_id in self.ids
 
 
 def stored_tables(store: Store) -> set[str]:
@@ -245,7 +366,11 @@ def audit_paths(
     progress: bool = False,
     keep_violations: bool = True,
     keys: KeyRegistry | None = None,
+    on_known: Callable[[Violation], None] | None = None,
+    finish: bool = True,
 ) -> AuditReport:
+    """The events of the files (or directories) named, audited by `audit_events`; with
+    none, into a store, with `finish`: the store's books closed."""
     files = in_record_order(expand(paths))  # refused here, before any finding
     rep = AuditReport(files=len(files))
 
@@ -256,5 +381,6 @@ def audit_paths(
 
     total = sum(f.stat().st_size for f in files)
     events = _progress(read_files(files, reject), progress and total > 5_000_000)
-    return audit_events(events, store=store, on_violation=on_violation,
-                        keep_violations=keep_violations, report=rep, keys=keys)
+    return audit_events(events, store=store, on_violation=on_violation, on_known=on_known,
+                        keep_violations=keep_violations, report=rep, keys=keys,
+                        finish=finish)

@@ -7,14 +7,24 @@ A round is judged with the table context it had: the posted rules (the last
 checks). `context(store, table_id, pos)` gives the events to feed an auditor before the
 event at `pos`: each device's last event before the context starts, then everything from
 the earlier of the last TableOpened and the last ShoeLoaded on.
+
+An audit run into the store also leaves each table's engine state there (`audit_states`,
+written by `pitwatch.audit.run` after the run's events): the next run continues the
+table from that state (`resume_state`), exactly where the last one stopped: its open
+round, each device's seq window, chain and unsigned tail, the recently closed rounds,
+the shoe and the posted rules. The context above is the way back for a table with no
+state that agrees with its stored events.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
-from ..engine.auditor import TableAuditor
+import orjson
+
+from ..engine.auditor import StateError, TableAuditor
 from ..events.model import Event
 from .base import Store
 from .rows import EVENT_COLUMNS, stored_event
@@ -120,6 +130,8 @@ def continue_history(store: Store, auditor: TableAuditor, ev: Event) -> None:
     if not top or not int(top[0]["n"]):
         return
     before = int(rows[0]["pos"]) if rows else int(top[0]["p"]) + 1
+    if resume_state(store, auditor, ev.table_id, before) is not None:
+        return
     sinks = auditor.on_violation, auditor.on_round
     auditor.on_violation, auditor.on_round = (lambda v: None), (lambda s: None)
     try:
@@ -136,3 +148,93 @@ def continue_history(store: Store, auditor: TableAuditor, ev: Event) -> None:
         # the run that stored it closed it (its input ended there): it stays closed
         r.ended = True
         auditor.closed[r.round_id] = None
+
+
+@contextmanager
+def _quiet(auditor: TableAuditor) -> Iterator[None]:
+    """What `auditor` finds meanwhile is history: neither findings nor rounds go out."""
+    sinks = auditor.on_violation, auditor.on_round
+    auditor.on_violation, auditor.on_round = (lambda v: None), (lambda s: None)
+    try:
+        yield
+    finally:
+        auditor.on_violation, auditor.on_round = sinks
+
+
+@dataclass(frozen=True, slots=True)
+class Standing:
+    """Where a table's audit stands in the store: the position its record clock stood
+    at, and each device's last seq there."""
+
+    pos: int
+    clock: dict[str, int]
+
+
+def last_seqs(store: Store, table_id: str, upto: int) -> dict[str, int]:
+    """Each device's last seq among the table's stored events up to position `upto`."""
+    rows = store.query("SELECT device_id, max(seq) AS s FROM events FINAL WHERE table_id = "
+                       "{t:String} AND pos <= {p:UInt64} GROUP BY device_id",
+                       {"t": table_id, "p": upto})
+    return {r["device_id"]: int(r["s"]) for r in rows}
+
+
+def resume_state(store: Store, auditor: TableAuditor, table_id: str,
+                 before: int | None = None) -> Standing | None:
+    """Bring `auditor` (fresh, for the table) to the table's latest stored audit state
+    before position `before` (None: the latest of all), then fold the table's stored
+    events after that state and before `before` as history (nothing goes out). Where
+    it then stands, or None, `auditor` untouched, when no state is stored there or
+    the stored events disagree with it (each device's last seq at its position: a run
+    that stored its state but not all its events, or events another writer stored
+    since): the caller then replays the history (`context`)."""
+    where = "" if before is None else " AND pos < {b:UInt64}"
+    rows = store.query("SELECT pos, clock, state FROM audit_states FINAL WHERE table_id = "
+                       "{t:String}" + where + " ORDER BY pos DESC LIMIT 1",
+                       {"t": table_id, "b": before or 0})
+    if not rows:
+        return None
+    pos = int(rows[0]["pos"])
+    try:
+        clock = {str(d): int(s) for d, s in orjson.loads(rows[0]["clock"]).items()}
+        state = orjson.loads(rows[0]["state"])
+    except (orjson.JSONDecodeError, AttributeError, TypeError, ValueError):
+        return None
+    if last_seqs(store, table_id, pos) != clock:
+        return None
+    try:
+        auditor.import_state(state)
+    except StateError:
+        return None
+    if before is None or before > pos + 1:
+        with _quiet(auditor):
+            for st in stream(store, table_id, pos + 1, None if before is None else before - 1):
+                auditor.feed(st.event)
+                if st.pos > pos:
+                    pos, clock[st.event.device_id] = st.pos, max(
+                        st.event.seq, clock.get(st.event.device_id, 0))
+    return Standing(pos, clock)
+
+
+def books_open(store: Store) -> list[str]:
+    """The tables whose latest audit state is not closed, in table order: an audit
+    left them with the books open (`pitwatch audit` without `--final`)."""
+    return [r["table_id"] for r in store.query(
+        "SELECT table_id FROM audit_states FINAL GROUP BY table_id "
+        "HAVING argMax(closed, pos) = 0 ORDER BY table_id")]
+
+
+@dataclass(frozen=True, slots=True)
+class OpenRound:
+    table_id: str
+    round_id: str
+    #: device time (ms since the epoch, UTC) of its RoundStarted, else of its last event
+    since: int
+
+
+def open_rounds(store: Store) -> list[OpenRound]:
+    """The rounds the store's audit states leave open (a table's latest state, the
+    books not closed after it), the oldest first."""
+    return [OpenRound(r["table_id"], r["r"], int(r["since"])) for r in store.query(
+        "SELECT table_id, argMax(open_round, pos) AS r, argMax(open_since_ms, pos) AS since, "
+        "argMax(closed, pos) AS c FROM audit_states FINAL GROUP BY table_id "
+        "HAVING r != '' AND c = 0 ORDER BY since, table_id")]

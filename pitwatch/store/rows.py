@@ -104,3 +104,15 @@ def violation_row(v: Violation) -> dict[str, Any]:
         "pack": v.pack, "pack_version": v.pack_version,
         "detected_at": v.detected_at // 1000, "detected_ms": v.detected_at % 1000,
     }
+
+
+def state_row(table_id: str, pos: int, clock: Mapping[str, int], state: Mapping[str, Any],
+              closed: bool, open_round: str, open_since: int) -> dict[str, Any]:
+    """A row of `audit_states`: where an audit run left a table (schemas/clickhouse).
+    `clock` is each device's last seq at `pos`; `state` is `TableAuditor.export_state()`."""
+    return {
+        "table_id": table_id, "pos": pos, "closed": int(closed),
+        "clock": orjson.dumps(dict(clock), option=orjson.OPT_SORT_KEYS).decode(),
+        "open_round": open_round, "open_since_ms": open_since,
+        "state": orjson.dumps(state).decode(),
+    }
