@@ -85,8 +85,8 @@ def build_parser(commands: list[Command]) -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    order = ["demo", "simulate", "audit", "query", "replay", "investigate", "reaudit",
-             "produce", "worker"]
+    order = ["demo", "simulate", "audit", "query", "replay", "investigate", "verify",
+             "reaudit", "produce", "worker"]
     for cmd in sorted(commands, key=lambda c: (order.index(c.name) if c.name in order else 99)):
         p = sub.add_parser(cmd.name, help=cmd.help, description=cmd.description,
                            formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -9,21 +9,29 @@ with its table context (`rebuild.rebuild_span`) and compared with what was store
 
 from __future__ import annotations
 
+import getpass
 import hashlib
 import json
+import os
+import shlex
+import socket
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import Any
 
 from pitwatch.citations import Quote, quote
 from pitwatch.engine.violation import Severity, Violation
+from pitwatch.events.avro import digest
 from pitwatch.events.keys import KeyRegistry
 from pitwatch.packs.registry import all_packs
 from pitwatch.store.base import Store
 from pitwatch.store.history import round_span
 
-from .rebuild import Rebuilt, rebuild_span, signature_verdict
+from .rebuild import Fed, Rebuilt, rebuild_span, signature_verdict
 
 SEVERITIES = [s.value for s in Severity]  # worst first
 
@@ -122,6 +130,27 @@ class Finding:
     quote: Quote | None  # the cited paragraphs; None for a posted or record rule
 
 
+@dataclass(frozen=True)
+class Provenance:
+    """Who made a case, where and how: the manifest states it."""
+
+    case_number: str | None = None
+    operator: str = ""
+    host: str = ""
+    command_line: str = ""
+
+    @classmethod
+    def here(cls, case_number: str | None, argv: list[str] | None = None) -> Provenance:
+        """This process's operator, host and command line."""
+        try:
+            operator = getpass.getuser()
+        except (KeyError, OSError):  # no name for the uid (a bare container)
+            operator = f"uid {os.getuid()}"
+        args = sys.argv if argv is None else argv
+        return cls(case_number, operator, socket.gethostname(),
+                   shlex.join(["pitwatch", *args[1:]]))
+
+
 @dataclass
 class Case:
     selection: Selection
@@ -132,6 +161,11 @@ class Case:
     #: the key registry the signatures were verified against, and its file's SHA-256
     keys: KeyRegistry | None = None
     keys_sha256: str | None = None
+    #: what each table's rebuild read, by role: the evidence
+    fed: list[Fed] = field(default_factory=list)
+    provenance: Provenance = field(default_factory=Provenance)
+    #: the registry file's bytes, copied into the folder
+    keys_file: bytes | None = None
 
     def findings(self, rb: Rebuilt) -> list[Finding]:
         out = [Finding(v, "rebuilt and stored" if v.violation_id in rb.stored_violation_ids
@@ -165,7 +199,8 @@ class Case:
 
     @property
     def signature_verdict(self) -> str:
-        return signature_verdict(self.rounds, self.keys)
+        return signature_verdict(self.rounds, self.keys,
+                                 [v for vs in self.stored_only.values() for v in vs])
 
     @property
     def signatures_hold(self) -> bool | None:
@@ -190,9 +225,28 @@ def software_version() -> str:
         return "unknown"
 
 
+def software_commit() -> str | None:
+    """The git commit of the checkout this software runs from, when it runs from one."""
+    here = Path(__file__).resolve().parent.parent
+    if not (here / ".git").exists():
+        return None
+    try:
+        got = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"],
+                             capture_output=True, text=True, timeout=10, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = got.stdout.strip()
+    return commit if len(commit) == 40 else None
+
+
+def software() -> dict[str, str | None]:
+    return {"name": "pitwatch", "version": software_version(), "commit": software_commit()}
+
+
 def build_case(store: Store, selection: Selection, store_identity: str,
                generated_ms: int, max_rounds: int = 500, keys: KeyRegistry | None = None,
-               keys_sha256: str | None = None) -> Case:
+               keys_sha256: str | None = None, provenance: Provenance | None = None,
+               keys_file: bytes | None = None) -> Case:
     picked = selection.round_ids(store)
     if not picked:
         raise LookupError(f"no round in the store matches: {selection.describe()}")
@@ -200,6 +254,7 @@ def build_case(store: Store, selection: Selection, store_identity: str,
         raise ValueError(f"{len(picked)} rounds selected, at most {max_rounds} a case: "
                          "narrow the selection")
     rounds: list[Rebuilt] = []
+    fed: list[Fed] = []
     by_table: dict[str, list[str]] = {}
     for table, rid in picked:
         by_table.setdefault(table, []).append(rid)
@@ -208,15 +263,17 @@ def build_case(store: Store, selection: Selection, store_identity: str,
         if not spans:
             continue
         got = rebuild_span(store, table, min(s[1] for s in spans), max(s[2] for s in spans),
-                           ids, keys=keys)
+                           ids, keys=keys, fed=fed)
         rounds += [got[r] for r in ids if r in got]
     case = Case(selection, store_identity, rounds, generated_ms=generated_ms, keys=keys,
-                keys_sha256=keys_sha256)
-    case.stored_only = _stored_only(store, rounds)
+                keys_sha256=keys_sha256, fed=fed, provenance=provenance or Provenance(),
+                keys_file=keys_file)
+    case.stored_only = stored_only(store, rounds)
     return case
 
 
-def _stored_only(store: Store, rounds: list[Rebuilt]) -> dict[str, list[Violation]]:
+def stored_only(store: Store, rounds: list[Rebuilt]) -> dict[str, list[Violation]]:
+    """The findings the store holds for `rounds` that their rebuild did not raise."""
     missing = {i for rb in rounds for i in rb.stored_violation_ids
                - {v.violation_id for v in rb.violations}}
     if not missing:
@@ -249,21 +306,59 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def manifest(case: Case, files: dict[str, bytes]) -> bytes:
-    """manifest.json: what the folder holds and where it came from."""
+def finding_json(v: Violation, status: str) -> dict[str, Any]:
+    """A finding as the manifest lists it, and as `pitwatch verify` compares it."""
+    return {**v.to_json(), "status": status}
+
+
+def input_sha256(fed: list[Fed]) -> str:
+    """SHA-256 over the digests (SHA-256 of the canonical Avro form) of every event
+    read from the store, in the order read: the input the case was made from."""
+    h = hashlib.sha256()
+    for f in fed:
+        for ev in f.events():
+            h.update(digest(ev))
+    return h.hexdigest()
+
+
+def manifest(case: Case, files: dict[str, bytes], signed_by: dict[str, str] | None
+             ) -> bytes:
+    """manifest.json: what the folder holds and where it came from; `signed_by`, the
+    site key that signs it (manifest.sig), or None."""
+    pv = case.provenance
     doc = {
-        "made_by": f"pitwatch {software_version()}",
+        "format": CASE_FORMAT,
+        "case_number": pv.case_number,
+        "made_by": {**software(), "operator": pv.operator, "host": pv.host,
+                    "command_line": pv.command_line},
         "generated_at": iso_time(case.generated_ms),
-        "store": case.store,
+        "store": {"identity": case.store, "input_sha256": input_sha256(case.fed),
+                  "events_read": sum(len(f.events()) for f in case.fed)},
         "selection": case.selection.to_json(),
         "rounds": [rb.round_id for rb in case.rounds],
         "packs": case.packs(),
+        "evidence": {"file": EVIDENCE, "schema": SCHEMA_FILE, "tables": [
+            {"table_id": f.table_id, **f.counts(), "finished": f.finished}
+            for f in case.fed]},
+        "findings": [finding_json(f.violation, f.status) for f in case.all_findings],
         "replay": case.replay_verdict,
         "chains": case.chain_verdict,
         "signatures": case.signature_verdict,
         "key_registry": None if case.keys is None else {
+            "file": KEYS_FILE if case.keys_file is not None else None,
             "sha256": case.keys_sha256, "devices": len(case.keys.devices)},
         "files": {name: {"sha256": sha256(data), "bytes": len(data)}
                   for name, data in sorted(files.items())},
+        "signed_by": signed_by if signed_by is not None else UNSIGNED,
     }
     return json.dumps(doc, indent=2, ensure_ascii=False).encode() + b"\n"
+
+
+CASE_FORMAT = "pitwatch case folder 2"
+EVIDENCE = "evidence.jsonl"
+SCHEMA_FILE = "TableEvent.avsc"
+KEYS_FILE = "keys.json"
+MANIFEST = "manifest.json"
+SIGNATURE_FILE = "manifest.sig"
+UNSIGNED = ("UNSIGNED: no site key was given (--site-key FILE or PITWATCH_SITE_KEY); "
+            "nothing proves this manifest is the one the site made")

@@ -16,6 +16,8 @@ from .present import (
     decisions,
     describe,
     device_time,
+    money_involved,
+    quote_kind,
     rules_lines,
 )
 from .rebuild import Rebuilt, Step
@@ -40,6 +42,7 @@ blockquote{margin:.3em 0 .3em 1em;padding:.2em .8em;border-left:3px solid #888;
 background:#f7f7f7;font-style:italic}
 .ok{color:#060;font-weight:bold}.bad{color:#a00;font-weight:bold}
 .facts td:first-child{width:12em;color:#555}
+.summary{margin:.3em 0 .3em 1em;padding:.2em .8em;border-left:3px dashed #888}
 """
 
 
@@ -63,16 +66,23 @@ def _quotes(f: Finding) -> str:
     if q is None:
         return ('<p><em>No regulation paragraph to quote: this rule is the table\'s posted '
                 'rule or pitwatch\'s record rule, as the citation says.</em></p>')
+    kind = quote_kind(q)
+    if kind != "regulation":  # pitwatch's words: never set as a quotation of the text
+        return "".join(f'<div class="summary"><b>{escape(kind)}</b>, {escape(label)}:<br>'
+                       f'{escape(text).replace(chr(10), "<br>")}</div>'
+                       for label, text in q.paragraphs)
     return "".join(f'<blockquote>{escape(text).replace(chr(10), "<br>")}<br><small>— '
                    f'{escape(q.source)}, {escape(label)}</small></blockquote>'
                    for label, text in q.paragraphs)
 
 
-def _finding(f: Finding) -> str:
+def _finding(f: Finding, rb: Rebuilt) -> str:
     v = f.violation
+    money = money_involved(v, [st.event for st in rb.steps])
     return (f'<div class="finding"><span class="sev {escape(v.severity)}">'
             f'{escape(v.severity)}</span> <b>{escape(v.code)}</b> — {escape(v.message)}'
-            f'<br>cites <b>{escape(v.citation)}</b>; event <span class="mono">'
+            + ("" if money is None else f"<br>money involved: <b>{escape(money)}</b>")
+            + f'<br>cites <b>{escape(v.citation)}</b>; event <span class="mono">'
             f'{escape(v.event_id)}</span>; {escape(f.status)}{_evidence(v.evidence)}'
             f'{_quotes(f)}</div>')
 
@@ -107,7 +117,7 @@ def _round(case: Case, rb: Rebuilt) -> str:
         f"<tr><td>{escape(k)}</td><td>{escape(v)}</td></tr>" for k, v in facts) + "</table>")
     if rb.rules is not None:
         h.append("<h3>Posted rules in force</h3><ul>" + "".join(
-            f"<li>{escape(x)}</li>" for x in rules_lines(rb.rules)) + "</ul>")
+            f"<li>{escape(x)}</li>" for x in rules_lines(rb.rules, rb.game)) + "</ul>")
     h.append("<h3>Timeline</h3><table><tr><th>device time (UTC)</th><th>event id</th>"
              "<th>device</th><th>seq</th><th>event</th><th>what it says</th></tr>")
     for st in rb.steps:
@@ -118,12 +128,12 @@ def _round(case: Case, rb: Rebuilt) -> str:
                  f'<td>{escape(ev.device_id)}</td><td>{ev.seq}</td><td>{escape(ev.type)}'
                  f'</td><td>{_detail(st)}</td></tr>')
         for f in hits:
-            h.append(f'<tr class="hit"><td colspan="6">{_finding(f)}</td></tr>')
+            h.append(f'<tr class="hit"><td colspan="6">{_finding(f, rb)}</td></tr>')
     h.append("</table>")
     elsewhere = [f for f in findings if f.violation.event_id not in step_ids]
     if elsewhere:
         h.append("<h3>Findings raised after the round's own events</h3>")
-        h += [_finding(f) for f in elsewhere]
+        h += [_finding(f, rb) for f in elsewhere]
     h.append("<h3>Digest chains</h3><table><tr><th>device</th><th>verdict</th></tr>")
     for c in rb.chains.values():
         cls = "bad" if c.breaks else "ok"
@@ -137,6 +147,7 @@ def render_html(case: Case) -> bytes:
     findings = case.all_findings
     packs = ", ".join(f"{p['name']} {p['version']}" for p in case.packs()) or "none"
     chain_ok = "VERIFIED" in case.chain_verdict
+    pv = case.provenance
     sig_class = {True: "ok", False: "bad", None: ""}[case.signatures_hold]
     head = [
         "<!doctype html>", '<html lang="en"><head><meta charset="utf-8">',
@@ -144,6 +155,9 @@ def render_html(case: Case) -> bytes:
         f"<style>{STYLE}</style></head><body>",
         "<h1>pitwatch case report</h1>",
         '<table class="facts">',
+        f"<tr><td>case number</td><td>{escape(pv.case_number or 'none given')}</td></tr>",
+        f"<tr><td>made by</td><td>{escape(pv.operator)} on {escape(pv.host)}: "
+        f'<span class="mono">{escape(pv.command_line)}</span></td></tr>',
         f"<tr><td>selection</td><td>{escape(case.selection.describe())}</td></tr>",
         f"<tr><td>rounds</td><td>{len(case.rounds)}</td></tr>",
         f"<tr><td>findings</td><td>{len(findings)}</td></tr>",

@@ -14,6 +14,7 @@ from reportlab.lib import colors
 from reportlab.lib.pagesizes import A4, landscape
 from reportlab.lib.styles import ParagraphStyle, getSampleStyleSheet
 from reportlab.lib.units import mm
+from reportlab.pdfgen.canvas import Canvas
 from reportlab.platypus import (
     KeepTogether,
     PageBreak,
@@ -34,6 +35,8 @@ from .present import (
     decisions,
     describe,
     device_time,
+    money_involved,
+    quote_kind,
     rules_lines,
 )
 from .rebuild import Rebuilt, Step
@@ -88,14 +91,20 @@ def _sev(severity: str) -> str:
             f"{_e(severity)}</b></font>")
 
 
-def _finding(f: Finding) -> list[Any]:
+def _finding(f: Finding, rb: Rebuilt) -> list[Any]:
     v = f.violation
+    money = money_involved(v, [st.event for st in rb.steps])
     out: list[Any] = [_p(f"{_sev(v.severity)} <b>{_e(v.code)}</b>: {_e(v.message)}<br/>"
-                         f"cites <b>{_e(v.citation)}</b>; event {_e(v.event_id)}; "
+                         + ("" if money is None else f"money involved: <b>{_e(money)}</b><br/>")
+                         + f"cites <b>{_e(v.citation)}</b>; event {_e(v.event_id)}; "
                          f"{_e(f.status)}" + ("" if not v.evidence else
                                               "<br/>with the events " + _e(", ".join(v.evidence))))]
     q = f.quote
-    if q is not None:
+    kind = None if q is None else quote_kind(q)
+    if q is not None and kind != "regulation":  # pitwatch's words, never set as a quote
+        out += [_p(f"<b>{_e(kind)}</b>, {_e(label)}:<br/>{_e(text).replace(chr(10), '<br/>')}",
+                   SMALL) for label, text in q.paragraphs]
+    elif q is not None:
         out += [_p(f"“{_e(text).replace(chr(10), '<br/>')}” "
                    f"<font size=6.5>({_e(q.source)}, {_e(label)})</font>", QUOTE)
                 for label, text in q.paragraphs]
@@ -123,7 +132,7 @@ def _round(case: Case, rb: Rebuilt, width: float) -> list[Any]:
     facts.append(["replay", "rebuilt findings match the stored ones" if rb.matches_store
                   else "rebuilt findings DIFFER from the stored ones"])
     if rb.rules is not None:
-        facts.append(["posted rules in force", "; ".join(rules_lines(rb.rules))])
+        facts.append(["posted rules in force", "; ".join(rules_lines(rb.rules, rb.game))])
     ft = Table([[_p(_e(k), SMALL), _p(_e(v), SMALL)] for k, v in facts],
                colWidths=[38 * mm, width - 38 * mm])
     ft.setStyle(TableStyle([("VALIGN", (0, 0), (-1, -1), "TOP"),
@@ -140,7 +149,7 @@ def _round(case: Case, rb: Rebuilt, width: float) -> list[Any]:
                      _p(f"{_e(ev.device_id)} #{ev.seq}", SMALL),
                      _p(f"<b>{_e(ev.type)}</b> {_detail(st)}", SMALL)])
         for f in at.get(ev.event_id, []):
-            rows.append([_finding(f), "", "", ""])
+            rows.append([_finding(f, rb), "", "", ""])
             n = len(rows) - 1
             spans.append(("SPAN", (0, n), (-1, n)))
             hit_rows.append(n)
@@ -156,7 +165,7 @@ def _round(case: Case, rb: Rebuilt, width: float) -> list[Any]:
     if elsewhere:
         flow.append(_p("Findings raised after the round's own events", H3))
         for f in elsewhere:
-            flow += _finding(f)
+            flow += _finding(f, rb)
     chain_rows = [[_p("<b>device</b>", SMALL), _p("<b>digest chain verdict</b>", SMALL)]]
     for c in rb.chains.values():
         colour = "#aa0000" if c.breaks else "#006600"
@@ -168,27 +177,54 @@ def _round(case: Case, rb: Rebuilt, width: float) -> list[Any]:
     return flow
 
 
+def _numbered(title: str) -> type[Canvas]:
+    """A canvas that holds its pages until the end, to put "page N of M" and the
+    case's title in each footer."""
+
+    class Numbered(Canvas):  # type: ignore[misc]  # ReportLab ships no types
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._held: list[dict[str, Any]] = []
+
+        def showPage(self) -> None:
+            self._held.append(dict(self.__dict__))
+            self._startPage()
+
+        def save(self) -> None:
+            total = len(self._held)
+            for n, page in enumerate(self._held, 1):
+                self.__dict__.update(page)
+                self.saveState()
+                self.setFont("Helvetica", 7)
+                self.drawString(12 * mm, 7 * mm, title[:150])
+                self.drawRightString(landscape(A4)[0] - 12 * mm, 7 * mm,
+                                     f"page {n} of {total}")
+                self.restoreState()
+                super().showPage()
+            super().save()
+
+    return Numbered
+
+
 def render_pdf(case: Case) -> bytes:
     buf = BytesIO()
-    title = f"pitwatch case: {case.selection.describe()}"
+    number = case.provenance.case_number
+    title = (f"pitwatch case {number}: " if number else "pitwatch case: ") + \
+        case.selection.describe()
     doc = SimpleDocTemplate(buf, pagesize=landscape(A4), invariant=1, title=title,
                             author="pitwatch", subject="case report", creator="pitwatch",
                             leftMargin=12 * mm, rightMargin=12 * mm, topMargin=12 * mm,
                             bottomMargin=14 * mm)
     width = doc.width
 
-    def footer(canvas: Any, d: Any) -> None:
-        canvas.saveState()
-        canvas.setFont("Helvetica", 7)
-        canvas.drawString(12 * mm, 7 * mm, title[:150])
-        canvas.drawRightString(landscape(A4)[0] - 12 * mm, 7 * mm, f"page {d.page}")
-        canvas.restoreState()
-
     findings = case.all_findings
     packs = ", ".join(f"{p['name']} {p['version']}" for p in case.packs()) or "none"
     chain_colour = "#006600" if "VERIFIED" in case.chain_verdict else "#aa0000"
     sig_colour = {True: "#006600", False: "#aa0000", None: "#000000"}[case.signatures_hold]
+    pv = case.provenance
     facts = [
+        ("case number", _e(pv.case_number or "none given")),
+        ("made by", f"{_e(pv.operator)} on {_e(pv.host)}: {_e(pv.command_line)}"),
         ("selection", _e(case.selection.describe())), ("rounds", str(len(case.rounds))),
         ("findings", str(len(findings))), ("rule packs", _e(packs)),
         ("store", _e(case.store)), ("software", f"pitwatch {_e(software_version())}"),
@@ -221,5 +257,5 @@ def render_pdf(case: Case) -> bytes:
     for rb in case.rounds:
         flow.append(PageBreak())
         flow += _round(case, rb, width)
-    doc.build(flow, onFirstPage=footer, onLaterPages=footer)
+    doc.build(flow, canvasmaker=_numbered(title))
     return buf.getvalue()

@@ -118,7 +118,8 @@ class Chains:
                     c.breaks.append(f"seq {ev.seq} sent again as a different event")
                 return
             elif ev.seq != prev.seq + 1:
-                c.breaks.append(f"seq {prev.seq + 1}–{ev.seq - 1} missing")
+                c.breaks.append(f"seq {seq_ranges(list(range(prev.seq + 1, ev.seq)))} "
+                                "missing")
             elif ev.prev_digest != digest(prev):
                 c.breaks.append(f"seq {ev.seq} prev_digest does not match seq {prev.seq}")
         if prev is None or ev.seq > prev.seq:

@@ -6,11 +6,13 @@ import argparse
 import sys
 from typing import IO
 
+from pitwatch.engine.violation import Violation
 from pitwatch.events.keys import KeyRegistry, KeyRegistryError
 from pitwatch.money import dollars
 
+from .case import stored_only
 from .keys import add_keys_option, load_keys
-from .present import decisions, describe, device_time, rules_lines
+from .present import decisions, describe, device_time, money_involved, rules_lines
 from .rebuild import Rebuilt, rebuild, signature_verdict
 from .stores import add_store_options, open_store
 
@@ -52,34 +54,48 @@ examples:
         store = open_store(args)
         try:
             rb = rebuild(store, args.round_id, keys=keys)
+            missing = stored_only(store, [rb]).get(rb.round_id, [])
         except LookupError as e:
             print(f"pitwatch replay: {e}", file=sys.stderr)
             return 1
         finally:
             store.close()
-        show(rb, sys.stdout, keys)
+        show(rb, sys.stdout, keys, missing)
         return 0 if rb.matches_store else 3
 
 
-def show(rb: Rebuilt, out: IO[str], keys: KeyRegistry | None = None) -> None:
+def show(rb: Rebuilt, out: IO[str], keys: KeyRegistry | None = None,
+         missing: list[Violation] | None = None) -> None:
+    """The round step by step; `missing`: findings the store holds that the rebuild
+    did not raise."""
     s = rb.summary
     print(f"round {rb.round_id} at table {rb.table_id}: {len(rb.steps)} events, "
           f"judged by {rb.pack or 'no pack'}" + (f", dealer {s.dealer_id}" if s else ""),
           file=out)
     print("decisions: " + decisions([st.event for st in rb.steps]), file=out)
     if rb.rules is not None:
-        print("posted rules in force: " + "; ".join(rules_lines(rb.rules)), file=out)
+        print("posted rules in force: " + "; ".join(rules_lines(rb.rules, rb.game)), file=out)
     print(f"  {'device time (UTC)':23}  {'event id':36}  {'device':18} {'seq':>5}  event",
           file=out)
+    events = [st.event for st in rb.steps]
+
+    def money(v: Violation) -> str:
+        m = money_involved(v, events)
+        return "" if m is None else f" (money involved: {m})"
+
     for st in rb.steps:
         ev = st.event
         print(f"  {device_time(ev.ts)}  {ev.event_id:36}  {ev.device_id:18} {ev.seq:>5}  "
               f"{ev.type} {describe(ev)}".rstrip(), file=out)
         for v in st.violations:
-            print(f"      !! {v.severity} {v.code} [{v.citation}]: {v.message}", file=out)
+            print(f"      !! {v.severity} {v.code} [{v.citation}]: {v.message}{money(v)}",
+                  file=out)
     for v in rb.closing:
         print(f"      !! {v.severity} {v.code} [{v.citation}] (on event {v.event_id}): "
-              f"{v.message}", file=out)
+              f"{v.message}{money(v)}", file=out)
+    for v in missing or []:
+        print(f"      ?? stored, NOT rebuilt: {v.severity} {v.code} [{v.citation}] "
+              f"(on event {v.event_id}): {v.message}", file=out)
     if s is not None:
         print(f"money: wagered {dollars(s.wagered)}, paid {dollars(s.paid)}, collected "
               f"{dollars(s.collected)}, returned {dollars(s.returned)}; "
@@ -91,7 +107,7 @@ def show(rb: Rebuilt, out: IO[str], keys: KeyRegistry | None = None) -> None:
         print(f"chain {c.device_id}: {c.verdict}", file=out)
     print("digest chains: " + ("VERIFIED for every device" if rb.chain_verified
                                else "BROKEN (see above)"), file=out)
-    print(signature_verdict([rb], keys), file=out)
+    print(signature_verdict([rb], keys, missing or []), file=out)
     same = "match" if rb.matches_store else "DIFFER FROM"
     print(f"rebuilt violations {same} the stored ones "
           f"({len(rb.violations)} rebuilt, {len(rb.stored_violation_ids)} stored)", file=out)

@@ -10,8 +10,9 @@ from pathlib import Path
 from pitwatch.engine.violation import Severity
 from pitwatch.events.keys import KeyRegistryError
 
-from .case import Selection, build_case, parse_time
-from .keys import add_keys_option, load_keys
+from . import site_key
+from .case import Provenance, Selection, build_case, parse_time, sha256
+from .keys import add_keys_option, load_keys_file
 from .stores import add_store_options, open_store, store_identity
 
 MAX_ROUNDS = 500
@@ -52,26 +53,39 @@ each from its events with the table context it had, and write a case folder:
   report.html     self-contained: per round the timeline with device time (UTC, to the
                   ms) and event ids, the cards as cards, money in dollars, the decisions,
                   the posted rules in force, each finding at the event that proves it
-                  with the regulation paragraph it cites quoted beside it, and each
-                  device's digest chain with its verdict, and whether the signatures
-                  hold (with --keys)
+                  with the money involved and the paragraph it cites quoted beside it
+                  (a summary marked as pitwatch's own), each device's digest chain with
+                  its verdict, and whether the signatures hold (with --keys)
   report.pdf      the same, for filing (ReportLab)
-  evidence.jsonl  the events as the devices sent them, in the order of record
+  evidence.jsonl  every event the findings depend on, as the devices sent them, in the
+                  order of record: the table context (the TableOpened of the posted
+                  rules, the shoe since its ShoeLoaded), each device's previous event
+                  and, with --keys, its chain back to its last checkpoint, the rounds,
+                  the event that closed each, and each signing device's chain on to the
+                  checkpoint that covers it
+  TableEvent.avsc the Avro schema the events' digests are taken under
+  keys.json       the key registry the signatures were checked against (with --keys)
   violations.csv  the findings, each marked as rebuilt and stored, rebuilt only, or
-                  stored only
-  manifest.json   the SHA-256 of every file, the selection, the rule packs and versions,
-                  the software version, the store, the key registry (its SHA-256) and
-                  the signatures' verdict, and when it was made
+                  stored only, with the device time of its event and the money involved
+  manifest.json   the case number, operator, host, command line, software version and
+                  commit, the store and the SHA-256 of the input read from it, the
+                  selection, the rule packs and versions, the evidence's layout, every
+                  finding, the verdicts, and the SHA-256 of every other file
+  manifest.sig    the site key's signature of manifest.json (with --site-key)
 
-The same selection twice gives the same bytes except the marked generation time.
-At most {MAX_ROUNDS} rounds a case (narrow the selection).
+`pitwatch verify DIR` checks such a folder anywhere, with no store: it re-audits the
+evidence and says whether it gives the case's findings exactly.
+--generated-at TIME makes a re-run byte-identical; without it the time is the clock's
+(marked in the HTML as `data-field="generated-at"`). At most {MAX_ROUNDS} rounds a case
+(narrow the selection).
 
 exit status: 0 written, and every round rebuilt to what was stored; 3 written, but a
 round rebuilt differently (the report says which); 1 nothing matches the selection;
-2 a key registry that cannot be read.
+2 a key registry or site key that cannot be read, or --out not empty.
 
 examples:
-  pitwatch investigate AC-BJ-01-000042 --out cases/0042
+  pitwatch investigate AC-BJ-01-000042 --case-number 2026-0117 --site-key site.pem \\
+      --out cases/0042
   pitwatch investigate --table AC-BJ-01 --from 2026-11-30T18:00 --to 2026-11-30T19:00 \\
       --out cases/ac1
   pitwatch investigate --dealer D137 --severity CRITICAL --out cases/d137
@@ -81,29 +95,47 @@ examples:
     def configure(self, p: argparse.ArgumentParser) -> None:
         add_selection_options(p)
         p.add_argument("--out", required=True, type=Path, metavar="DIR",
-                       help="the case folder (created; files in it are replaced)")
+                       help="the case folder: a new or empty folder")
+        p.add_argument("--case-number", metavar="N",
+                       help="the case number the manifest and report carry")
+        p.add_argument("--generated-at", metavar="TIME",
+                       help="the generation time to state (UTC), for a byte-identical "
+                       "re-run; default now")
         add_keys_option(p)
+        site_key.add_site_key_option(p)
         add_store_options(p)
 
     def run(self, args: argparse.Namespace) -> int:
         from .case_files import write_case  # ReportLab only when a case is written
 
         sel = selection(args)
+        generated = (int(time.time() * 1000) if args.generated_at is None
+                     else parse_time(args.generated_at))
+        if args.out.exists() and (not args.out.is_dir() or any(args.out.iterdir())):
+            print(f"pitwatch investigate: {args.out} is not an empty folder: give --out a "
+                  "new folder (a case folder holds only its own files)", file=sys.stderr)
+            return 2
         try:
-            keys, keys_sha256 = load_keys(args)
-        except KeyRegistryError as e:
+            keys, keys_file = load_keys_file(args)
+            key = None if not args.site_key else site_key.load_private(args.site_key)
+        except (KeyRegistryError, site_key.SiteKeyError) as e:
             print(f"pitwatch investigate: {e}", file=sys.stderr)
             return 2
         store = open_store(args)
         try:
-            case = build_case(store, sel, store_identity(args), int(time.time() * 1000),
-                              MAX_ROUNDS, keys, keys_sha256)
+            case = build_case(store, sel, store_identity(args), generated, MAX_ROUNDS, keys,
+                              None if keys_file is None else sha256(keys_file),
+                              Provenance.here(args.case_number), keys_file)
         except LookupError as e:
             print(f"pitwatch investigate: {e}", file=sys.stderr)
             return 1
         finally:
             store.close()
-        files = write_case(case, args.out)
+        try:
+            files = write_case(case, args.out, key)
+        except FileExistsError as e:
+            print(f"pitwatch investigate: {e}", file=sys.stderr)
+            return 2
         findings = case.all_findings
         print(f"case of {len(case.rounds)} round(s), {len(findings)} finding(s) -> "
               f"{args.out}/")
@@ -112,6 +144,8 @@ examples:
         print(f"replay: {case.replay_verdict}")
         print(case.chain_verdict)
         print(case.signature_verdict)
+        print("manifest signed by the site key" if key is not None else
+              "manifest UNSIGNED: no site key (--site-key FILE or PITWATCH_SITE_KEY)")
         return 0 if all(rb.matches_store for rb in case.rounds) else 3
 
 

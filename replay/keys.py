@@ -8,7 +8,9 @@ import hashlib
 import os
 from pathlib import Path
 
-from pitwatch.events.keys import KEYS_ENV, KeyRegistry
+import orjson
+
+from pitwatch.events.keys import KEYS_ENV, KeyRegistry, KeyRegistryError
 
 
 def add_keys_option(p: argparse.ArgumentParser) -> None:
@@ -23,7 +25,25 @@ def add_keys_option(p: argparse.ArgumentParser) -> None:
 def load_keys(args: argparse.Namespace) -> tuple[KeyRegistry | None, str | None]:
     """The registry `--keys` names and its file's SHA-256 (None, None without one);
     KeyRegistryError when it cannot be used."""
+    keys, data = load_keys_file(args)
+    return keys, None if data is None else hashlib.sha256(data).hexdigest()
+
+
+def load_keys_file(args: argparse.Namespace) -> tuple[KeyRegistry | None, bytes | None]:
+    """The registry `--keys` names and the file's bytes, read once (None, None without
+    one); KeyRegistryError when it cannot be used."""
     if not args.keys:
         return None, None
-    keys = KeyRegistry.load(args.keys)
-    return keys, hashlib.sha256(Path(args.keys).read_bytes()).hexdigest()
+    try:
+        data = Path(args.keys).read_bytes()
+    except OSError as e:
+        raise KeyRegistryError(f"key registry {args.keys}: {e.strerror}") from None
+    return registry_from_bytes(data, str(args.keys)), data
+
+
+def registry_from_bytes(data: bytes, where: str) -> KeyRegistry:
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError as e:
+        raise KeyRegistryError(f"{where}: not JSON: {e}") from None
+    return KeyRegistry.from_json(doc, where)

@@ -3,8 +3,13 @@ UTC (to line up with the video), cards as cards, amounts in dollars and cents.""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
+from typing import Any
 
+from pitwatch.blackjack import BONUS_PAY_TABLE, MATCH_PAY_TABLE, PUSH22_PAY_TABLE, Ratio
+from pitwatch.citations import Quote, regulations_dir
+from pitwatch.engine.violation import Violation
 from pitwatch.events.model import (
     CardDealt,
     CardsCleared,
@@ -23,6 +28,7 @@ from pitwatch.events.model import (
     WagerReturned,
 )
 from pitwatch.money import dollars
+from pitwatch.packs.checks.hands import DEALER_22_GAMES
 
 SUIT_SYMBOLS = {"C": "♣", "D": "♦", "H": "♥", "S": "♠"}
 RED_SUITS = frozenset({"D", "H"})
@@ -73,8 +79,14 @@ def describe(ev: Event) -> str:
     return ""
 
 
-def rules_lines(r: Rules) -> list[str]:
-    """The posted rules in force, one line each, money in dollars."""
+def _table(entries: Mapping[Any, Ratio]) -> str:
+    return ", ".join(f"{k} {v.num} to {v.den}" for k, v in entries.items())
+
+
+def rules_lines(r: Rules, game: str = "") -> list[str]:
+    """The posted rules in force, one line each, money in dollars: with the game's
+    push on a dealer 22 and the pay table each side wager is judged by (the one posted,
+    or the one pitwatch applies when none is)."""
     bj, ins = r.blackjack_pays, r.insurance_pays
     lines = [
         f"{r.decks} decks; dealer {'hits' if r.dealer_hits_soft_17 else 'stands on'} soft 17",
@@ -87,18 +99,76 @@ def rules_lines(r: Rules) -> list[str]:
         + ("; even money" if r.even_money else ""),
         "surrender " + ("offered" if r.surrender else "not offered"),
     ]
+    if game in DEALER_22_GAMES:
+        lines.append(f"{game}: a dealer's 22 pushes every standing hand but a blackjack")
+    defaults: dict[str, Mapping[Any, Ratio]] = {}
     if r.bonus_wager:
         cap = "" if r.bonus_wager_max is None else f", at most {dollars(r.bonus_wager_max)}"
         lines.append(f"bonus wager (dealer busts on the third card){cap}")
-    for flag, name in ((r.match_wager, "match wager"), (r.push22_wager, "Push 22 wager"),
-                       (r.progressive_wager, "progressive wager"),
-                       (r.multiple_action, "multiple action")):
+        defaults["BONUS"] = BONUS_PAY_TABLE
+    options: list[tuple[bool, str, str, Mapping[Any, Ratio] | None]] = [
+        (r.match_wager, "match wager", "MATCH", MATCH_PAY_TABLE),
+        (r.push22_wager, "Push 22 wager", "PUSH22", PUSH22_PAY_TABLE),
+        (r.progressive_wager, "progressive wager", "", None),
+        (r.multiple_action, "multiple action", "", None)]
+    for flag, name, key, table in options:
         if flag:
             lines.append(name)
+            if table is not None:
+                defaults[key] = table
     for t in r.pay_tables or ():
         lines.append(f"pay table {t.name}: " + ", ".join(
             f"{e.key} {e.num} to {e.den}" for e in t.entries))
+    for key, table in defaults.items():
+        if r.pay_table(key) is None:
+            lines.append(f"pay table {key} (none posted; pitwatch judges by): {_table(table)}")
     return lines
+
+
+def quote_kind(q: Quote) -> str:
+    """Whose words a quote is: "regulation" for a regulation's own text, else what it
+    is, to print beside it (pitwatch's paraphrase of a regulation, or pitwatch's own
+    posted-rules reading or record rule), so no summary passes for the regulation."""
+    name = q.source.rsplit("/", 1)[-1]
+    if not q.source.startswith("docs/regulations/") or name == "posted-rules.txt":
+        return f"pitwatch's own rule, from {q.source}: not the text of a regulation"
+    try:
+        head = (regulations_dir() / name).read_text(encoding="utf-8")[:2000]
+    except OSError:
+        return "regulation"
+    if "PARAPHRASE" in head:
+        return (f"pitwatch's summary of the regulation, in its own words ({q.source}): "
+                "not the text of the regulation")
+    return "regulation"
+
+
+def money_involved(v: Violation, events: list[Event]) -> str | None:
+    """What money the finding concerns, in words, or None: the amount of the money
+    event it is raised on; for a dealer's wrong draw, every settlement that followed it
+    in the round (the money the dealer's hand decided)."""
+    at = next((i for i, ev in enumerate(events) if ev.event_id == v.event_id), None)
+    if at is None:
+        return None
+    p = events[at].payload
+    if v.code == "DEALER_DREW_WRONG":
+        paid = collected = returned = 0
+        for ev in events[at:]:
+            q = ev.payload
+            if isinstance(q, PayoutMade):
+                paid += q.amount
+            elif isinstance(q, WagerCollected):
+                collected += q.amount
+            elif isinstance(q, WagerReturned):
+                returned += q.amount
+        total = paid + collected + returned
+        return (f"{dollars(total)} settled on the dealer's hand after it (paid "
+                f"{dollars(paid)}, collected {dollars(collected)}, returned "
+                f"{dollars(returned)})")
+    if isinstance(p, PayoutMade | WagerCollected | WagerReturned | WagerPlaced):
+        verb = {PayoutMade: "paid", WagerCollected: "collected", WagerReturned: "returned",
+                WagerPlaced: "wagered"}[type(p)]
+        return f"{dollars(p.amount)} {verb} ({p.kind}, {_where(p.seat, p.hand)})"
+    return None
 
 
 def decisions(events: list[Event]) -> str:

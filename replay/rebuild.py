@@ -47,6 +47,7 @@ class Rebuilt:
     closing: list[Violation] = field(default_factory=list)
     summary: RoundSummary | None = None
     rules: Rules | None = None
+    game: str = ""
     pack: str = ""
     chains: dict[str, DeviceChain] = field(default_factory=dict)
     stored_violation_ids: set[str] = field(default_factory=set)
@@ -130,16 +131,16 @@ def signature_verdict(rounds: list[Rebuilt], keys: KeyRegistry | None,
             "device(s) verified against the key registry, every event of theirs covered")
 
 
-def pinned(pack: RulePack | None) -> PackSelector:
-    """The registry's choice, except that a table of `pack`'s jurisdiction and game is
-    judged by `pack` (re-audit under another version)."""
-    if pack is None:
+def pinned(*packs: RulePack | None) -> PackSelector:
+    """The registry's choice, except that a table of a given pack's jurisdiction and
+    game is judged by that pack (a re-audit under another version, or a case verified
+    under the versions it was made with)."""
+    by_game = {(p.jurisdiction, p.game): p for p in packs if p is not None}
+    if not by_game:
         return select
 
     def choose(jurisdiction: str, game: str) -> RulePack:
-        if (jurisdiction, game) == (pack.jurisdiction, pack.game):
-            return pack
-        return select(jurisdiction, game)
+        return by_game.get((jurisdiction, game)) or select(jurisdiction, game)
 
     return choose
 
@@ -187,15 +188,16 @@ class TableRebuild:
     `end`): the one path for a rebuild from the store and one from a case's evidence."""
 
     def __init__(self, table_id: str, wanted: Iterable[str] | None = None,
-                 pack: RulePack | None = None, keys: KeyRegistry | None = None) -> None:
+                 select_pack: PackSelector = select, keys: KeyRegistry | None = None
+                 ) -> None:
         self.want = None if wanted is None else set(wanted)
         self.out: dict[str, Rebuilt] = {}
         self.live = False  # past the context: findings now count
         self.chains = Chains(table_id, keys)
         self.fed = Fed(table_id)
         self.keys = keys
-        self.auditor = TableAuditor(table_id, pinned(pack), self._violation, self._round_done,
-                                    keys=keys)
+        self.auditor = TableAuditor(table_id, select_pack, self._violation,
+                                    self._round_done, keys=keys)
 
     def _violation(self, v: Violation) -> None:
         rb = self.out.get(v.round_id) if self.live else None
@@ -247,6 +249,7 @@ class TableRebuild:
         if rb is not None and rb.rules is None and a.round is not None \
                 and a.round.round_id == rid:
             rb.rules = a.table.rules
+            rb.game = a.table.game
             rb.pack = a.pack.label
 
     def done(self) -> bool:
@@ -279,7 +282,7 @@ def rebuild_span(store: Store, table_id: str, first: int, last: int,
     only those `wanted`), each with its table context, under the registry's packs or
     `pack` for its own jurisdiction and game, verifying the devices' signatures against
     `keys` when given. Rounds come back in order; `fed` gets what was read."""
-    tr = TableRebuild(table_id, wanted, pack, keys)
+    tr = TableRebuild(table_id, wanted, pinned(pack), keys)
     begin = context_start(store, table_id, first)
     tr.before(before(store, table_id, begin, keys))
     for st in stream(store, table_id, begin, first - 1) if first > 0 else ():
