@@ -27,6 +27,8 @@ cannot sign yet names them, on purpose, in `"unsigned_devices": ["AC-BJ-09-shoe"
 from __future__ import annotations
 
 import base64
+import hashlib
+import itertools
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,12 +108,15 @@ class KeyRegistry:
         both = sorted(unsigned_devices & devices.keys())
         if both:
             raise KeyRegistryError(f"{', '.join(both)}: both signing and unsigned")
+        _check_keys(devices)
         self.devices = devices
         self.checkpoint_every = checkpoint_every
         #: devices the site lets send without signing (named on purpose; any other
         #: device the registry does not name is a stranger)
         self.unsigned_devices = unsigned_devices
         self._loaded: dict[bytes, Ed25519PublicKey] = {}
+        #: SHA-256 (hex) of the file it was loaded from (`load`), else of its JSON form
+        self.sha256 = hashlib.sha256(self.dumps()).hexdigest()
 
     def signs(self, device_id: str) -> bool:
         """Whether the device is in the registry (and so must sign its chain)."""
@@ -157,8 +162,12 @@ class KeyRegistry:
             out["unsigned_devices"] = sorted(self.unsigned_devices)
         return out
 
+    def dumps(self) -> bytes:
+        """The registry's file, as `write` writes it."""
+        return orjson.dumps(self.to_json(), option=orjson.OPT_INDENT_2) + b"\n"
+
     def write(self, path: Path) -> None:
-        path.write_bytes(orjson.dumps(self.to_json(), option=orjson.OPT_INDENT_2) + b"\n")
+        path.write_bytes(self.dumps())
 
     @classmethod
     def from_json(cls, d: Any, where: str = "key registry") -> KeyRegistry:
@@ -200,9 +209,36 @@ class KeyRegistry:
     @classmethod
     def load(cls, path: str | Path) -> KeyRegistry:
         try:
-            data = orjson.loads(Path(path).read_bytes())
+            raw = Path(path).read_bytes()
+            data = orjson.loads(raw)
         except OSError as e:
             raise KeyRegistryError(f"cannot read key registry {path}: {e.strerror}") from e
         except orjson.JSONDecodeError as e:
             raise KeyRegistryError(f"{path}: not JSON: {e}") from e
-        return cls.from_json(data, str(path))
+        registry = cls.from_json(data, str(path))
+        registry.sha256 = hashlib.sha256(raw).hexdigest()
+        return registry
+
+
+def _check_keys(devices: dict[str, list[DeviceKey]]) -> None:
+    """Each key's seq range is a range (from_seq 1 or more, until_seq not before it), a
+    key id names one key of the whole registry, and a device's ranges do not overlap (a
+    seq is signed by one key)."""
+    seen: dict[str, str] = {}
+    for device, keys in sorted(devices.items()):
+        for k in keys:
+            if k.from_seq < 1:
+                raise KeyRegistryError(f"{device}: key {k.key_id!r}: from_seq {k.from_seq} "
+                                       "(seqs start at 1)")
+            if k.until_seq is not None and k.until_seq < k.from_seq:
+                raise KeyRegistryError(f"{device}: key {k.key_id!r}: until_seq "
+                                       f"{k.until_seq} is before from_seq {k.from_seq}")
+            if k.key_id in seen:
+                raise KeyRegistryError(f"{device}: key id {k.key_id!r} is given twice "
+                                       f"(also for {seen[k.key_id]}): a key id names one key")
+            seen[k.key_id] = device
+        ordered = sorted(keys, key=lambda k: k.from_seq)
+        for a, b in itertools.pairwise(ordered):
+            if a.until_seq is None or a.until_seq >= b.from_seq:
+                raise KeyRegistryError(f"{device}: keys {a.key_id!r} and {b.key_id!r} both "
+                                       f"sign seq {b.from_seq}")
