@@ -25,6 +25,7 @@ def main() -> None:
 
     consumer = KafkaConsumer(args.topic, bootstrap_servers=args.kafka,
                              auto_offset_reset="earliest" if args.from_start else "latest",
+                             isolation_level="read_committed",
                              **KafkaAuth.from_env().kafka_python())
     try:
         for msg in consumer:

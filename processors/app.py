@@ -16,6 +16,23 @@ table's own device clock; a timer here adds the processing-time rule, for tables
 partition is caught up and for which nothing has arrived for the time-out. The wall
 clock is never compared with device ts.
 
+Committed records only: the consumer, every read-back and every restore read
+`read_committed` (processors/faust_batch.py, processors/catch_up.py), so a record of an
+aborted transaction is never audited, alerted or dead-lettered. Offsets that hold no
+record (transaction markers, aborted batches) are not holes: the group's commit moves
+past them, and a partition whose audit has read everything committed is settled to
+its last stable offset within a commit interval.
+
+Events lost before the audit read them (the group's committed offset below the
+partition's first offset, or a fetch that jumped past deleted offsets): one log line
+saying what to do, counted in /metrics, listed in /health, and each table of the
+partition with state here told (processors/state.py).
+
+The events topic's partitions come from Kafka: the worker checks their count every
+PARTITIONS_CHECK_S. When it changes, tables move between partitions and their state
+would not follow them: the worker stops auditing (nothing more is committed), says so
+in /health (503), in /metrics and in the log, with the steps (docs/deployment.md).
+
 The ClickHouse sink runs beside it, in a process of its own (`sink.py`, supervised by
 `worker.py`), so the two use both cores.
 """
@@ -26,7 +43,7 @@ import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from faust.types import TP
@@ -38,14 +55,15 @@ from pitwatch.events.keys import KeyRegistry
 from pitwatch.packs.registry import select
 from pitwatch.store.rows import round_row
 
-from .catch_up import PartitionReader
+from .catch_up import PartitionReader, Stretch
 from .dead_letters import dead_letter
-from .faust_batch import BatchApp, in_hand
+from .faust_batch import BatchApp, BatchConsumer, in_hand
 from .gaps import unread_before
 from .metrics import Metrics
 from .settings import Settings
-from .state import Found, TableStates
+from .state import Found, Moved, TableStates, lost_where, utc_now
 from .supervise import Frozen, Stalled, log_tasks, restart_self
+from .topics import partition_counts
 
 #: The audit takes a fetch at a time, at most BATCH records (processors/faust_batch.py):
 #: one wait for Kafka's acknowledgements and one snapshot per table per fetch, instead
@@ -53,6 +71,19 @@ from .supervise import Frozen, Stalled, log_tasks, restart_self
 BATCH = 2000
 #: the watchdog's wait for a partition's end offset (a broker down answers nothing)
 END_OFFSET_WAIT_S = 3.0
+#: how often the events topic's partition count is asked of Kafka
+PARTITIONS_CHECK_S = 10.0
+#: how often a partition whose audit stands still is settled past offsets that hold
+#: no record (Faust's own commit interval, so the commit reaches the end within one)
+SETTLE_S = 2.8
+#: what the log and /health say to do when events were lost
+LOST_TODO = ("re-send that stretch from the gateway's log (a copy of an event already "
+             "audited changes nothing), or audit the gateway's files for it with "
+             "`pitwatch audit`")
+#: what the log and /health say to do when the partitions changed
+MOVED_TODO = ("the worker has stopped auditing; nothing past this point is committed. "
+              "Follow docs/deployment.md, 'Growing the events topic': stop the workers, "
+              "then start them again under the procedure there")
 
 
 log = logging.getLogger("pitwatch.worker")
@@ -107,6 +138,8 @@ def create_app(settings: Settings) -> BatchApp:
     states = TableStates(open_rounds, select, timeout_ms, keys)
     catch_up = PartitionReader(settings.kafka, group=settings.app_id)
     metrics = Metrics(app, states, settings)
+    #: the events topic's partition count the worker audits (from Kafka at its start)
+    partitions = settings.partitions
     states.on_engine_error = metrics.engine_error
     lock = asyncio.Lock()  # the audit and the timer take turns on the auditors
     position: dict[tuple[str, int], int] = {}  # (topic, partition) -> last offset read
@@ -152,6 +185,21 @@ def create_app(settings: Settings) -> BatchApp:
     #: handled, whose partition the changelog write takes
     Due = dict[str, tuple[str, int, int]]
 
+    def refuse(reason: str) -> None:
+        """Stop auditing the topic, visibly (once): log, /health, /metrics."""
+        if metrics.refusal is None:
+            metrics.refusal = f"{reason}; {MOVED_TODO}"
+            log.error("REFUSING TO AUDIT: %s", metrics.refusal)
+
+    def note_lost(topic: str, partition: int, lost: tuple[int, int]) -> None:
+        """Offsets deleted before the audit read them: one line with what to do,
+        counted, listed in /health, and each table of the partition held here told."""
+        where = lost_where(topic, partition, lost, utc_now())
+        told = states.lost(topic, partition, where)
+        metrics.lost(where, lost[1] - lost[0] + 1)
+        log.error("EVENTS LOST: %s; %d table(s) held here told. To heal: %s", where,
+                  len(told), LOST_TODO)
+
     async def handle(topic: str, partition: int, offset: int, key: bytes | None,
                      value: bytes | None, due: Due) -> None:
         """One message of the events topic, in its partition's order: the decode (or a
@@ -175,6 +223,9 @@ def create_app(settings: Settings) -> BatchApp:
             return
         try:
             found = await states.process(ev, topic, partition, offset, catch_up.read)
+        except Moved as e:
+            refuse(str(e))
+            return
         except Exception:  # the partition could not be read back, say
             log.exception("could not audit %s[%d]@%d; restarting the worker clean (it "
                           "resumes from the committed offset)", topic, partition, offset)
@@ -187,22 +238,25 @@ def create_app(settings: Settings) -> BatchApp:
     async def read_back(topic: str, partition: int, offset: int, due: Due) -> int:
         """Before the message at `offset`: what the consumer skipped (processors/gaps.py),
         read back from the partition and handled in order. Returns the first offset
-        handled (`offset` when nothing was skipped)."""
+        the audit had not handled: the commit may move past it, as past the offsets
+        that hold no record and those Kafka deleted (noted as lost)."""
         try:
-            unread = await unread_before(position, topic, partition, offset,
-                                         catch_up.start_offset, catch_up.read)
+            unread: Stretch = await unread_before(position, topic, partition, offset,
+                                                  catch_up.start_offset, catch_up.read)
         except Exception:  # Kafka could not give the stretch back
             log.exception("could not read back the offsets before %s[%d]@%d; restarting "
                           "the worker clean (it resumes from the committed offset)", topic,
                           partition, offset)
             restart_self()
-        if not unread:
-            return offset
-        log.warning("%s[%d]: offsets %d..%d were skipped by the consumer; handling them "
-                    "from the partition first", topic, partition, unread[0][0], offset - 1)
+        if unread.lost is not None:
+            note_lost(topic, partition, unread.lost)
+        if unread:
+            log.warning("%s[%d]: offsets %d..%d were skipped by the consumer; handling "
+                        "them from the partition first", topic, partition, unread[0][0],
+                        offset - 1)
         for o, key, value in unread:
             await handle(topic, partition, o, key or None, value, due)
-        return unread[0][0]
+        return unread.start
 
     async def audit(batches: Mapping[TP, Sequence[Any]]) -> dict[TP, tuple[int, int]]:
         """One fetch of the events topic, a list of records per partition
@@ -213,18 +267,24 @@ def create_app(settings: Settings) -> BatchApp:
         per partition: the group's commit may move past them."""
         handled: dict[TP, tuple[int, int]] = {}
         async with lock:
+            if metrics.refusal is not None:
+                return handled  # not audited, not committed: see refuse()
             due: Due = {}
             for tp, records in batches.items():
                 topic, partition = tp.topic, tp.partition
-                first = None
+                # one fetch of a partition holds every committed record from its first
+                # on: a gap inside it is offsets with no record (a transaction's marker,
+                # an aborted batch), never a skipped message; before its first, the
+                # consumer may have skipped some (a rebalance), or Kafka deleted them
+                first = records[0].offset
+                last = position.get((topic, partition))
+                if last is None or first != last + 1:
+                    first = await read_back(topic, partition, first, due)
                 for r in records:
-                    last = position.get((topic, partition))
-                    if last is None or r.offset != last + 1:
-                        start = await read_back(topic, partition, r.offset, due)
-                        first = start if first is None else first
                     await handle(topic, partition, r.offset, r.key, r.value, due)
-                handled[tp] = (records[0].offset if first is None else first,
-                               records[-1].offset)
+                if metrics.refusal is not None:
+                    return {}
+                handled[tp] = (first, records[-1].offset)
                 for t in states.verdicts(topic, partition):
                     due.setdefault(t, (topic, partition, records[-1].offset))
             if due:
@@ -259,6 +319,92 @@ def create_app(settings: Settings) -> BatchApp:
             states.evict_idle()  # live state stays bounded (processors/state.py)
 
     app.timer(interval=settings.idle_check_s)(expire_idle)
+
+    settled: dict[tuple[str, int], tuple[int, int]] = {}  # tp -> (last read, stable end)
+
+    async def settle_start(tp: Any) -> None:
+        """A partition assigned and not read yet whose committed offset lies below its
+        first offset: what lies between was deleted before the audit read it. Noted
+        now, not when a next record comes; the position and the commit move past it."""
+        key = (tp.topic, tp.partition)
+        try:
+            done = await catch_up.committed(tp.topic, tp.partition)
+            first = await catch_up.first_offset(tp.topic, tp.partition)
+        except Exception as e:  # Kafka busy or away: the next tick asks again
+            log.info("could not ask where %s starts (%s)", tp, e)
+            return
+        if done is None or done >= first:
+            return
+        async with lock:
+            if position.get(key) is not None:
+                return
+            note_lost(tp.topic, tp.partition, (done, first - 1))
+            position[key] = first - 1
+            cast(BatchConsumer, app.consumer).mark_done(tp, done, first - 1)
+        await app.consumer.commit()
+
+    async def settle() -> None:
+        """A partition whose audit has read up to offset L while its last stable offset
+        E is past L + 1, and neither moved since the last tick, has no readable record
+        left before E when the broker says so (a transaction's marker, an aborted batch,
+        deleted offsets): the read position and the group's commit move to E. A
+        partition not read yet is checked for offsets deleted since its commit."""
+        try:
+            assigned = [tp for tp in app.consumer.assignment()
+                        if tp.topic == settings.events_topic]
+        except Exception:  # not started yet
+            return
+        for tp in assigned:
+            key = (tp.topic, tp.partition)
+            last = position.get(key)
+            if last is None and metrics.refusal is None:
+                await settle_start(tp)
+                continue
+            try:
+                end = app.consumer.highwater(tp)
+            except Exception:  # revoked, or not fetched yet
+                continue
+            if last is None or end is None or end <= last + 1 or metrics.refusal:
+                settled.pop(key, None)
+                continue
+            if settled.get(key) != (last, end):  # the audit may still be on its way
+                settled[key] = (last, end)
+                continue
+            async with lock:
+                if position.get(key) != last:
+                    continue
+                try:
+                    stretch = await catch_up.read(tp.topic, tp.partition, last + 1, end)
+                except Exception as e:  # Kafka busy or away: the next tick asks again
+                    log.info("could not settle %s past offset %d (%s)", tp, last, e)
+                    continue
+                if stretch:  # records the consumer will deliver: not ours to take
+                    continue
+                if stretch.lost is not None:
+                    note_lost(tp.topic, tp.partition, stretch.lost)
+                position[key] = end - 1
+                cast(BatchConsumer, app.consumer).mark_done(tp, last + 1, end - 1)
+            settled.pop(key, None)
+            await app.consumer.commit()
+
+    app.timer(interval=SETTLE_S)(settle)
+
+    async def partitions_watch() -> None:
+        """The events topic's partition count, from Kafka: a change stops the audit."""
+        try:
+            counts = await asyncio.to_thread(partition_counts, settings.kafka,
+                                             [settings.events_topic])
+        except Exception as e:  # Kafka away: nothing to judge now
+            log.info("could not ask Kafka for %s's partitions (%s)", settings.events_topic, e)
+            return
+        n = counts.get(settings.events_topic)
+        metrics.partitions = n
+        if n is not None and n != partitions:
+            refuse(f"{settings.events_topic} has {n} partitions, not the {partitions} "
+                   "this worker's state is kept for: tables now keyed to other partitions "
+                   "would be audited without their state")
+
+    app.timer(interval=PARTITIONS_CHECK_S)(partitions_watch)
 
     frozen = Frozen(settings.session_timeout_s)
     stalled = Stalled(settings.stall_timeout_s)
@@ -298,10 +444,14 @@ def create_app(settings: Settings) -> BatchApp:
             try:
                 end = await asyncio.wait_for(ends.end_offset(tp.topic, tp.partition),
                                              END_OFFSET_WAIT_S)
+                nxt = next_to_read(tp)
+                if nxt < 0:  # nothing read, nothing committed: reading starts at its first
+                    nxt = await asyncio.wait_for(ends.first_offset(tp.topic, tp.partition),
+                                                 END_OFFSET_WAIT_S)
             except Exception as e:  # Kafka unreachable: nothing to judge now
                 log.info("watchdog: no end offset for %s (%s)", tp, e)
                 return
-            still = stalled.check((tp.topic, tp.partition), next_to_read(tp) - 1, end)
+            still = stalled.check((tp.topic, tp.partition), nxt - 1, end)
             if still is not None:
                 log.error("%s[%d] has messages up to offset %d but nothing was read for "
                           "%.0f s; restarting this worker clean", tp.topic, tp.partition,

@@ -12,11 +12,20 @@ and only for the topics registered with `BatchApp.batches`: their records go, as
 fetched (a list per partition), to one coroutine; every other topic (the changelog
 during recovery, say) takes Faust's own path unchanged.
 
+Committed records only: Faust's consumer reads `read_committed` only under its
+exactly-once guarantee, which would also make every write of the worker transactional.
+The consumer thread here builds aiokafka's consumer as Faust does and then sets its
+isolation level, and checks, once it has started, that its fetcher reads committed
+records; if it does not (a Faust or aiokafka whose internals moved), the worker
+refuses to start and says why. Its high watermark is the last stable offset, so lag
+counts only what a committed read can reach.
+
 What is private, all here: `Consumer._drain_messages` (the fetch loop, copied from
 faust-streaming 0.15.3 and cut down), `_wait_next_records`, `_read_offset`, `_acked`,
 `_acked_index`, `_n_acked` and `_committed_offset` (the bookkeeping that decides how far
-the group's commit may go), and `faust.streams._current_event` (how a table write
-finds its changelog partition).
+the group's commit may go), `faust.streams._current_event` (how a table write finds
+its changelog partition), `AIOKafkaConsumerThread._create_worker_consumer`, and
+aiokafka's `AIOKafkaConsumer._isolation_level` and `_fetcher._isolation_level`.
 """
 
 from __future__ import annotations
@@ -29,8 +38,11 @@ from typing import Any, cast
 
 import faust
 from faust.streams import _current_event
+from faust.transport.drivers.aiokafka import AIOKafkaConsumerThread
 from faust.transport.drivers.aiokafka import Consumer as AIOKafkaConsumer
 from faust.types import TP
+
+from .catch_up import ISOLATION
 
 #: A record as Faust's consumer fetched it (aiokafka's ConsumerRecord: topic, partition,
 #: offset, key, value, timestamp).
@@ -74,9 +86,53 @@ def in_hand(topic: str, partition: int, offset: int) -> Iterator[None]:
         _current_event.reset(token)
 
 
+class NotCommitted(RuntimeError):
+    """The consumer would read records of aborted transactions: the worker must not
+    start."""
+
+
+def require_committed(consumer: Any) -> None:
+    """Raise NotCommitted unless aiokafka's `consumer` (started) fetches only
+    committed records."""
+    from aiokafka.consumer.fetcher import READ_COMMITTED
+
+    fetcher = getattr(consumer, "_fetcher", None)
+    if getattr(fetcher, "_isolation_level", None) != READ_COMMITTED:
+        raise NotCommitted(
+            "the events topic's consumer does not read read_committed (its aiokafka "
+            "fetcher says isolation level "
+            f"{getattr(fetcher, '_isolation_level', 'unknown')!r}): it would audit "
+            "records of aborted transactions. The worker does not start; run it with "
+            "the faust-streaming and aiokafka versions pinned in pyproject.toml")
+
+
+class CommittedConsumerThread(AIOKafkaConsumerThread):
+    """Faust's consumer thread, its consumer reading only committed records, and its
+    high watermark the last stable offset."""
+
+    def _create_worker_consumer(self, transport: Any) -> Any:
+        consumer = super()._create_worker_consumer(transport)
+        consumer._isolation_level = ISOLATION  # read by its start(), for the fetcher
+        return consumer
+
+    async def on_start(self) -> None:
+        await super().on_start()
+        require_committed(self._ensure_consumer())
+
+    def highwater(self, tp: TP) -> int:
+        return cast(int, self._ensure_consumer().last_stable_offset(tp))
+
+    async def _highwaters(self, partitions: list[TP]) -> Mapping[TP, int]:
+        # a committed read's end offsets are the last stable offsets
+        return cast(Mapping[TP, int], await self._ensure_consumer().end_offsets(partitions))
+
+
 class BatchConsumer(AIOKafkaConsumer):
     """Faust's aiokafka consumer, whose fetch loop hands the batch topics' records to
     the app's handler a fetch at a time."""
+
+    def _new_consumer_thread(self) -> AIOKafkaConsumerThread:
+        return CommittedConsumerThread(self, loop=self.loop, beacon=self.beacon)
 
     async def _drain_messages(self, fetcher: Any) -> None:  # pragma: no cover (real Kafka)
         app = cast(BatchApp, self.app)

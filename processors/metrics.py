@@ -1,9 +1,13 @@
 """Health and Prometheus metrics on the worker's web port (`--web-port`):
 
-    GET /health    200 "ok" while the worker runs (and says whether its sink is alive)
-    GET /metrics   Prometheus text: lag per partition, events and alerts (totals and
-                   per second), dead letters, engine errors, snapshots, open rounds, sink
-                   batch age
+    GET /health    200 "ok" while the worker audits; each loss of events it noticed
+                   follows as a line "lost: ..." (still 200: the audit goes on, the
+                   tables were told); 503 "refusing: ..." with the reason and the steps
+                   when it has stopped auditing (the topic's partitions changed)
+    GET /metrics   Prometheus text: lag per partition (against the last stable offset),
+                   events and alerts (totals and per second), dead letters, engine
+                   errors, snapshots, open rounds, events lost, refusal, partitions,
+                   sink batch age
 """
 
 from __future__ import annotations
@@ -34,11 +38,32 @@ class Metrics:
         self.alerts = 0
         self.dead_letters = 0
         self.engine_errors = 0
+        #: offsets deleted before the audit read them, and each loss's line
+        self.lost_offsets = 0
+        self.loss_count = 0
+        self.losses: list[str] = []
+        #: why the worker stopped auditing (None while it audits)
+        self.refusal: str | None = None
+        #: the events topic's partition count, as Kafka last said
+        self.partitions: int | None = None
         self._last: tuple[float, int, int] = (self.started, 0, 0)
 
     def engine_error(self, _e: EngineError) -> None:
         """An auditor's engine error (logged by the engine): counted."""
         self.engine_errors += 1
+
+    def lost(self, where: str, offsets: int) -> None:
+        """A loss of events, noticed: counted and kept for /health."""
+        self.lost_offsets += offsets
+        self.loss_count += 1
+        self.losses.append(where)
+        del self.losses[:-20]  # the latest: /health stays short
+
+    def health(self) -> tuple[int, str]:
+        """The status and text of /health."""
+        if self.refusal is not None:
+            return 503, f"refusing: {self.refusal}\n"
+        return 200, "ok\n" + "".join(f"lost: {w}\n" for w in self.losses)
 
     def _rates(self) -> tuple[float, float]:
         now = time.monotonic()
@@ -83,7 +108,23 @@ class Metrics:
             "# HELP pitwatch_open_rounds Rounds open in this worker's tables.",
             "# TYPE pitwatch_open_rounds gauge",
             f"pitwatch_open_rounds {self.states.open_rounds()}",
-            "# HELP pitwatch_lag Messages not yet read, per partition of the events topic.",
+            "# HELP pitwatch_events_lost_total Offsets of the events topic Kafka deleted "
+            "before the audit read them.",
+            "# TYPE pitwatch_events_lost_total counter",
+            f"pitwatch_events_lost_total {self.lost_offsets}",
+            "# HELP pitwatch_losses_total Stretches of lost events noticed.",
+            "# TYPE pitwatch_losses_total counter",
+            f"pitwatch_losses_total {self.loss_count}",
+            "# HELP pitwatch_refusing 1 when the worker has stopped auditing (see /health).",
+            "# TYPE pitwatch_refusing gauge",
+            f"pitwatch_refusing {int(self.refusal is not None)}",
+            "# HELP pitwatch_events_partitions The events topic's partitions, as Kafka "
+            "last said.",
+            "# TYPE pitwatch_events_partitions gauge",
+            *([] if self.partitions is None
+              else [f"pitwatch_events_partitions {self.partitions}"]),
+            "# HELP pitwatch_lag Committed messages not yet read, per partition of the "
+            "events topic.",
             "# TYPE pitwatch_lag gauge",
         ]
         try:
@@ -117,7 +158,8 @@ class Metrics:
                             content_type="text/plain; version=0.0.4")
 
         async def health(web: Any, request: Any) -> Any:
-            return web.text("ok\n")
+            status, text = self.health()
+            return web.text(text, status=status)
 
         self.app.page("/metrics")(metrics)
         self.app.page("/health")(health)

@@ -28,6 +28,7 @@ from pitwatch.store.base import TABLES, Store, StoreError
 from pitwatch.store.order import Positions
 from pitwatch.store.rows import event_row, violation_row
 
+from .catch_up import ISOLATION
 from .dead_letters import dead_letter
 from .metrics import sink_heartbeat_file
 from .settings import Settings
@@ -225,6 +226,8 @@ async def run_sink(settings: Settings, store_factory: Callable[[], Store],
         settings.events_topic, settings.alerts_topic, settings.rounds_topic,
         bootstrap_servers=settings.kafka, group_id=f"{settings.app_id}-sink",
         enable_auto_commit=False, auto_offset_reset="earliest",
+        # a record of an aborted transaction is never stored (processors/catch_up.py)
+        isolation_level=ISOLATION,
         max_partition_fetch_bytes=4 * 1024 * 1024,
         session_timeout_ms=int(settings.session_timeout_s * 1000),
         heartbeat_interval_ms=int(settings.heartbeat_s * 1000),
@@ -242,6 +245,7 @@ async def run_sink(settings: Settings, store_factory: Callable[[], Store],
     batches = Batches()
     positions = Positions(store, wait_for_store=True)
     written = 0
+    committed_at = time.monotonic()
     try:
         while not stopping():
             records = await consumer.getmany(timeout_ms=200, max_records=settings.sink_batch_rows)
@@ -259,8 +263,15 @@ async def run_sink(settings: Settings, store_factory: Callable[[], Store],
             if batches.due(now, settings.sink_batch_rows, settings.sink_batch_seconds):
                 written += await writer.write(batches)
                 await _commit(consumer)
+                committed_at = now
                 heartbeat.write_text(f"{time.time():.3f}")
                 log.info("sink: %d rows in ClickHouse", written)
+            elif not len(batches) and consumer.assignment() \
+                    and now - committed_at >= settings.sink_batch_seconds:
+                # nothing waiting: the position may still have moved past offsets that
+                # hold no row (a transaction's marker), which the group commits too
+                await _commit(consumer)
+                committed_at = now
     finally:
         if len(batches):
             try:

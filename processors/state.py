@@ -14,6 +14,16 @@ restore invents nothing. A snapshot of another version, or a damaged one, is dro
 the table is folded again from the start of the partition. Violations found on the way
 go out again with the same ids, so the store counts them once.
 
+Offsets the broker deleted before the audit read them (retention, delete-records) are
+a break in the record, not the dealer's doing: each table this worker holds state for
+on that partition is told (`TableAuditor.lost`), whether it is live when the loss is
+noticed (`lost`) or restored later from a snapshot the loss came after (its fold's
+read names the deleted stretch). Its next sequence gap is then one EVENTS_LOST finding
+naming where, and the checks that need the missing part wait for the record to decide
+them again. A snapshot names the partition it was taken on: a table whose events now
+arrive on another partition (the topic grew) is refused (`Moved`), never folded from
+the wrong partition's offsets.
+
 The consumer can hand the audit a partition with a hole in it: around a rebalance Faust
 drops the records it fetched while the flow was stopped, and resumes from its fetch
 position, not from the committed offset, when the group committed nothing (or 0) there.
@@ -27,6 +37,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 import orjson
 
@@ -52,6 +63,37 @@ IDLE_EVICT_S = 600.0
 #: A snapshot bigger than this is not written (the table refolds from an older one):
 #: changelog messages stay well inside the broker's limit.
 SNAPSHOT_MAX_BYTES = 900_000
+
+
+class Moved(RuntimeError):
+    """A table's snapshot was taken on another partition than its events now come from:
+    the events topic's partitions changed under the worker."""
+
+
+def utc_now() -> str:
+    """The wall clock, UTC, to the second: when a loss was noticed (never compared with
+    device time)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def lost_where(topic: str, partition: int, lost: tuple[int, int], noticed: str) -> str:
+    """What a loss finding says of where the events went (the `where` of
+    TableAuditor.lost)."""
+    first, last = lost
+    n = last - first + 1
+    return (f"{topic}[{partition}] offsets {first}..{last} ({n:,} offset{'s' * (n != 1)}) "
+            f"were deleted by Kafka before the audit read them (noticed {noticed})")
+
+
+def tell_lost(auditor: TableAuditor, where: str) -> bool:
+    """Tell the table's auditor that events of its record were lost at `where`; False
+    when the engine has no such note (then the gap shows as the engine judges it)."""
+    lost = getattr(auditor, "lost", None)
+    if lost is None:
+        log.error("the engine cannot take the note of lost events (%s)", where)
+        return False
+    lost(where)
+    return True
 
 
 @dataclass
@@ -93,8 +135,19 @@ class TableStates:
         self.snapshots = 0
         self.restored = 0
         self.evicted = 0
+        #: tables told that events of their record were lost
+        self.told_lost = 0
         #: each engine error of every auditor (the worker's metrics count them)
         self.on_engine_error: EngineErrorSink | None = None
+
+    def lost(self, topic: str, partition: int, where: str) -> list[str]:
+        """Offsets of `topic`[`partition`] were deleted before the audit read them:
+        tell each live table of that partition (tables restored later learn it from
+        their fold's read). Returns the tables told."""
+        told = [k for k, t in self.tables.items() if t.topic == topic
+                and t.partition == partition and tell_lost(t.auditor, where)]
+        self.told_lost += len(told)
+        return told
 
     def forget(self) -> None:
         """After a rebalance: what is in memory may be stale; restore on next use."""
@@ -129,10 +182,16 @@ class TableStates:
             return _Table(a, topic, partition, covered=-1, snapshot_offset=None)
         try:
             snap = orjson.loads(raw)
+            taken_on = snap.get("partition", partition)
+            if taken_on != partition:
+                raise Moved(f"table {table_id}'s events now arrive on {topic}[{partition}], "
+                            f"its state was kept for partition {taken_on}: the topic's "
+                            "partitions changed")
             a.import_state(snap["state"])
             done = int(snap["offset"])
             how = f"snapshot at {topic}[{partition}]@{done}"
-        except (orjson.JSONDecodeError, StateError, KeyError, TypeError, ValueError) as e:
+        except (orjson.JSONDecodeError, StateError, KeyError, TypeError, ValueError,
+                AttributeError) as e:
             log.warning("snapshot of table %s dropped (%s): folding the partition from "
                         "its start", table_id, e)
             a, done, how = self._new_auditor(table_id), -1, "unreadable snapshot dropped"
@@ -141,7 +200,14 @@ class TableStates:
         folded = 0
         if done + 1 < offset:
             key = table_id.encode()
-            for o, k, value in await catch_up(topic, partition, done + 1, offset):
+            records = await catch_up(topic, partition, done + 1, offset)
+            gone = getattr(records, "lost", None)
+            if gone is not None:  # deleted after its snapshot, before this fold
+                where = lost_where(topic, partition, gone, utc_now())
+                log.warning("table %s restored past events Kafka deleted: %s", table_id,
+                            where)
+                self.told_lost += tell_lost(a, where)
+            for o, k, value in records:
                 if k != key or not value:
                     continue
                 try:
@@ -166,6 +232,9 @@ class TableStates:
         if t is None:
             t = self.tables[ev.table_id] = await self._restore(
                 ev.table_id, topic, partition, offset, catch_up)
+        elif t.partition != partition or t.topic != topic:
+            raise Moved(f"table {ev.table_id}'s events now arrive on {topic}[{partition}], "
+                        f"not {t.topic}[{t.partition}]: the topic's partitions changed")
         t.arrived = time.monotonic()
         if offset <= t.covered:
             return self._take()
@@ -212,7 +281,8 @@ class TableStates:
         """Write the table's state, covering its offsets up to the last folded. Call
         only once everything found up to here has been acknowledged."""
         t = self.tables[table_id]
-        raw = orjson.dumps({"offset": t.covered, "state": t.auditor.export_state()})
+        raw = orjson.dumps({"offset": t.covered, "partition": t.partition,
+                            "state": t.auditor.export_state()})
         if len(raw) > SNAPSHOT_MAX_BYTES:
             log.warning("snapshot of table %s is %d bytes, over %d: not written (a take-over "
                         "folds from the previous one)", table_id, len(raw), SNAPSHOT_MAX_BYTES)

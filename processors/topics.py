@@ -2,7 +2,8 @@
 producer, a worker): missing topics are created with them, existing ones get their
 configs set again (a topic a client auto-created with the broker's defaults is fixed),
 and a partition count that differs from the one asked is reported (it is never changed:
-that would move tables between partitions and break their order)."""
+that would move tables between partitions and break their order): one line, and the
+caller goes on (a producer sends by key to the partitions the topic has)."""
 
 from __future__ import annotations
 
@@ -54,11 +55,36 @@ def ensure_topics(bootstrap: str, partitions: int = 4, prefix: str = "",
             admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, name,
                                                 configs=TOPIC_CONFIGS[name[len(prefix):]])
                                  for name in old])
-            for meta in admin.describe_topics(old):
-                n = len(meta.get("partitions", []))
-                if n and n != partitions:
-                    log.warning("topic %s has %d partitions, not %d: left as it is",
-                                meta["topic"], n, partitions)
+            for name, n in _counts(admin, old).items():
+                if n != partitions:
+                    log.warning("topic %s has %d partitions, not the %d asked: left as it "
+                                "is (docs/deployment.md, growing the events topic)",
+                                name, n, partitions)
         return [t.name for t in new]
+    finally:
+        admin.close()
+
+
+def _counts(admin: object, topics: list[str]) -> dict[str, int]:
+    """Each existing topic's partition count, as the broker's metadata has it."""
+    out: dict[str, int] = {}
+    for meta in admin.describe_topics(topics):  # type: ignore[attr-defined]
+        name = meta.get("name", meta.get("topic"))  # kafka-python 3 says "name"
+        n = len(meta.get("partitions") or ())
+        if isinstance(name, str) and n:
+            out[name] = n
+    return out
+
+
+def partition_counts(bootstrap: str, topics: list[str]) -> dict[str, int]:
+    """The partition count of each of `topics` that exists (missing ones are left out)."""
+    from kafka.admin import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="pitwatch-admin",
+                             **KafkaAuth.from_env().kafka_python())
+    try:
+        existing = set(admin.list_topics())
+        asked = [t for t in topics if t in existing]
+        return _counts(admin, asked) if asked else {}
     finally:
         admin.close()

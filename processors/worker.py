@@ -62,7 +62,9 @@ examples:
         p.add_argument("--topic-prefix", default=env("topic_prefix", ""),
                        help="prefix for every topic name, the changelog's too (isolated runs)")
         p.add_argument("--partitions", type=int, default=env("partitions", d.partitions),
-                       help="partitions of table-events (default %(default)s)")
+                       help="partitions of table-events when this worker creates it "
+                            "(default %(default)s); an existing topic's count comes from "
+                            "Kafka")
         p.add_argument("--store", default=env("store", d.store),
                        help="Faust table store: memory:// or rocksdb:// (default %(default)s)")
         p.add_argument("--data-dir", default=env("data_dir", d.data_dir),
@@ -137,6 +139,11 @@ examples:
                           settings.replication_factor)
         except Exception as e:  # Kafka not up yet: Faust declares them later
             log.warning("could not create the topics now (%s); the worker declares them", e)
+        try:
+            settings = learn_partitions(settings)
+        except PartitionsChanged as e:
+            print(f"pitwatch worker: refusing to start: {e}", file=sys.stderr)
+            return 2
         stop = threading.Event()
         if settings.sink:  # in a process of its own: the audit and the sink use both cores
             from .supervise import supervise_sink
@@ -150,6 +157,45 @@ examples:
         finally:
             stop.set()
         return 0
+
+
+class PartitionsChanged(RuntimeError):
+    """The events topic and the worker's state (its changelog) differ in partitions."""
+
+
+def changelog_topic(settings: Settings) -> str:
+    """The open-rounds table's changelog, as Faust names it."""
+    return f"{settings.app_id}-{settings.topic_prefix}open-rounds-changelog"
+
+
+def learn_partitions(settings: Settings) -> Settings:
+    """The settings with the events topic's partition count as Kafka has it (the flag
+    only for a topic not made yet). Raises PartitionsChanged when the worker's state
+    was kept for another count: its tables' state would not be where their events are."""
+    from dataclasses import replace
+
+    from .topics import partition_counts
+
+    try:
+        counts = partition_counts(settings.kafka, [settings.events_topic,
+                                                   changelog_topic(settings)])
+    except Exception as e:  # Kafka not up yet: the flag's count, checked again later
+        log.warning("could not ask Kafka for the partitions (%s); assuming %d", e,
+                    settings.partitions)
+        return settings
+    n = counts.get(settings.events_topic, settings.partitions)
+    kept = counts.get(changelog_topic(settings))
+    if kept is not None and kept != n:
+        from .app import MOVED_TODO
+
+        raise PartitionsChanged(
+            f"{settings.events_topic} has {n} partitions, but this app's state "
+            f"({changelog_topic(settings)}) is kept for {kept}: tables keyed to other "
+            f"partitions would be audited without their state. {MOVED_TODO}")
+    if n != settings.partitions:
+        log.warning("%s has %d partitions (from Kafka), not the %d of --partitions: "
+                    "auditing %d", settings.events_topic, n, settings.partitions, n)
+    return replace(settings, partitions=n)
 
 
 command = _Worker()
