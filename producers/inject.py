@@ -597,6 +597,12 @@ def _record_targets(ctx: InjectContext) -> list[Any]:
 
 
 def _gap_apply(ctx: InjectContext, step: Step) -> Step:
+    """A device's seq skips one number (EVENTS_LOST). Not on RoundStarted: a break there
+    would cut the round before it, whose own faults (a missing RoundEnded) the audit then
+    leaves unjudged; the next console or shoe event of the round takes it instead."""
+    if isinstance(step.payload, RoundStarted):
+        later = ctx.script.steps[ctx.script.index(step) + 1:]
+        step = next(st for st in later if st.device in (CONSOLE, SHOE))
     step.skip_seq = True
     return step
 

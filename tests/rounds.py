@@ -112,6 +112,7 @@ class TableScript:
         self._seq: dict[str, int] = {}
         self._last: dict[str, Event] = {}
         self._corrupt: set[str] = set()
+        self._boots: dict[str, int] = {}
 
     @classmethod
     def of(cls, kind: str, table_id: str, **rule_changes: Any) -> TableScript:
@@ -151,7 +152,9 @@ class TableScript:
                 prev_digest = bytes(32)
         if round_id is _CURRENT:
             round_id = None if isinstance(payload, TableOpened | ShoeLoaded) else self.round_id
-        ev = Event(event_id or self.event_id(dev, n), self.table_id, dev, n, self.ts,
+        boot = self._boots.get(dev, 0)
+        ev = Event(event_id or self.event_id(dev, n, f"@{boot}" if boot else ""),
+                   self.table_id, dev, n, self.ts,
                    round_id, prev_digest, payload)
         self.ts += STEP_MS
         self.events.append(ev)
@@ -164,6 +167,14 @@ class TableScript:
         """The next `n` seq numbers of a device are never seen (a gap; chain intact)."""
         dev = self.device(kind)
         self._seq[dev] = self._seq.get(dev, 0) + n
+
+    def restart(self, kind: str) -> None:
+        """The device loses its counter: its next event is seq 1 with prev_digest null,
+        a new chain (its event ids stay unique: they name the boot)."""
+        dev = self.device(kind)
+        self._seq[dev] = 0
+        self._last.pop(dev, None)
+        self._boots[dev] = self._boots.get(dev, 0) + 1
 
     def corrupt_next(self, kind: str) -> None:
         """The device's next event carries a zeroed prev_digest (the chain then goes on

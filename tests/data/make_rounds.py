@@ -142,7 +142,7 @@ def record_and_common_faults(d: Deal) -> None:
 
     def gap(s: TableScript) -> list[Expected]:
         plain(s, before_pay=lambda: s.skip("rfid"))
-        return [("SEQUENCE_GAP", first_pay(s), None, None)]
+        return [("EVENTS_LOST", first_pay(s), None, None)]
 
     def conflict(s: TableScript) -> list[Expected]:
         copy: list[Event] = []
@@ -155,6 +155,12 @@ def record_and_common_faults(d: Deal) -> None:
 
         plain(s, before_pay=again)
         return [("SEQUENCE_CONFLICT", copy[0], None, None)]
+
+    def restarted(s: TableScript) -> list[Expected]:
+        s.restart("console")  # between rounds: its first event again is RoundStarted
+        plain(s)
+        started = next(e for e in s.events if e.round_id == s.round_id)
+        return [("DEVICE_RESTARTED", started, None, None)]
 
     def digest(s: TableScript) -> list[Expected]:
         plain(s, before_pay=lambda: s.corrupt_next("rfid"))
@@ -186,8 +192,9 @@ def record_and_common_faults(d: Deal) -> None:
         return out
 
     d.round("OK-plain", ok)
-    d.round("SEQUENCE_GAP", gap)
+    d.round("EVENTS_LOST", gap)
     d.round("SEQUENCE_CONFLICT", conflict)
+    d.round("DEVICE_RESTARTED", restarted)
     d.round("DIGEST_MISMATCH", digest)
     d.round("PROCEDURE_OUT_OF_ORDER", procedure)
     d.round("CARD_COUNT_EXCEEDED", card_count, shoe=1)

@@ -40,7 +40,7 @@ def test_a_damaged_stream_audits_to_the_end(seed: int) -> None:
     assert rep.events == len(events)
     assert rep.violations, "damage must show"
     assert {v.code for v in rep.violations} <= CODES
-    assert {"SEQUENCE_GAP", "SEQUENCE_CONFLICT"} & {v.code for v in rep.violations}
+    assert {"EVENTS_LOST", "SEQUENCE_CONFLICT"} & {v.code for v in rep.violations}
 
 
 def test_container_records_carry_their_canonical_bytes() -> None:

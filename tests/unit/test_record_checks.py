@@ -21,7 +21,7 @@ from tests.rounds import GAMES, Audit, TableScript, audit, codes, expect, only
 KINDS = sorted(GAMES)
 PACKS = {"nj_blackjack": "nj-blackjack", "nj_switch": "nj-blackjack-switch",
          "pa_free_bet": "pa-free-bet-blackjack", "nz_blackjack": "nz-blackjack"}
-GAP = RECORD_CITATIONS["SEQUENCE_GAP"][1]
+LOST = RECORD_CITATIONS["EVENTS_LOST"][1]
 CONFLICT = RECORD_CITATIONS["SEQUENCE_CONFLICT"][1]
 DIGEST = RECORD_CITATIONS["DIGEST_MISMATCH"][1]
 INCOMPLETE = RECORD_CITATIONS["ROUND_INCOMPLETE"][1]
@@ -85,24 +85,28 @@ def test_a_plain_round_of_every_table_is_clean(kind: str) -> None:
 
 @pytest.mark.parametrize("missing", [1, 3])
 @pytest.mark.parametrize("kind", KINDS)
-def test_sequence_gap_names_the_missing_range(kind: str, missing: int) -> None:
-    """design/events.md: `seq` is per device, starts at 1 and rises by 1 with each event.
-    A skip is raised once, on the event after it, naming the missing seq (or range); the
-    event itself is applied, so the round is otherwise clean."""
+def test_a_sequence_gap_is_events_lost_naming_the_missing_range(kind: str, missing: int) -> None:
+    """docs/events.md § The record: "A device whose `seq` jumps lost events: a break in
+    the record (EVENTS_LOST)". Raised once, on the event after the gap, naming the
+    missing seq (or range). The round the gap cuts is not judged after it: the payment
+    of 1 cent is no PAYOUT_WRONG, and the round is no ROUND_INCOMPLETE either."""
     sc = TableScript.opened(kind, "T-01")
-    plain_round(sc, before_pay=lambda: sc.skip("rfid", missing))
+    plain_round(sc, before_pay=lambda: sc.skip("rfid", missing), paid=1)
     rfid = device_events(sc.events, "T-01-rfid")
     last = len([e for e in rfid if type(e.payload).__name__ == "WagerPlaced"])
     shown = rfid[last]
     assert shown.seq == last + missing + 1
-    v = only(audit(sc.events), "SEQUENCE_GAP")
-    expect(v, code="SEQUENCE_GAP", severity="LOW", citation=GAP, event=shown, seat=None,
+    found = audit(sc.events)
+    v = only(found, "EVENTS_LOST")
+    assert codes(found) == ["EVENTS_LOST"]
+    expect(v, code="EVENTS_LOST", severity="HIGH", citation=LOST, event=shown, seat=None,
            hand=None, pack=PACKS[kind])
     gap = f"seq {last + 1}" if missing == 1 else f"seq {last + 1}–{last + missing}"
-    assert v.message == f"T-01-rfid skipped {gap} (got {last + missing + 1} after {last})"
+    assert v.message.startswith(
+        f"T-01-rfid {gap} missing (got {last + missing + 1} after {last}): events lost")
 
 
-def test_sequence_gap_on_a_table_event_has_no_round() -> None:
+def test_a_sequence_gap_on_a_table_event_has_no_round() -> None:
     """A gap seen on `ShoeLoaded` (round_id null) is the table's, not a round's."""
     sc = TableScript.of("nj_blackjack", "T-01")
     sc.open()
@@ -110,7 +114,7 @@ def test_sequence_gap_on_a_table_event_has_no_round() -> None:
     sc.skip("shoe")
     shoe = sc.shoe()
     plain_round(sc)
-    v = only(audit(sc.events), "SEQUENCE_GAP")
+    v = only(audit(sc.events), "EVENTS_LOST")
     assert (v.round_id, v.event_id, v.pack) == ("", shoe.event_id, "nj-blackjack")
 
 
@@ -130,11 +134,13 @@ def test_sequence_conflict_is_raised_and_the_copy_ignored(kind: str) -> None:
 
     plain_round(sc, before_pay=conflicting)
     v = only(audit(sc.events), "SEQUENCE_CONFLICT")
-    expect(v, code="SEQUENCE_CONFLICT", severity="LOW", citation=CONFLICT, event=copy[0],
+    expect(v, code="SEQUENCE_CONFLICT", severity="HIGH", citation=CONFLICT, event=copy[0],
            seat=None, hand=None, pack=PACKS[kind])
     first = device_events(sc.events, "T-01-shoe")[-2]
-    assert v.message == (f"T-01-shoe seq {first.seq} carried {first.event_id} and now "
-                         f"{copy[0].event_id}")
+    assert v.message == (f"T-01-shoe seq {first.seq} was recorded as {digest(first)[:8].hex()}… "
+                         f"and now comes as {digest(copy[0])[:8].hex()}…, another event: a "
+                         "different copy of a recorded event, not applied (the first copy "
+                         "stands)")
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -399,7 +405,7 @@ def test_unknown_table_gets_the_record_only_pack() -> None:
     sc.open()
     sc.shoe()
     plain_round(sc, before_pay=lambda: sc.skip("rfid"), paid=1)
-    v = only(audit(sc.events), "SEQUENCE_GAP")
+    v = only(audit(sc.events), "EVENTS_LOST")
     assert (v.pack, v.pack_version) == ("record-only", "2")
     nj = TableScript("NJ-01", "NJ", "BLACKJACK", rules)
     nj.open()

@@ -182,11 +182,11 @@ def test_record_faults_are_the_only_breaks(floors: list[Floor]) -> None:
                 continue
             seen[(dev, ev.seq)] = ev.event_id
             if ev.seq != (prev.seq + 1 if prev else 1):
-                found.add(("SEQUENCE_GAP", ev.event_id))
+                found.add(("EVENTS_LOST", ev.event_id))
             if ev.prev_digest != (digest(prev) if prev else None):
                 found.add(("DIGEST_MISMATCH", ev.event_id))
             last[dev] = ev
-        record = {"SEQUENCE_GAP", "SEQUENCE_CONFLICT", "DIGEST_MISMATCH"}
+        record = {"EVENTS_LOST", "SEQUENCE_CONFLICT", "DIGEST_MISMATCH"}
         assert found == {(t["code"], t["event_id"]) for t in truth if t["code"] in record}
 
 
@@ -217,4 +217,4 @@ def test_faults_by_table_and_game(floors: list[Floor]) -> None:
     assert where["EVEN_MONEY_CARDS_REMOVED"] == {"PH-FB"}
     assert where["BLACKJACK_PAID_LATE"] == where["INSURANCE_UNDER_MINIMUM"] == {"AK-BJ"}
     assert where["SURRENDER_TOO_EARLY"] == where["BONUS_WAGER_AMOUNT"] == {"AC-BJ"}
-    assert where["SEQUENCE_GAP"] == {"AC-BJ", "AC-SW", "PH-FB", "AK-BJ"}
+    assert where["EVENTS_LOST"] == {"AC-BJ", "AC-SW", "PH-FB", "AK-BJ"}
