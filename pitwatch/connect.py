@@ -15,20 +15,27 @@ Environment (a flag of the same name, where a command has one, wins: see
     PITWATCH_CLICKHOUSE_CA_FILE       PEM file of the CA that signed the server's cert
 
 Passwords are never taken from a flag (a flag shows in the process list): only from
-the environment or a file. They are held in `Secret`, whose repr and str hide them.
+the environment or a file, and a file that its group or others may read is refused.
+They are held in `Secret`, whose repr and str hide them. A password is never sent in
+clear to another machine: ClickHouse's only over TLS unless the host is a loopback
+address, Kafka's SASL only over SSL (SASL_PLAINTEXT is refused).
 """
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
 import ssl
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 KAFKA_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_SSL")
+#: Kafka's transports that would send a SASL password without TLS: refused by name.
+CLEAR_SASL = ("SASL_PLAINTEXT",)
 SASL_MECHANISMS = ("SCRAM-SHA-512", "SCRAM-SHA-256")
 
 
@@ -71,9 +78,15 @@ def _password(env: Mapping[str, str], name: str) -> Secret | None:
         raise ConnectionConfigError(f"set {var} or {var}_FILE, not both")
     if file:
         try:
+            mode = os.stat(file).st_mode
             text = Path(file).read_text(encoding="utf-8")
         except OSError as e:
             raise ConnectionConfigError(f"{var}_FILE: cannot read {file}: {e.strerror}") from None
+        if mode & 0o077:
+            who = "others" if mode & 0o007 else "its group"
+            raise ConnectionConfigError(
+                f"{var}_FILE: {file} is readable by {who} (mode {stat.S_IMODE(mode):04o}): "
+                f"make it its owner's alone (chmod 600 {file})")
         lines = text.splitlines()
         return Secret(lines[0] if lines else "")
     return None if value is None else Secret(value)
@@ -98,6 +111,10 @@ class KafkaAuth:
     def from_env(cls, env: Mapping[str, str] | None = None) -> KafkaAuth:
         env = os.environ if env is None else env
         proto = env.get("PITWATCH_KAFKA_SECURITY", "PLAINTEXT").upper()
+        if proto in CLEAR_SASL:
+            raise ConnectionConfigError(
+                f"PITWATCH_KAFKA_SECURITY={proto} refused: it sends the SASL password "
+                "without TLS; use SASL_SSL")
         if proto not in KAFKA_PROTOCOLS:
             raise ConnectionConfigError(
                 f"PITWATCH_KAFKA_SECURITY={proto}: use one of {', '.join(KAFKA_PROTOCOLS)}")
@@ -195,8 +212,14 @@ class ClickHouseAuth:
                    _password(env, "CLICKHOUSE"), secure in ("1", "true"),
                    _ca_file(env, "PITWATCH_CLICKHOUSE_CA_FILE"))
 
-    def driver(self) -> dict[str, Any]:
-        """Keyword arguments for clickhouse-driver's Client."""
+    def driver(self, host: str) -> dict[str, Any]:
+        """Keyword arguments for clickhouse-driver's Client to `host`. A password goes
+        in clear only to this machine: to any other host without TLS it is refused."""
+        if self.password and not self.secure and not is_loopback(host):
+            raise ConnectionConfigError(
+                f"refused to send ClickHouse's password in clear to {host}: set "
+                "PITWATCH_CLICKHOUSE_SECURE=1 (TLS to the secure native port), or reach "
+                "it on this machine (127.0.0.1, ::1, localhost)")
         out: dict[str, Any] = {"user": self.user,
                                "password": self.password.reveal() if self.password else ""}
         if self.secure:
@@ -204,6 +227,18 @@ class ClickHouseAuth:
             if self.ca_file:
                 out["ca_certs"] = self.ca_file
         return out
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` is this machine by its name alone: a loopback address, or
+    `localhost` (no other name is looked up: what it resolves to may change)."""
+    name = host.strip("[]")
+    if name.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
 
 #: flag -> the variable it sets (passwords only through a file)

@@ -49,7 +49,7 @@ class ServerStore:
         from clickhouse_driver import Client
 
         self.database = database
-        login = (auth or ClickHouseAuth.from_env()).driver()
+        login = (auth or ClickHouseAuth.from_env()).driver(host)
         self.client = Client(host=host, port=port, database=database,
                              connect_timeout=connect_timeout, send_receive_timeout=30, **login)
         self._admin = Client(host=host, port=port, database="default",

@@ -181,6 +181,7 @@ def test_the_pipeline_over_tls_lands_the_embedded_audits_violations(
     assert forged and forged[0].violation_id not in Expected(events).violation_ids
     password_file = tmp_path / "kafka-password"
     password_file.write_text(secure.server_env["PITWATCH_KAFKA_DEVICE_PASSWORD"] + "\n")
+    password_file.chmod(0o600)  # a password file its group or others may read is refused
     e = secure.server_env
     worker_env = {**secure.client_env("pitwatch_writer", "WORKER"),  # and its sink:
                   "PITWATCH_SINK_KAFKA_USER": e["PITWATCH_KAFKA_SINK_USER"],

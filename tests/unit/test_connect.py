@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,13 @@ def env(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     return mine
 
 
+def _secret_file(path: Path, text: str) -> Path:
+    """A password file as it must be: its owner's alone."""
+    path.write_text(text)
+    path.chmod(0o600)
+    return path
+
+
 def test_a_secret_hides_itself_in_repr_str_and_format() -> None:
     s = Secret(PASSWORD)
     assert PASSWORD not in repr(s) + str(s) + f"{s}" + f"{s!r}"
@@ -45,7 +53,7 @@ def test_plaintext_is_the_default_and_adds_nothing(env: dict[str, str]) -> None:
     auth = KafkaAuth.from_env()
     assert auth.security_protocol == "PLAINTEXT"
     assert auth.kafka_python() == {} and auth.aiokafka() == {} and auth.faust() == {}
-    assert ClickHouseAuth.from_env().driver() == {"user": "default", "password": ""}
+    assert ClickHouseAuth.from_env().driver("127.0.0.1") == {"user": "default", "password": ""}
 
 
 def test_sasl_ssl_gives_scram_and_tls_to_the_clients(env: dict[str, str], tmp_path: Path) -> None:
@@ -75,7 +83,7 @@ def test_the_sink_logs_in_as_its_own_user_when_one_is_set(env: dict[str, str],
     env["PITWATCH_SINK_KAFKA_USER"] = "sink"
     with pytest.raises(ConnectionConfigError, match="PITWATCH_SINK_KAFKA_PASSWORD"):
         KafkaAuth.sink_from_env()
-    (tmp_path / "pw").write_text("sink-" + PASSWORD + "\n")
+    _secret_file(tmp_path / "pw", "sink-" + PASSWORD + "\n")
     env["PITWATCH_SINK_KAFKA_PASSWORD_FILE"] = str(tmp_path / "pw")
     kw = KafkaAuth.sink_from_env().kafka_python()
     assert (kw["sasl_plain_username"], kw["sasl_plain_password"]) == ("sink", "sink-" + PASSWORD)
@@ -83,7 +91,7 @@ def test_the_sink_logs_in_as_its_own_user_when_one_is_set(env: dict[str, str],
 
 
 @pytest.mark.parametrize(("var", "value", "says"), [
-    ("PITWATCH_KAFKA_SECURITY", "SASL_PLAINTEXT", "PLAINTEXT, SSL, SASL_SSL"),
+    ("PITWATCH_KAFKA_SECURITY", "SASL_SCRAM", "PLAINTEXT, SSL, SASL_SSL"),
     ("PITWATCH_KAFKA_SASL_MECHANISM", "PLAIN", "SCRAM-SHA-512"),
     ("PITWATCH_KAFKA_CA_FILE", "/nonexistent/ca.pem", "no such file"),
     ("PITWATCH_KAFKA_PASSWORD_FILE", "/nonexistent/pw", "cannot read"),
@@ -97,10 +105,9 @@ def test_a_bad_kafka_setting_is_named(env: dict[str, str], var: str, value: str,
 
 
 def test_a_password_comes_from_its_file_first_line(env: dict[str, str], tmp_path: Path) -> None:
-    f = tmp_path / "pw"
-    f.write_text(PASSWORD + "\nnot this line\n")
+    f = _secret_file(tmp_path / "pw", PASSWORD + "\nnot this line\n")
     env["PITWATCH_CLICKHOUSE_PASSWORD_FILE"] = str(f)
-    assert ClickHouseAuth.from_env().driver()["password"] == PASSWORD
+    assert ClickHouseAuth.from_env().driver("127.0.0.1")["password"] == PASSWORD
     env["PITWATCH_CLICKHOUSE_PASSWORD"] = "other"
     with pytest.raises(ConnectionConfigError, match="not both") as e:
         ClickHouseAuth.from_env()
@@ -113,7 +120,7 @@ def test_clickhouse_secure_verifies_the_servers_cert(env: dict[str, str], tmp_pa
     env |= {"PITWATCH_CLICKHOUSE_USER": "pitwatch_reader", "PITWATCH_CLICKHOUSE_PASSWORD":
             PASSWORD, "PITWATCH_CLICKHOUSE_SECURE": "1",
             "PITWATCH_CLICKHOUSE_CA_FILE": str(ca)}
-    assert ClickHouseAuth.from_env().driver() == {
+    assert ClickHouseAuth.from_env().driver("127.0.0.1") == {
         "user": "pitwatch_reader", "password": PASSWORD, "secure": True, "verify": True,
         "ca_certs": str(ca)}
     env["PITWATCH_CLICKHOUSE_SECURE"] = "yes please"
@@ -123,7 +130,7 @@ def test_clickhouse_secure_verifies_the_servers_cert(env: dict[str, str], tmp_pa
 
 def test_flags_win_over_the_environment(env: dict[str, str], tmp_path: Path) -> None:
     f = tmp_path / "pw"
-    f.write_text(PASSWORD)
+    _secret_file(f, PASSWORD)
     env |= {"PITWATCH_CLICKHOUSE_USER": "someone", "PITWATCH_CLICKHOUSE_PASSWORD": "old"}
     p = argparse.ArgumentParser()
     add_connection_flags(p)
@@ -152,7 +159,7 @@ def test_no_flag_takes_a_password(flag: str, capsys: pytest.CaptureFixture[str])
 def test_help_never_shows_a_password(env: dict[str, str], tmp_path: Path, command: str,
                                      capsys: pytest.CaptureFixture[str]) -> None:
     f = tmp_path / "pw"
-    f.write_text(PASSWORD)
+    _secret_file(f, PASSWORD)
     env |= {"PITWATCH_KAFKA_SECURITY": "SASL_SSL", "PITWATCH_KAFKA_USER": "pw",
             "PITWATCH_KAFKA_PASSWORD": PASSWORD, "PITWATCH_CLICKHOUSE_PASSWORD_FILE": str(f)}
     with pytest.raises(SystemExit) as e:
@@ -184,3 +191,62 @@ def test_a_bad_replication_factor_is_named(env: dict[str, str], raw: str) -> Non
     env["PITWATCH_REPLICATION"] = raw
     with pytest.raises(ValueError, match="PITWATCH_REPLICATION"):
         replication()
+
+
+# --- secrets (issue 35, item 10) -------------------------------------------------------
+
+def test_a_password_file_others_may_read_is_refused(env: dict[str, str],
+                                                    tmp_path: Path) -> None:
+    """The brief: "refuse group- or world-readable password files with a clear
+    message"."""
+    f = _secret_file(tmp_path / "pw", PASSWORD)
+    env["PITWATCH_CLICKHOUSE_PASSWORD_FILE"] = str(f)
+    assert ClickHouseAuth.from_env().password == Secret(PASSWORD)
+    for mode, who in ((0o640, "its group"), (0o604, "others"), (0o644, "others")):
+        f.chmod(mode)
+        with pytest.raises(ConnectionConfigError, match=(
+                rf"PITWATCH_CLICKHOUSE_PASSWORD_FILE: {re.escape(str(f))} is readable by "
+                rf"{who} \(mode 0{mode:o}\): make it its owner's alone \(chmod 600")) as e:
+            ClickHouseAuth.from_env()
+        assert PASSWORD not in str(e.value)
+    env.pop("PITWATCH_CLICKHOUSE_PASSWORD_FILE")
+    env |= {"PITWATCH_KAFKA_SECURITY": "SASL_SSL", "PITWATCH_KAFKA_USER": "u",
+            "PITWATCH_KAFKA_PASSWORD_FILE": str(f)}
+    with pytest.raises(ConnectionConfigError, match=r"PITWATCH_KAFKA_PASSWORD_FILE: .* is "
+                       "readable by others"):
+        KafkaAuth.from_env()
+
+
+@pytest.mark.parametrize("host", ["10.0.0.5", "clickhouse.example", "::ffff:10.0.0.5",
+                                  "localhost.example", "0.0.0.0"])
+def test_a_password_never_goes_in_clear_to_another_host(env: dict[str, str],
+                                                        host: str) -> None:
+    """The brief: "refuse to send a password in clear to a non-loopback host
+    (ClickHouse without TLS)"."""
+    env["PITWATCH_CLICKHOUSE_PASSWORD"] = PASSWORD
+    with pytest.raises(ConnectionConfigError, match="refused to send ClickHouse's password "
+                       "in clear to ") as e:
+        ClickHouseAuth.from_env().driver(host)
+    assert PASSWORD not in str(e.value)
+    env["PITWATCH_CLICKHOUSE_SECURE"] = "1"
+    assert ClickHouseAuth.from_env().driver(host)["secure"] is True
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.1.2.3", "::1", "[::1]", "localhost"])
+def test_a_password_may_go_in_clear_to_this_machine(env: dict[str, str], host: str) -> None:
+    env["PITWATCH_CLICKHOUSE_PASSWORD"] = PASSWORD
+    assert ClickHouseAuth.from_env().driver(host)["password"] == PASSWORD
+
+
+def test_no_password_no_tls_is_left_as_it_was(env: dict[str, str]) -> None:
+    assert ClickHouseAuth.from_env().driver("10.0.0.5") == {"user": "default",
+                                                            "password": ""}
+
+
+def test_sasl_without_ssl_is_refused(env: dict[str, str]) -> None:
+    """The brief: "refuse to send a password in clear ... (Kafka SASL without SSL)"."""
+    env |= {"PITWATCH_KAFKA_SECURITY": "SASL_PLAINTEXT", "PITWATCH_KAFKA_USER": "u",
+            "PITWATCH_KAFKA_PASSWORD": PASSWORD}
+    with pytest.raises(ConnectionConfigError, match="SASL_PLAINTEXT refused: it sends the "
+                       "SASL password without TLS; use SASL_SSL"):
+        KafkaAuth.from_env()
