@@ -15,9 +15,9 @@ from ..connect import add_connection_flags
 from ..engine.violation import Severity, Violation
 from ..events.files import Rejected
 from ..events.keys import KEYS_ENV, KeyRegistry, KeyRegistryError
-from ..store.embedded import EmbeddedStore, holds_store
+from ..store.embedded import holds_store
 from ..store.process import StoreProcess
-from ..store.readonly import check_read_only
+from ..store.readonly import check_read_only, run_read_only
 from . import report
 from .parallel import audit_parallel, default_jobs
 from .run import audit_paths
@@ -197,8 +197,11 @@ schemas/clickhouse). The tables are ReplacingMergeTree: add FINAL to read throug
 any row not merged yet. Money columns are integer cents.
 
 Read-only: one SELECT (or WITH, SHOW, DESCRIBE, EXISTS, EXPLAIN) at a time; anything
-that writes, changes the schema or reads files or other servers (file(), url(), ...) is
-refused. A bad statement is reported in one line (exit 2).
+that writes, changes the schema or reads files or other servers (file(), url(), INTO
+OUTFILE, SETTINGS, ...) is refused. A bad statement is reported in one line (exit 2).
+The embedded query runs in a process of its own that Linux Landlock confines: it can
+write no file, read no file but the store's and the libraries', and open no TCP
+connection; where the kernel has no Landlock it is refused, not run unconfined.
 
 examples:
   pitwatch query "SELECT code, count() FROM violations FINAL GROUP BY code"
@@ -238,13 +241,7 @@ examples:
         if not holds_store(args.data):
             raise FileNotFoundError(f"no store at {args.data}: run `pitwatch audit` or "
                                     "`pitwatch demo` first, or pass --data")
-        store = EmbeddedStore(args.data)
-        try:
-            store.read_only()
-            rows = store.query(args.sql)
-        finally:
-            store.close()
-        return export(rows, args.format)
+        return export(run_read_only(args.data, args.sql), args.format)
 
 
 def export(rows: list[dict[str, Any]], fmt: str) -> int:
