@@ -14,7 +14,8 @@ Checkpoints take their event ids from a random source of their own and a ts 1 ms
 the event before them, so the other events keep the ids they had unsigned.
 A step with `forged` set is the forgery fault: the device records and signs the honest
 payload, and what goes out is the forged one with the rest of the chain recomputed
-(every digest right, the signatures not).
+(every digest right, the signatures not). `restarted` is the restart fault: a device
+that loses its counter mid-shift and starts a new chain at seq 1.
 """
 
 from __future__ import annotations
@@ -121,6 +122,39 @@ class Device:
             raise ValueError(f"{self.device_id}: no event to conflict with")
         return Event(event_id, self.table_id, self.device_id, last.seq, ts, last.round_id,
                      last.prev_digest, payload)
+
+
+def restarted(events: Iterable[Event], device_id: str, at: str,
+              key: Ed25519PrivateKey | None = None, key_id: str | None = None
+              ) -> list[Event]:
+    """The restart fault: the events with `device_id` restarted just before its event
+    `at` (an event id). From there the device's seq starts again at 1 and its chain
+    anew (prev_digest null), as a device that lost its counter sends them; nothing is
+    lost and every other device is unchanged. Its checkpoints after the restart are
+    signed again with `key` over the new chain (what an honest device does); without
+    a key they go out as they were, signed over the old chain (what a forger who
+    fakes a restart can send). A replacement device signs with its own key, named
+    `key_id` in the key registry."""
+    out: list[Event] = []
+    seq = 0
+    prev: bytes | None = None
+    on = False
+    for ev in events:
+        if ev.device_id != device_id or not (on or ev.event_id == at):
+            out.append(ev)
+            continue
+        on = True
+        seq += 1
+        p = ev.payload
+        if type(p) is Checkpoint and key is not None and prev is not None:
+            sig = sign_checkpoint(key, ev.table_id, device_id, seq - 1, prev)
+            p = Checkpoint(seq - 1, prev, key_id or p.key_id, sig)
+        new = Event(ev.event_id, ev.table_id, device_id, seq, ev.ts, ev.round_id, prev, p)
+        prev = digest(new)
+        out.append(new)
+    if not on:
+        raise ValueError(f"{device_id} has no event {at}")
+    return out
 
 
 class TableDevices:
