@@ -279,9 +279,9 @@ def _one_form(writer: WriterSchema, datum: Any, raw: bytes) -> None:
         raise DecodeError(f"the record does not re-encode under its writer schema: {e}") from e
     if buf.getvalue() != raw:
         raise DecodeError(
-            f"the record's {len(raw)} bytes are not its canonical encoding (its re-encoding "
-            f"under its writer schema is {len(buf.getvalue())} other bytes: an over-long "
-            "varint, a negative or split block count, a boolean but 0 or 1...)")
+            f"the record's {len(raw)} bytes are not its canonical encoding (re-encoded "
+            f"under its writer schema, its values are {len(buf.getvalue())} other bytes: "
+            "an over-long varint, a negative or split block count, a boolean but 0 or 1...)")
 
 
 def encode_single(ev: Event) -> bytes:
