@@ -15,6 +15,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from pitwatch.events.jsonl import dumps
 from pitwatch.events.schema import schemas_dir
+from pitwatch.spreadsheet import csv_row
 
 from . import site_key
 from .case import (
@@ -48,16 +49,17 @@ def violations_csv(case: Case) -> bytes:
     ts = {ev.event_id: ev.ts for f in case.fed for ev in f.events()}
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(VIOLATION_COLUMNS)
+    w.writerow(csv_row(VIOLATION_COLUMNS))  # every cell through csv_row: devices chose ids
     for rb in case.rounds:
         events = [st.event for st in rb.steps]
         for f in case.findings(rb):
             v = f.violation
-            w.writerow([v.violation_id, f.status, v.severity, v.code, v.table_id, v.round_id,
-                        "" if v.seat is None else v.seat, "" if v.hand is None else v.hand,
-                        v.event_id, device_time(ts.get(v.event_id, v.detected_at)),
-                        money_involved(v, events) or "", v.citation, v.message,
-                        v.pack, v.pack_version])
+            w.writerow(csv_row([
+                v.violation_id, f.status, v.severity, v.code, v.table_id, v.round_id,
+                "" if v.seat is None else v.seat, "" if v.hand is None else v.hand,
+                v.event_id, device_time(ts.get(v.event_id, v.detected_at)),
+                money_involved(v, events) or "", v.citation, v.message, v.pack,
+                v.pack_version]))
     return buf.getvalue().encode()
 
 

@@ -9,6 +9,7 @@ from typing import IO
 from pitwatch.engine.violation import Violation
 from pitwatch.events.keys import KeyRegistry, KeyRegistryError
 from pitwatch.money import dollars
+from pitwatch.terminal import say_to
 
 from .case import stored_only
 from .keys import add_keys_option, load_keys
@@ -68,15 +69,14 @@ def show(rb: Rebuilt, out: IO[str], keys: KeyRegistry | None = None,
          missing: list[Violation] | None = None) -> None:
     """The round step by step; `missing`: findings the store holds that the rebuild
     did not raise."""
+    say = say_to(out)  # ids and messages come from devices
     s = rb.summary
-    print(f"round {rb.round_id} at table {rb.table_id}: {len(rb.steps)} events, "
-          f"judged by {rb.pack or 'no pack'}" + (f", dealer {s.dealer_id}" if s else ""),
-          file=out)
-    print("decisions: " + decisions([st.event for st in rb.steps]), file=out)
+    say(f"round {rb.round_id} at table {rb.table_id}: {len(rb.steps)} events, "
+        f"judged by {rb.pack or 'no pack'}" + (f", dealer {s.dealer_id}" if s else ""))
+    say("decisions: " + decisions([st.event for st in rb.steps]))
     if rb.rules is not None:
-        print("posted rules in force: " + "; ".join(rules_lines(rb.rules, rb.game)), file=out)
-    print(f"  {'device time (UTC)':23}  {'event id':36}  {'device':18} {'seq':>5}  event",
-          file=out)
+        say("posted rules in force: " + "; ".join(rules_lines(rb.rules, rb.game)))
+    say(f"  {'device time (UTC)':23}  {'event id':36}  {'device':18} {'seq':>5}  event")
     events = [st.event for st in rb.steps]
 
     def money(v: Violation) -> str:
@@ -85,32 +85,31 @@ def show(rb: Rebuilt, out: IO[str], keys: KeyRegistry | None = None,
 
     for st in rb.steps:
         ev = st.event
-        print(f"  {device_time(ev.ts)}  {ev.event_id:36}  {ev.device_id:18} {ev.seq:>5}  "
-              f"{ev.type} {describe(ev)}".rstrip(), file=out)
+        say(f"  {device_time(ev.ts)}  {ev.event_id:36}  {ev.device_id:18} {ev.seq:>5}  "
+            f"{ev.type} {describe(ev)}".rstrip())
         for v in st.violations:
-            print(f"      !! {v.severity} {v.code} [{v.citation}]: {v.message}{money(v)}",
-                  file=out)
+            say(f"      !! {v.severity} {v.code} [{v.citation}]: {v.message}{money(v)}")
     for v in rb.closing:
-        print(f"      !! {v.severity} {v.code} [{v.citation}] (on event {v.event_id}): "
-              f"{v.message}{money(v)}", file=out)
+        say(f"      !! {v.severity} {v.code} [{v.citation}] (on event {v.event_id}): "
+            f"{v.message}{money(v)}")
     for v in missing or []:
-        print(f"      ?? stored, NOT rebuilt: {v.severity} {v.code} [{v.citation}] "
-              f"(on event {v.event_id}): {v.message}", file=out)
+        say(f"      ?? stored, NOT rebuilt: {v.severity} {v.code} [{v.citation}] "
+            f"(on event {v.event_id}): {v.message}")
     if s is not None:
-        print(f"money: wagered {dollars(s.wagered)}, paid {dollars(s.paid)}, collected "
-              f"{dollars(s.collected)}, returned {dollars(s.returned)}; "
-              f"{'complete' if s.complete else 'INCOMPLETE'}", file=out)
+        say(f"money: wagered {dollars(s.wagered)}, paid {dollars(s.paid)}, collected "
+            f"{dollars(s.collected)}, returned {dollars(s.returned)}; "
+            f"{'complete' if s.complete else 'INCOMPLETE'}")
     else:
-        print("state: open: the store holds no summary (no RoundEnded yet, and the table "
-              "has not moved on)", file=out)
+        say("state: open: the store holds no summary (no RoundEnded yet, and the table "
+            "has not moved on)")
     for c in rb.chains.values():
-        print(f"chain {c.device_id}: {c.verdict}", file=out)
-    print("digest chains: " + ("VERIFIED for every device" if rb.chain_verified
-                               else "BROKEN (see above)"), file=out)
-    print(signature_verdict([rb], keys, missing or []), file=out)
+        say(f"chain {c.device_id}: {c.verdict}")
+    say("digest chains: " + ("VERIFIED for every device" if rb.chain_verified
+                             else "BROKEN (see above)"))
+    say(signature_verdict([rb], keys, missing or []))
     same = "match" if rb.matches_store else "DIFFER FROM"
-    print(f"rebuilt violations {same} the stored ones "
-          f"({len(rb.violations)} rebuilt, {len(rb.stored_violation_ids)} stored)", file=out)
+    say(f"rebuilt violations {same} the stored ones "
+        f"({len(rb.violations)} rebuilt, {len(rb.stored_violation_ids)} stored)")
 
 
 command = _Replay()

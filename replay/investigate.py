@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pitwatch.engine.violation import Severity
 from pitwatch.events.keys import KeyRegistryError
+from pitwatch.terminal import printable
 
 from . import site_key
 from .case import Provenance, Selection, build_case, parse_time, sha256
@@ -141,9 +142,9 @@ examples:
               f"{args.out}/")
         for name, data in files.items():
             print(f"  {name:15} {len(data):>9,} bytes")
-        print(f"replay: {case.replay_verdict}")
-        print(case.chain_verdict)
-        print(case.signature_verdict)
+        print(printable(f"replay: {case.replay_verdict}"))  # ids come from devices
+        print(printable(case.chain_verdict))
+        print(printable(case.signature_verdict))
         print("manifest signed by the site key" if key is not None else
               "manifest UNSIGNED: no site key (--site-key FILE or PITWATCH_SITE_KEY)")
         return 0 if all(rb.matches_store for rb in case.rounds) else 3

@@ -22,6 +22,7 @@ from pitwatch.events.keys import KeyRegistry, KeyRegistryError
 from pitwatch.packs import registry
 from pitwatch.store.base import Store
 from pitwatch.store.history import round_span
+from pitwatch.terminal import printable
 
 from .case import Selection, parse_time, violation_from_row
 from .investigate import add_selection_options
@@ -124,8 +125,8 @@ def show_table(changes: list[Change], out: IO[str]) -> None:
         v = c.violation
         sev = f"{c.was} -> {v.severity}" if c.change == "severity" else v.severity
         seat = "" if v.seat is None else f"{v.seat}/{v.hand}"
-        print(f"{c.change:9}  {sev:18}  {v.code:32}  {v.round_id:18}  {seat:>4}  "
-              f"{v.citation}", file=out)
+        print(printable(f"{c.change:9}  {sev:18}  {v.code:32}  {v.round_id:18}  {seat:>4}  "
+                        f"{v.citation}"), file=out)
 
 
 class _Reaudit:

@@ -15,9 +15,11 @@ from ..connect import add_connection_flags
 from ..engine.violation import Severity, Violation
 from ..events.files import Rejected
 from ..events.keys import KEYS_ENV, KeyRegistry, KeyRegistryError
+from ..spreadsheet import csv_row
 from ..store.embedded import holds_store
 from ..store.process import StoreProcess
 from ..store.readonly import check_read_only, run_read_only
+from ..terminal import printable
 from . import report
 from .parallel import audit_parallel, default_jobs
 from .run import audit_paths
@@ -140,7 +142,8 @@ or a key registry that cannot be read."""
 
         def on_reject(r: Rejected) -> None:
             rejects.write(r.to_json() + "\n")
-            print(f"pitwatch audit: {r.source}:{r.line}: {r.reason}", file=sys.stderr)
+            print(printable(f"pitwatch audit: {r.source}:{r.line}: {r.reason}"),
+                  file=sys.stderr)
 
         progress = not args.quiet and sys.stderr.isatty()
         try:
@@ -256,19 +259,21 @@ def export(rows: list[dict[str, Any]], fmt: str) -> int:
     if fmt == "csv":
         if rows:
             w = csv.writer(sys.stdout, lineterminator="\n")
-            w.writerow(list(rows[0]))
+            w.writerow(csv_row(rows[0]))
             for r in rows:
-                w.writerow(orjson.dumps(v).decode() if isinstance(v, list | dict) else v
-                           for v in r.values())
+                w.writerow(csv_row(orjson.dumps(v).decode() if isinstance(v, list | dict)
+                                   else v for v in r.values()))
         return 0
     if not rows:
         print("(no rows)")
         return 0
     cols = list(rows[0])
-    widths = [max(len(c), *(len(str(r[c])) for r in rows)) for c in cols]
-    print("  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True)))
-    for r in rows:
-        print("  ".join(str(r[c]).ljust(w) for c, w in zip(cols, widths, strict=True)))
+    cells = [[printable(str(r[c])) for c in cols] for r in rows]
+    heads = [printable(c) for c in cols]
+    widths = [max(len(h), *(len(row[i]) for row in cells)) for i, h in enumerate(heads)]
+    print("  ".join(c.ljust(w) for c, w in zip(heads, widths, strict=True)))
+    for row in cells:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
     return 0
 
 

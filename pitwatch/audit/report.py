@@ -8,6 +8,7 @@ from typing import IO
 
 from ..engine.violation import Violation
 from ..money import dollars
+from ..terminal import printable
 from .run import AuditReport
 
 SEVERITY_ORDER = {"CRITICAL": 0, "HIGH": 1, "MEDIUM": 2, "LOW": 3}
@@ -17,11 +18,11 @@ def summary(rep: AuditReport, out: IO[str]) -> None:
     games = ", ".join(f"{g} {n}" for g, n in rep.games.most_common()) or "none"
     sev = ", ".join(f"{s} {rep.by_severity[s]}" for s in SEVERITY_ORDER if rep.by_severity[s])
     if rep.files or rep.events:
-        print(f"audited {rep.events:,} events from {rep.files} file(s): {len(rep.tables)} "
-              f"tables, {rep.rounds:,} rounds ({games})", file=out)
+        print(printable(f"audited {rep.events:,} events from {rep.files} file(s): "
+                        f"{len(rep.tables)} tables, {rep.rounds:,} rounds ({games})"), file=out)
     else:
-        print(f"no new input: the store's books closed, {rep.rounds:,} rounds judged "
-              f"({games})", file=out)
+        print(printable(f"no new input: the store's books closed, {rep.rounds:,} rounds "
+                        f"judged ({games})"), file=out)
     if rep.rejected:
         print(f"rejected {rep.rejected:,} malformed record(s): kept aside with their reasons",
               file=out)
@@ -44,9 +45,10 @@ def summary(rep: AuditReport, out: IO[str]) -> None:
         print(f"incomplete rounds: {rep.incomplete:,}", file=out)
     if rep.open_rounds:
         oldest = rep.open_rounds[0]
-        print(f"rounds left open in the store: {len(rep.open_rounds):,}, the oldest "
-              f"{oldest.round_id} open since {when(oldest.since)} by its devices' clock: "
-              "each is judged when its table's next events come, or by --final", file=out)
+        print(printable(f"rounds left open in the store: {len(rep.open_rounds):,}, the "
+                        f"oldest {oldest.round_id} open since {when(oldest.since)} by its "
+                        "devices' clock: each is judged when its table's next events come, "
+                        "or by --final"), file=out)
     if rep.signing_devices is None:
         print("signatures: not required (no key registry; --keys FILE to verify devices' "
               "checkpoints)", file=out)
@@ -55,8 +57,9 @@ def summary(rep: AuditReport, out: IO[str]) -> None:
               "must sign", file=out)
     if rep.engine_errors:
         first = rep.engine_errors[0]
-        print(f"engine errors: {len(rep.engine_errors):,} (bugs in pitwatch, not findings about "
-              f"the tables; each logged with its event; first: {first})", file=out)
+        print(printable(f"engine errors: {len(rep.engine_errors):,} (bugs in pitwatch, not "
+                        "findings about the tables; each logged with its event; first: "
+                        f"{first})"), file=out)
 
 
 def when(ms: int) -> str:
@@ -89,8 +92,8 @@ def table(violations: Iterable[Violation], out: IO[str], limit: int | None = Non
           f"{'CITATION':28}  MESSAGE", file=out)
     for v in shown:
         seat = "" if v.seat is None else f"{v.seat}/{v.hand}"
-        print(f"{v.severity:8}  {v.code:32}  {v.table_id:9}  {v.round_id:16}  {seat:>4}  "
-              f"{_clip(v.citation, 28):28}  {v.message}", file=out)
+        print(printable(f"{v.severity:8}  {v.code:32}  {v.table_id:9}  {v.round_id:16}  "
+                        f"{seat:>4}  {_clip(v.citation, 28):28}  {v.message}"), file=out)
     if len(vs) > len(shown):
         print(f"… and {len(vs) - len(shown):,} more (--limit 0 for all, or --format jsonl)",
               file=out)
