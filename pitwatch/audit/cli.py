@@ -38,6 +38,11 @@ violations, and store events, rounds and violations in the embedded store (chDB)
 A malformed line never stops the audit: it is reported with its line number and kept
 aside in DATA/rejects.jsonl.
 
+Several files are read in the order their record fixes (each device's seq says which
+file continues which), whatever their names or the order they are named in; files
+whose order the record cannot fix (they overlap) are refused before anything is
+audited, naming the files, the device and the seq (docs/events.md § A set of files).
+
 History in batches: audit one day's file after another into the same store and the
 result is that of one audit of the whole. A round still open when a file ends is not a
 verdict: the store keeps it open, with each table's state (devices' seqs and chains,
