@@ -58,7 +58,7 @@ def violations_csv(case: Case) -> bytes:
                 v.violation_id, f.status, v.severity, v.code, v.table_id, v.round_id,
                 "" if v.seat is None else v.seat, "" if v.hand is None else v.hand,
                 v.event_id, device_time(ts.get(v.event_id, v.detected_at)),
-                money_involved(v, events) or "", v.citation, v.message, v.pack,
+                money_involved(v, events, rb.state) or "", v.citation, v.message, v.pack,
                 v.pack_version]))
     return buf.getvalue().encode()
 

@@ -78,7 +78,7 @@ def _quotes(f: Finding) -> str:
 
 def _finding(f: Finding, rb: Rebuilt) -> str:
     v = f.violation
-    money = money_involved(v, [st.event for st in rb.steps])
+    money = money_involved(v, [st.event for st in rb.steps], rb.state)
     return (f'<div class="finding"><span class="sev {escape(v.severity)}">'
             f'{escape(v.severity)}</span> <b>{escape(v.code)}</b> — {escape(v.message)}'
             + ("" if money is None else f"<br>money involved: <b>{escape(money)}</b>")

@@ -93,7 +93,7 @@ def _sev(severity: str) -> str:
 
 def _finding(f: Finding, rb: Rebuilt) -> list[Any]:
     v = f.violation
-    money = money_involved(v, [st.event for st in rb.steps])
+    money = money_involved(v, [st.event for st in rb.steps], rb.state)
     out: list[Any] = [_p(f"{_sev(v.severity)} <b>{_e(v.code)}</b>: {_e(v.message)}<br/>"
                          + ("" if money is None else f"money involved: <b>{_e(money)}</b><br/>")
                          + f"cites <b>{_e(v.citation)}</b>; event {_e(v.event_id)}; "

@@ -80,7 +80,7 @@ def show(rb: Rebuilt, out: IO[str], keys: KeyRegistry | None = None,
     events = [st.event for st in rb.steps]
 
     def money(v: Violation) -> str:
-        m = money_involved(v, events)
+        m = money_involved(v, events, rb.state)
         return "" if m is None else f" (money involved: {m})"
 
     for st in rb.steps:

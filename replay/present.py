@@ -7,8 +7,17 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from pitwatch.blackjack import BONUS_PAY_TABLE, MATCH_PAY_TABLE, PUSH22_PAY_TABLE, Ratio
+from pitwatch.blackjack import (
+    BONUS_PAY_TABLE,
+    MATCH_PAY_TABLE,
+    PUSH22_PAY_TABLE,
+    Outcome,
+    Ratio,
+    Settlement,
+    settle_hand,
+)
 from pitwatch.citations import Quote, regulations_dir
+from pitwatch.engine.state import Round
 from pitwatch.engine.violation import Violation
 from pitwatch.events.model import (
     CardDealt,
@@ -142,15 +151,47 @@ def quote_kind(q: Quote) -> str:
     return "regulation"
 
 
-def money_involved(v: Violation, events: list[Event]) -> str | None:
+def drew_wrong_swing(v: Violation, events: list[Event], state: Round) -> int | None:
+    """For a dealer who drew on a total the rules stand on: the money the draw moved,
+    in cents, summed over the hands' main, double and split wagers: what each was
+    settled at against what it would have been settled at had the dealer stood where
+    the rules say (None when the record cannot tell)."""
+    dealer_cards = [ev.event_id for ev in events if isinstance(ev.payload, CardDealt)
+                    and ev.payload.to == "DEALER"]
+    if v.event_id not in dealer_cards:
+        return None
+    stood = state.dealer_ranks[:dealer_cards.index(v.event_id)]
+    rules = state.table.rules
+    pushes = state.table.game in DEALER_22_GAMES
+    swing = 0
+    for h in state.hands.values():
+        if h.surrendered or h.even_money:
+            continue
+        for kind, w in h.wagers.items():
+            if kind not in ("MAIN", "DOUBLE", "SPLIT") or w.settlements == 0:
+                continue
+            try:
+                due = (Settlement(Outcome.LOSE, 0, w.amount, 0) if h.bust else settle_hand(
+                    h.ranks, stood, w.amount, blackjack_pays=rules.blackjack_pays,
+                    dealer_22_pushes=pushes,
+                    player_blackjack_allowed=not (h.split or h.switched)))
+            except ValueError:
+                return None
+            swing += abs((w.paid - w.collected) - (due.payout - due.collected))
+    return swing
+
+
+def money_involved(v: Violation, events: list[Event], state: Round | None = None
+                   ) -> str | None:
     """What money the finding concerns, in words, or None: the amount of the money
-    event it is raised on; for a dealer's wrong draw, every settlement that followed it
-    in the round (the money the dealer's hand decided)."""
+    event it is raised on; for a dealer's wrong draw, the swing it caused (with the
+    round's folded `state`) and every settlement that followed it in the round."""
     at = next((i for i, ev in enumerate(events) if ev.event_id == v.event_id), None)
     if at is None:
         return None
     p = events[at].payload
     if v.code == "DEALER_DREW_WRONG":
+        swing = None if state is None else drew_wrong_swing(v, events, state)
         paid = collected = returned = 0
         for ev in events[at:]:
             q = ev.payload
@@ -161,7 +202,9 @@ def money_involved(v: Violation, events: list[Event]) -> str | None:
             elif isinstance(q, WagerReturned):
                 returned += q.amount
         total = paid + collected + returned
-        return (f"{dollars(total)} settled on the dealer's hand after it (paid "
+        lead = "" if swing is None else (
+            f"a swing of {dollars(swing)} against the settlements had the dealer stood; ")
+        return (f"{lead}{dollars(total)} settled on the dealer's hand after it (paid "
                 f"{dollars(paid)}, collected {dollars(collected)}, returned "
                 f"{dollars(returned)})")
     if isinstance(p, PayoutMade | WagerCollected | WagerReturned | WagerPlaced):

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from pitwatch.engine.auditor import PackSelector, RoundSummary, TableAuditor
 from pitwatch.engine.rulepack import RulePack
+from pitwatch.engine.state import Round
 from pitwatch.engine.violation import Violation
 from pitwatch.events.keys import KeyRegistry
 from pitwatch.events.model import Checkpoint, Event, Rules
@@ -48,6 +49,8 @@ class Rebuilt:
     summary: RoundSummary | None = None
     rules: Rules | None = None
     game: str = ""
+    #: the round as the engine folded it (its hands, wagers and dealer cards)
+    state: Round | None = None
     pack: str = ""
     chains: dict[str, DeviceChain] = field(default_factory=dict)
     stored_violation_ids: set[str] = field(default_factory=set)
@@ -250,6 +253,7 @@ class TableRebuild:
                 and a.round.round_id == rid:
             rb.rules = a.table.rules
             rb.game = a.table.game
+            rb.state = a.round
             rb.pack = a.pack.label
 
     def done(self) -> bool:
