@@ -37,10 +37,11 @@ from __future__ import annotations
 
 import heapq
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import pairwise, zip_longest
 from pathlib import Path
+from typing import TypeVar
 
 import orjson
 
@@ -52,6 +53,7 @@ from .model import Event
 
 #: (table_id, device_id)
 Key = tuple[str, str]
+T = TypeVar("T")
 
 
 class FileOrderError(ValueError):
@@ -111,10 +113,40 @@ def survey(path: Path) -> FileRecord:
     here as well (the audit reports them when it reads the file)."""
     rec = FileRecord(path)
     if path.suffix in AVRO_SUFFIXES:
-        _survey_events(rec, _avro_events(path))
+        _survey(rec, (((e.table_id, e.device_id), e.seq, e.prev_digest, e)
+                      for e in _avro_events(path) if 1 <= e.seq <= limits.MAX_SEQ), digest)
     else:
-        _survey_jsonl(rec, path)
+        _survey(rec, _jsonl_envelopes(path), _line_digest)
     return rec
+
+
+#: Stretches kept of a device in a file; past them, its events widen the last one (its
+#: first and last become the lowest and highest seq met), so a stream whose seq jumps
+#: to and fro holds the first pass's memory to this, and overlaps the wider stretch.
+MAX_STRETCHES = 64
+
+
+def _survey(rec: FileRecord, items: Iterable[tuple[Key, int, bytes | None, T]],
+            digest_of: Callable[[T], bytes | None]) -> None:
+    """Stretches from (key, seq, prev_digest, what the last event's digest is read
+    from), in file order."""
+    last: dict[Key, T] = {}
+    stretches = rec.stretches
+    for key, seq, prev, item in items:
+        pieces = stretches.get(key)
+        if pieces is None:
+            stretches[key] = [Stretch(seq, seq, prev)]
+        elif 0 <= seq - pieces[-1].last <= 1:
+            pieces[-1].last = seq
+        elif len(pieces) < MAX_STRETCHES:
+            pieces[-1].last_digest = digest_of(last[key])
+            pieces.append(Stretch(seq, seq, prev))
+        else:
+            wide = pieces[-1]
+            wide.first, wide.last = min(wide.first, seq), max(wide.last, seq)
+        last[key] = item
+    for key, item in last.items():
+        stretches[key][-1].last_digest = digest_of(item)
 
 
 def _avro_events(path: Path) -> Iterator[Event]:
@@ -138,44 +170,14 @@ def _avro_events(path: Path) -> Iterator[Event]:
             return
 
 
-def _survey_events(rec: FileRecord, events: Iterable[Event]) -> None:
-    last: dict[Key, Event] = {}
-    for ev in events:
-        if not 1 <= ev.seq <= limits.MAX_SEQ:
-            continue
-        key = (ev.table_id, ev.device_id)
-        pieces = rec.stretches.get(key)
-        if pieces is None or not 0 <= ev.seq - pieces[-1].last <= 1:
-            if pieces is not None:
-                pieces[-1].last_digest = digest(last[key])
-            rec.stretches.setdefault(key, []).append(Stretch(ev.seq, ev.seq, ev.prev_digest))
-        else:
-            pieces[-1].last = ev.seq
-        last[key] = ev
-    for key, ev in last.items():
-        rec.stretches[key][-1].last_digest = digest(ev)
-
-
-def _survey_jsonl(rec: FileRecord, path: Path) -> None:
-    """The envelope of each line only (orjson, no event built: a fifth of a full read);
-    the last line of each stretch is read whole for its digest."""
-    last: dict[Key, bytes] = {}
+def _jsonl_envelopes(path: Path) -> Iterator[tuple[Key, int, bytes | None, bytes]]:
+    """The envelope of each line only (orjson, no event built: a fifth of a full read),
+    with the line, read whole only where it ends a stretch (for its digest)."""
     with open(path, "rb") as f:
         for line in f:
             env = _envelope(line)
-            if env is None:
-                continue
-            key, seq, prev = env
-            pieces = rec.stretches.get(key)
-            if pieces is None or not 0 <= seq - pieces[-1].last <= 1:
-                if pieces is not None:
-                    pieces[-1].last_digest = _line_digest(last[key])
-                rec.stretches.setdefault(key, []).append(Stretch(seq, seq, prev))
-            else:
-                pieces[-1].last = seq
-            last[key] = line
-    for key, line in last.items():
-        rec.stretches[key][-1].last_digest = _line_digest(line)
+            if env is not None:
+                yield (*env, line)
 
 
 def _envelope(line: bytes) -> tuple[Key, int, bytes | None] | None:

@@ -22,7 +22,13 @@ from pitwatch.audit.run import audit_events, audit_paths
 from pitwatch.events.avro import digest
 from pitwatch.events.files import expand, read_files, write_avro, write_jsonl
 from pitwatch.events.model import Event
-from pitwatch.events.order import FileOrderError, in_record_order, natural
+from pitwatch.events.order import (
+    MAX_STRETCHES,
+    FileOrderError,
+    in_record_order,
+    natural,
+    survey,
+)
 from producers.simulate import simulate_floor
 
 PARTS = 12
@@ -288,3 +294,20 @@ def test_device_bytes_in_the_message_are_escaped(tmp_path: Path) -> None:
     with pytest.raises(FileOrderError) as err:
         in_record_order(expand([d]))
     assert "\x1b" not in str(err.value) and "shoe\\x1b[2J" in str(err.value)
+
+
+def test_a_seq_jumping_to_and_fro_holds_the_first_pass_to_its_bound(tmp_path: Path) -> None:
+    """A device whose seq jumps back and forth keeps at most MAX_STRETCHES stretches of a
+    file; the last widens over the rest, so another file inside its seqs still overlaps."""
+    device = next(e.device_id for e in floor() if e.device_id.endswith("console"))
+    evs = [e for e in floor() if e.device_id == device]
+    table = evs[0].table_id
+    assert len(evs) > 2 * MAX_STRETCHES
+    jumping = [e for pair in zip(evs[: len(evs) // 2], evs[len(evs) // 2:], strict=False)
+               for e in pair]
+    write_jsonl(tmp_path / "jumping.jsonl", jumping)
+    rec = survey(tmp_path / "jumping.jsonl")
+    assert len(rec.stretches[(table, device)]) == MAX_STRETCHES
+    write_jsonl(tmp_path / "inside.jsonl", evs[-3:])
+    with pytest.raises(FileOrderError, match="overlap"):
+        in_record_order([tmp_path / "jumping.jsonl", tmp_path / "inside.jsonl"])
