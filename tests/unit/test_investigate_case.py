@@ -21,10 +21,12 @@ import pytest
 
 from pitwatch.audit.run import audit_events
 from pitwatch.citations import quote
+from pitwatch.events.model import PayEntry, PayTable, Rules
 from pitwatch.store.embedded import EmbeddedStore
 from producers.simulate import simulate_floor
 from replay.case import Selection, build_case
 from replay.case_files import write_case
+from replay.present import quote_kind, rules_lines
 
 
 @pytest.fixture(scope="module")
@@ -85,6 +87,9 @@ def test_the_pdf_shows_the_finding_the_paragraph_and_the_chain_verdict(
     assert "digest chains VERIFIED" in text
     assert "VERIFIED: seq" in text  # each device's own verdict
     assert "$" in text and " cents" not in text
+    # "the PDF footer has page N of M"
+    pages = int(re.search(r"page 1 of (\d+)", text).group(1))  # type: ignore[union-attr]
+    assert pages >= 2 and f"page {pages} of {pages}" in text
 
 
 def test_the_case_folder_holds_what_it_says(data: Path, tmp_path: Path) -> None:
@@ -92,18 +97,22 @@ def test_the_case_folder_holds_what_it_says(data: Path, tmp_path: Path) -> None:
     files = _case(data, Selection(round_id=rid), tmp_path / "c", 1_796_000_000_000)
     out = tmp_path / "c"
     assert sorted(p.name for p in out.iterdir()) == sorted(files) == [
-        "evidence.jsonl", "manifest.json", "report.html", "report.pdf", "violations.csv"]
+        "TableEvent.avsc", "evidence.jsonl", "manifest.json", "report.html", "report.pdf",
+        "violations.csv"]
     m = json.loads((out / "manifest.json").read_text())
     for name, entry in m["files"].items():
         assert hashlib.sha256((out / name).read_bytes()).hexdigest() == entry["sha256"]
     assert set(m["files"]) == set(files) - {"manifest.json"}
     assert m["selection"]["round_id"] == rid
     assert m["packs"] and all(p["name"] and p["version"] for p in m["packs"])
-    assert m["made_by"].startswith("pitwatch ") and m["store"] == "chdb:test"
+    assert m["made_by"]["name"] == "pitwatch" and m["made_by"]["version"]
+    assert m["store"]["identity"] == "chdb:test"
     assert m["generated_at"] == "2026-11-30T00:53:20.000Z"
-    # evidence: the round's events as sent, each a JSON Lines event of the round
+    assert m["signed_by"].startswith("UNSIGNED")
+    assert code in {f["code"] for f in m["findings"]}
+    # evidence: the round's events as sent, after the table context they were judged in
     ev = [json.loads(x) for x in (out / "evidence.jsonl").read_text().splitlines()]
-    assert ev and {e["round_id"] for e in ev} == {rid}
+    assert rid in {e["round_id"] for e in ev} and ev[0]["type"] == "TableOpened"
     assert {"event_id", "device_id", "seq", "ts", "prev_digest"} <= ev[0].keys()
     rows = list(csv.DictReader(io.StringIO((out / "violations.csv").read_text())))
     assert code in {r["code"] for r in rows}
@@ -112,6 +121,38 @@ def test_the_case_folder_holds_what_it_says(data: Path, tmp_path: Path) -> None:
     assert "<link" not in html and "<script" not in html and "src=" not in html
     assert 'class="card' in html and any(suit in html for suit in "♠♥♦♣")
     assert "<blockquote>" in html and "Posted rules in force" in html
+    # the posted rules the finding relies on are pitwatch's reading, marked as such
+    if "posted-rules.txt" in html:
+        assert "pitwatch&#x27;s own rule, from docs/regulations/posted-rules.txt" in html
+
+
+def test_pitwatchs_own_words_are_never_quoted_as_regulation_text() -> None:
+    """"pitwatch's own paraphrase is never quoted as regulation text (mark it as
+    pitwatch's summary)"."""
+    paraphrase = quote("N.J.A.C. 13:69F-2.2(a)")
+    assert paraphrase is not None and "PARAPHRASE" in (
+        Path(__file__).parents[2] / paraphrase.source).read_text()
+    assert quote_kind(paraphrase).startswith("pitwatch's summary of the regulation")
+    text = quote("N.J.A.C. 13:69F-2.8(a)1–2")
+    assert text is not None and quote_kind(text) == "regulation"
+    own = quote("pitwatch record rule, docs/events.md § Rounds (every round ends with "
+                "RoundEnded)")
+    assert own is not None and quote_kind(own).startswith("pitwatch's own rule")
+    posted = quote("Posted dealer's draw, docs/regulations/posted-rules.txt (c)")
+    assert posted is not None and quote_kind(posted).startswith("pitwatch's own rule")
+
+
+def test_the_posted_rules_in_force_name_the_dealer_22_push_and_side_pay_tables() -> None:
+    """"posted rules in force includes the push-on-22 and side-wager pay tables"."""
+    free_bet = Rules(push22_wager=True, pay_tables=None)
+    lines = rules_lines(free_bet, "FREE_BET_BLACKJACK")
+    assert any("dealer's 22 pushes" in x for x in lines)
+    assert "pay table PUSH22 (none posted; pitwatch judges by): DEALER_22 11 to 1" in lines
+    posted = Rules(match_wager=True, pay_tables=(PayTable("MATCH", (PayEntry("ONE_PAIR", 2, 1),)),))
+    lines = rules_lines(posted, "BLACKJACK_SWITCH")
+    assert "pay table MATCH: ONE_PAIR 2 to 1" in lines
+    assert not any("MATCH (none posted" in x for x in lines)
+    assert not any("22 pushes" in x for x in rules_lines(Rules(), "BLACKJACK"))
 
 
 def test_the_same_selection_gives_the_same_bytes_but_the_marked_time(
