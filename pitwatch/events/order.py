@@ -45,6 +45,7 @@ from typing import TypeVar
 
 import orjson
 
+from ..terminal import printable
 from . import limits
 from .avro import DecodeError, digest, read_container_blocks
 from .files import AVRO_SUFFIXES, read_files
@@ -445,10 +446,5 @@ def _hex(b: bytes | None) -> str | None:
 
 
 def shown(x: object) -> str:
-    """A name from a file or a device as text safe to print: control characters and
-    other unprintable ones escaped."""
-    s = str(x)
-    if s.isprintable():
-        return s
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
-                   for c in s)
+    """A name from a file or a device as text safe to print (`terminal.printable`)."""
+    return printable(str(x))
