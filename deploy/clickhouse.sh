@@ -397,7 +397,9 @@ cmd_status() {
 cmd_client() {
     client_cmd || die "clickhouse-client not found: run 'deploy/clickhouse.sh install' (as root) first"
     local -a tls=()
-    if secure; then tls=(--secure); fi # then also --user and --password
+    # secure: log in with CLICKHOUSE_USER and CLICKHOUSE_PASSWORD in the environment,
+    # which the client reads (never --password: argv is in every user's process list)
+    if secure; then tls=(--secure); fi
     exec "${CLIENT_CMD[@]}" --host "$LOOPBACK" --port "$NATIVE_PORT" "${tls[@]}" "$@"
 }
 

@@ -213,6 +213,23 @@ run_tool() {
     "${TOOL_CMD[@]}" "$@" 9>&-
 }
 
+# run_tool_secret CLASS ARGS..: run_tool with the class and its arguments read by the
+# java launcher (9 and later) from an argument file (mode 600, removed after), never in argv, where
+# every user of the machine can read them (ps, /proc/PID/cmdline): for arguments that
+# hold a password. Each argument is one double-quoted line (\ and " escaped).
+run_tool_secret() {
+    tool_cmd "$1"
+    local file="$RUN_DIR/tool.args" arg rc=0
+    (umask 077 && : >"$file")
+    for arg in "$@"; do
+        arg=${arg//\\/\\\\}
+        printf '"%s"\n' "${arg//\"/\\\"}"
+    done >"$file"
+    "${TOOL_CMD[@]:0:${#TOOL_CMD[@]}-1}" "@$file" 9>&- || rc=$?  # the class is in the file
+    rm -f "$file"
+    return "$rc"
+}
+
 topic_tool() { find_class org.apache.kafka.tools.TopicCommand kafka.admin.TopicCommand; }
 
 write_configs() {
@@ -426,8 +443,9 @@ format_storage() {
             [[ -z $user ]] || scram+=(--add-scram "SCRAM-SHA-512=[name=$user,password=${!password}]")
         done
     fi
-    run_tool "$tool" format --ignore-formatted -t "$cluster_id" -c "$CONFIG" "${scram[@]}" \
-        >"$LOG_DIR/format.log" 2>&1 || {
+    # the SCRAM passwords through an argument file, not argv
+    run_tool_secret "$tool" format --ignore-formatted -t "$cluster_id" -c "$CONFIG" \
+        "${scram[@]}" >"$LOG_DIR/format.log" 2>&1 || {
         show_tail "$LOG_DIR/format.log"
         die "storage format failed"
     }
