@@ -38,7 +38,8 @@ Reject = Callable[[Rejected], None]
 
 
 def expand(paths: Iterable[str | Path]) -> list[Path]:
-    """Files named, and the event files inside directories named, in a stable order."""
+    """Files named, and the event files inside directories named, in a stable order:
+    the paths', not the record's (`order.in_record_order` puts them in that)."""
     out: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
