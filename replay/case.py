@@ -193,7 +193,10 @@ class Case:
         broken = [(rb.round_id, c.device_id) for rb in self.rounds for c in rb.chains.values()
                   if c.breaks]
         if not broken:
-            return f"digest chains VERIFIED: {devices} device chain(s), no break"
+            unsigned = ("" if self.signatures_hold else
+                        " (digests alone: whoever rewrites the record can chain them again;"
+                        " only the signatures prove it)")
+            return f"digest chains VERIFIED: {devices} device chain(s), no break{unsigned}"
         return (f"digest chains BROKEN in {len(broken)} of {devices}: "
                 + ", ".join(f"{d} in {r}" for r, d in broken))
 

@@ -9,7 +9,7 @@ from html import escape
 from pitwatch.events.model import CardDealt
 from pitwatch.money import dollars
 
-from .case import Case, Finding, iso_time, software_version
+from .case import Case, Finding, iso_time, software_commit, software_version
 from .present import (
     RED_SUITS,
     SUIT_SYMBOLS,
@@ -41,6 +41,7 @@ margin:.3em 0;background:#fffafa}
 blockquote{margin:.3em 0 .3em 1em;padding:.2em .8em;border-left:3px solid #888;
 background:#f7f7f7;font-style:italic}
 .ok{color:#060;font-weight:bold}.bad{color:#a00;font-weight:bold}
+.warn{color:#9a5b00;font-weight:bold}
 .facts td:first-child{width:12em;color:#555}
 .summary{margin:.3em 0 .3em 1em;padding:.2em .8em;border-left:3px dashed #888}
 """
@@ -143,12 +144,19 @@ def _round(case: Case, rb: Rebuilt) -> str:
     return "\n".join(h)
 
 
+def _commit() -> str:
+    commit = software_commit()
+    return "" if commit is None else f", commit {commit}"
+
+
 def render_html(case: Case) -> bytes:
     findings = case.all_findings
     packs = ", ".join(f"{p['name']} {p['version']}" for p in case.packs()) or "none"
-    chain_ok = "VERIFIED" in case.chain_verdict
+    # green only where signatures prove it: an unsigned digest chain can be re-chained
+    chain_class = ("bad" if "BROKEN" in case.chain_verdict else
+                   "ok" if case.signatures_hold else "warn")
     pv = case.provenance
-    sig_class = {True: "ok", False: "bad", None: ""}[case.signatures_hold]
+    sig_class = {True: "ok", False: "bad", None: "warn"}[case.signatures_hold]
     head = [
         "<!doctype html>", '<html lang="en"><head><meta charset="utf-8">',
         f"<title>pitwatch case: {escape(case.selection.describe())}</title>",
@@ -163,11 +171,12 @@ def render_html(case: Case) -> bytes:
         f"<tr><td>findings</td><td>{len(findings)}</td></tr>",
         f"<tr><td>rule packs</td><td>{escape(packs)}</td></tr>",
         f"<tr><td>store</td><td class=mono>{escape(case.store)}</td></tr>",
-        f"<tr><td>software</td><td>pitwatch {escape(software_version())}</td></tr>",
+        f"<tr><td>software</td><td>pitwatch {escape(software_version())}"
+        f"{_commit()}</td></tr>",
         f'<tr><td>generated (UTC)</td><td data-field="generated-at">'
         f"{iso_time(case.generated_ms)}</td></tr>",
         f"<tr><td>replay</td><td>{escape(case.replay_verdict)}</td></tr>",
-        f'<tr><td>digest chains</td><td class="{"ok" if chain_ok else "bad"}">'
+        f'<tr><td>digest chains</td><td class="{chain_class}">'
         f"{escape(case.chain_verdict)}</td></tr>",
         f'<tr><td>signatures</td><td class="{sig_class}">'
         f"{escape(case.signature_verdict)}</td></tr>",

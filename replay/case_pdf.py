@@ -28,7 +28,7 @@ from reportlab.platypus import (
 from pitwatch.events.model import CardDealt
 from pitwatch.money import dollars
 
-from .case import Case, Finding, iso_time, software_version
+from .case import Case, Finding, iso_time, software_commit, software_version
 from .present import (
     RED_SUITS,
     SUIT_SYMBOLS,
@@ -219,15 +219,19 @@ def render_pdf(case: Case) -> bytes:
 
     findings = case.all_findings
     packs = ", ".join(f"{p['name']} {p['version']}" for p in case.packs()) or "none"
-    chain_colour = "#006600" if "VERIFIED" in case.chain_verdict else "#aa0000"
-    sig_colour = {True: "#006600", False: "#aa0000", None: "#000000"}[case.signatures_hold]
+    # green only where signatures prove it: an unsigned digest chain can be re-chained
+    chain_colour = ("#aa0000" if "BROKEN" in case.chain_verdict else
+                    "#006600" if case.signatures_hold else "#9a5b00")
+    sig_colour = {True: "#006600", False: "#aa0000", None: "#9a5b00"}[case.signatures_hold]
+    commit = software_commit()
     pv = case.provenance
     facts = [
         ("case number", _e(pv.case_number or "none given")),
         ("made by", f"{_e(pv.operator)} on {_e(pv.host)}: {_e(pv.command_line)}"),
         ("selection", _e(case.selection.describe())), ("rounds", str(len(case.rounds))),
         ("findings", str(len(findings))), ("rule packs", _e(packs)),
-        ("store", _e(case.store)), ("software", f"pitwatch {_e(software_version())}"),
+        ("store", _e(case.store)), ("software", f"pitwatch {_e(software_version())}"
+                                 + ("" if commit is None else f", commit {commit}")),
         ("generated (UTC)", iso_time(case.generated_ms)),
         ("replay", _e(case.replay_verdict)),
         ("digest chains", f'<font color="{chain_colour}"><b>{_e(case.chain_verdict)}'

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import io
 import json
 import os
 import subprocess
@@ -20,9 +21,12 @@ import pytest
 
 from pitwatch.audit.run import audit_events
 from pitwatch.events.keys import KeyRegistry
+from pitwatch.events.model import CardDealt
 from pitwatch.store.embedded import EmbeddedStore
 from producers.produce import command as produce
 from producers.simulate import Floor
+from replay.case import stored_only
+from replay.cli import show
 from replay.rebuild import rebuild, signature_verdict
 
 
@@ -130,3 +134,49 @@ def test_produce_writes_the_floors_registry(tmp_path: Path) -> None:
     assert produce.write_keys(p.parse_args(["--tables", "2"])) is None
     with pytest.raises(ValueError, match="own registry"):
         produce.write_keys(p.parse_args(["floor/", "--keys-out", str(tmp_path / "x.json")]))
+
+
+def test_a_gap_in_a_signed_chain_fails_and_names_what_no_signature_covers(
+        tmp_path: Path) -> None:
+    """"a broken or gapped signed chain is FAIL (listing the events no signature
+    covers); 'signatures HOLD' never stands beside a broken chain or a HIGH record
+    finding". One shoe card deleted from the middle of a clean signed round: the
+    checkpoint after it covers nothing before the gap."""
+    f = Floor(1, 6, seed=3, jurisdiction="NJ", game="BLACKJACK")
+    events = list(f.events())
+    keys = f.registry()
+    assert keys is not None
+    rid = [e.round_id for e in events if e.round_id is not None][-1]
+    cards = [e for e in events if e.round_id == rid and type(e.payload) is CardDealt]
+    gone = cards[len(cards) // 2]
+    store = EmbeddedStore(tmp_path / "data")
+    store.setup()
+    audit_events([e for e in events if e is not gone], store=store, keys=keys)
+    try:
+        rb = rebuild(store, rid, keys=keys)
+        missing = stored_only(store, [rb]).get(rid, [])
+        unsigned = rebuild(store, rid)
+    finally:
+        store.close()
+    chain = rb.chains[gone.device_id]
+    assert chain.breaks and f"seq {gone.seq} missing" in chain.verdict
+    assert chain.uncovered and max(chain.uncovered) < gone.seq
+    verdict = signature_verdict([rb], keys, missing)
+    assert verdict.startswith("signatures FAIL") and "HOLD" not in verdict
+    assert f"no signature covers {gone.device_id} seq" in verdict
+    assert chain.uncovered_ids[0] in verdict
+    out = io.StringIO()
+    show(rb, out, keys, missing)
+    assert "signatures HOLD" not in out.getvalue()
+    # without the registry nothing says the signatures hold either
+    assert signature_verdict([unsigned], None).startswith("signatures NOT CHECKED")
+
+
+def test_replay_lists_the_findings_stored_but_not_rebuilt(signed: tuple[Path, Path]) -> None:
+    """"replay lists findings that were stored but not rebuilt": without the registry
+    the audit had, its SIGNATURE_INVALID is stored and not rebuilt, and replay says so."""
+    data, _ = signed
+    forged, _ = _rounds(data)
+    r = _pitwatch("replay", forged, "--data", str(data))
+    assert r.returncode == 3
+    assert "?? stored, NOT rebuilt: HIGH SIGNATURE_INVALID" in r.stdout
