@@ -94,8 +94,9 @@ def _upcast_v1(state: dict[str, Any]) -> dict[str, Any]:
     out = dict(state)
     out["version"] = 2
     out["devices"] = {k: _Device.from_v1(d) for k, d in state["devices"].items()}
-    out["record"] = {"episode": None, "lost": None, "lost_check": None, "whole": True,
-                     "cut_at": None, "cut_next": None, "counts_known": True}
+    out["record"] = {"episode": None, "awaiting": [], "judged_since": False,
+                     "from_break": False, "lost": None, "lost_check": None, "whole": True,
+                     "cut_at": None, "cut_next": None, "counts_known": True, "held": []}
     return out
 
 
@@ -143,9 +144,16 @@ class TableAuditor:
         #: `import_state` folding the open round again: nothing it finds is news
         self._refolding = False
         # --- continuity (docs/events.md, "The record": a break in the record) ---
-        #: while a break episode is open: the devices not heard from since it opened
-        #: (a gap of one of them is the same break, not another)
+        #: while a break episode is open: the devices heard from since it opened (a gap
+        #: of any other is the same break, not another)
         self._episode: set[str] | None = None
+        #: the devices known when it opened and not heard from since, and whether a
+        #: round was judged whole since: when both say so, the episode ends
+        self._awaiting: set[str] = set()
+        self._judged_since = False
+        #: the table's record began with a break (read from its middle): a device first
+        #: seen past seq 1 is part of that break, however late it shows
+        self._from_break = False
         #: what the caller said was lost before the audit (`lost`), for the next break
         self._lost: str | None = None
         #: the devices that still have to show they continue for `_lost` to lapse
@@ -157,6 +165,9 @@ class TableAuditor:
         self._cut_at: int | None = None
         #: a round whose first events were lost: it opens cut
         self._cut_next: str | None = None
+        #: what the record could not decide (a check raised `Undecidable`) in the last
+        #: round: reported when the table moves on, dropped when a break shows first
+        self._held: list[Violation] = []
 
     # --- input -----------------------------------------------------------------------
 
@@ -211,6 +222,8 @@ class TableAuditor:
     def _route(self, ev: Event) -> None:
         """An event the record accepted: to the table, or to its round."""
         rid = ev.round_id
+        if self._held and self._held[0].round_id != rid:
+            self._flush()
         if rid is None:
             if self._base is not None:
                 self._since.append(ev)
@@ -260,11 +273,11 @@ class TableAuditor:
                 try:
                     f = rule.check(r, ev)
                 except Undecidable as e:
-                    # the record cannot decide it (e.g. after lost events): say so, keep
-                    # the event out of the fold, and go on with the stream
-                    self._raise_record("PROCEDURE_OUT_OF_ORDER", ev, rid,
-                                       f"{ev.type} cannot be judged in this round's state "
-                                       f"({rule.code} check: {e})")
+                    # the record cannot decide it (e.g. after lost events): say so once
+                    # the table moves on with no break found, keep the event out of the
+                    # fold, and go on with the stream
+                    self._hold(r, ev, f"{ev.type} cannot be judged in this round's state "
+                               f"({rule.code} check: {e})")
                     void = True
                     cause = ("PROCEDURE_OUT_OF_ORDER",
                              violation_id(rid, "PROCEDURE_OUT_OF_ORDER", ev.event_id))
@@ -300,12 +313,14 @@ class TableAuditor:
         caught up and nothing arrived for the table for `timeout_ms` of its own clock:
         the open round is incomplete (dated its last event's ts plus the time-out).
         Returns whether a round was closed."""
+        self._flush()
         r = self.round
         if r is None or r.ended:
             return False
         self._incomplete(r, r.last_ts + timeout_ms,
                          f"nothing arrived for the table for {timeout_ms / 1000:g} s "
                          "(processing time, partition caught up)")
+        self._flush()
         return True
 
     def expire_unsigned(self, timeout_ms: int) -> bool:
@@ -333,6 +348,7 @@ class TableAuditor:
         r = self.round
         if r is not None and not r.ended:
             self._incomplete(r, r.last_ts, "the input ended before RoundEnded")
+        self._flush()
         if self.keys is not None:
             for device_id, dev in self.devices.items():
                 if dev.unsigned:
@@ -369,12 +385,16 @@ class TableAuditor:
             "rid": self._rid,
             "record": {
                 "episode": None if self._episode is None else sorted(self._episode),
+                "awaiting": sorted(self._awaiting),
+                "judged_since": self._judged_since,
+                "from_break": self._from_break,
                 "lost": self._lost,
                 "lost_check": None if self._lost_check is None else sorted(self._lost_check),
                 "whole": self._whole,
                 "cut_at": self._cut_at if self.round_open else None,
                 "cut_next": self._cut_next,
                 "counts_known": self.table.counts_known,
+                "held": [_violation_to_json(v) for v in self._held],
             },
         }
 
@@ -403,12 +423,15 @@ class TableAuditor:
             clock, round_violations = int(state["clock"]), int(state["round_violations"])
             rec = state["record"]
             episode = None if rec["episode"] is None else {str(x) for x in rec["episode"]}
+            awaiting = {str(x) for x in rec["awaiting"]}
+            judged_since, from_break = bool(rec["judged_since"]), bool(rec["from_break"])
             lost = None if rec["lost"] is None else str(rec["lost"])
             lost_check = None if rec["lost_check"] is None \
                 else {str(x) for x in rec["lost_check"]}
             whole, counts_known = bool(rec["whole"]), bool(rec["counts_known"])
             cut_at = None if rec["cut_at"] is None else int(rec["cut_at"])
             cut_next = None if rec["cut_next"] is None else str(rec["cut_next"])
+            held = [_violation_from_json(v) for v in rec["held"]]
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise StateError(f"damaged snapshot: {e!r}") from e
         self.table, self.pending_open, self.early = table, pending, early
@@ -419,6 +442,7 @@ class TableAuditor:
         self._rid = None if rid is None else str(rid)
         self.round, self._base, self._since = None, None, []
         self._episode, self._lost, self._lost_check = episode, lost, lost_check
+        self._awaiting, self._judged_since, self._from_break = awaiting, judged_since, from_break
         self._whole, self._cut_at, self._cut_next = whole, cut_at, cut_next
         quiet_v, quiet_r = self.on_violation, self.on_round
         self.on_violation, self.on_round, self._refolding = _drop, _drop, True
@@ -429,6 +453,7 @@ class TableAuditor:
             self.on_violation, self.on_round, self._refolding = quiet_v, quiet_r, False
         self.early = early_now
         self.table.counts_known = counts_known
+        self._held = held  # what the refold held again, as it was
         if self.round is not None and self.round_open:
             self.round.violations = round_violations
             self._cut_at = cut_at
@@ -579,9 +604,8 @@ class TableAuditor:
 
     def _continues(self, device_id: str) -> None:
         """The device's record goes on without a break."""
-        ep = self._episode
-        if ep is not None:
-            ep.add(device_id)
+        if self._episode is not None:
+            self._heard(device_id)
         check = self._lost_check
         if check is not None:
             check.discard(device_id)
@@ -612,14 +636,21 @@ class TableAuditor:
         record decides them again."""
         dev.broke_at = ev.seq
         dev.unsigned, dev.unsigned_round = 0, None  # the chain (and its signing) resumes here
+        self._drop_held()
         self.table.counts_known = False  # until the next ShoeLoaded
         if not self.table.opened:
             self._whole = False
         ep = self._episode
         if ep is not None and ev.device_id not in ep:
-            ep.add(ev.device_id)  # not heard from since the break: the same break
+            self._heard(ev.device_id)  # not heard from since the break: the same break
             return
+        if ep is None and self._from_break and dev.last_digest is None:
+            return  # first seen past seq 1 at a table read from its middle: that break
+        if not self.devices.keys() - {ev.device_id} and dev.last_digest is None:
+            self._from_break = True
         self._episode = {ev.device_id}
+        self._awaiting = set(self.devices) - {ev.device_id}
+        self._judged_since = False
         r = self.round
         if r is not None and not r.ended and not r.cut:
             r.cut, self._cut_at = True, len(self._since)
@@ -631,12 +662,46 @@ class TableAuditor:
         self._lost = self._lost_check = None
         if lost is None and where is None:
             return
+        for d in self.devices.values():  # their checkpoints may be in what was lost
+            d.unsigned, d.unsigned_round = 0, None
         what = lost if lost is not None else \
             f"{ev.device_id} restarted at seq 1 (what it sent before may be missing)"
         self._raise_record("EVENTS_LOST", ev, rid,
                            f"{what}: events lost" + ("" if where is None else f" ({where})")
                            + "; the record is not continuous: card counts are judged again "
                            "from the next ShoeLoaded, rounds from the next RoundStarted")
+
+    def _hold(self, r: Round, ev: Event, message: str) -> None:
+        """What the record cannot decide: likely events of the round were lost and
+        the device that lost them has not spoken since. Counted in the round now,
+        reported when the table moves on (`_flush`) unless a break shows first."""
+        posted, citation = self.pack.record_citations["PROCEDURE_OUT_OF_ORDER"]
+        r.violations += 1
+        self._held.append(Violation(
+            "PROCEDURE_OUT_OF_ORDER", posted, self.table.table_id, r.round_id, None, None,
+            ev.event_id, (), citation, message, self.pack.name, self.pack.version, ev.ts))
+
+    def _flush(self) -> None:
+        held, self._held = self._held, []
+        for v in held:
+            self.on_violation(v)
+
+    def _drop_held(self) -> None:
+        """A break explains what the record could not decide: nobody is blamed."""
+        r = self.round
+        for v in self._held:
+            if r is not None and r.round_id == v.round_id and not r.ended:
+                r.violations -= 1
+        self._held = []
+
+    def _heard(self, device_id: str) -> None:
+        """A device heard from during a break episode; the episode ends once every
+        device it was waiting for was heard from and a round was judged whole."""
+        assert self._episode is not None
+        self._episode.add(device_id)
+        self._awaiting.discard(device_id)
+        if not self._awaiting and self._judged_since:
+            self._episode = None
 
     def _digest_mismatch(self, ev: Event, expected: bytes | None) -> None:
         got = "none" if ev.prev_digest is None else ev.prev_digest.hex()[:12]
@@ -723,8 +788,10 @@ class TableAuditor:
     def _close(self, r: Round, complete: bool) -> None:
         r.ended = True
         self._base, self._since, self._cut_at = None, [], None
-        if complete:  # a round judged whole: the record decides again
-            self._episode = None
+        if complete and self._episode is not None:  # a round judged whole
+            self._judged_since = True
+            if not self._awaiting:
+                self._episode = None
         self.closed[r.round_id] = None
         if len(self.closed) > CLOSED_WINDOW:
             self.closed.popitem(last=False)
@@ -781,6 +848,22 @@ class TableAuditor:
             code, severity, self.table.table_id, r.round_id, f.seat, f.hand, event_id,
             f.evidence, citation, f.message, self.pack.name, self.pack.version, ts))
         return vid
+
+
+def _violation_to_json(v: Violation) -> dict[str, Any]:
+    d = v.to_json()
+    del d["violation_id"]
+    return d
+
+
+def _violation_from_json(d: dict[str, Any]) -> Violation:
+    seat, hand = d["seat"], d["hand"]
+    return Violation(str(d["code"]), str(d["severity"]), str(d["table_id"]),
+                     str(d["round_id"]), None if seat is None else int(seat),
+                     None if hand is None else int(hand), str(d["event_id"]),
+                     tuple(str(x) for x in d["evidence"]), str(d["citation"]),
+                     str(d["message"]), str(d["pack"]), str(d["pack_version"]),
+                     int(d["detected_at"]))
 
 
 def _seqs(first: int, last: int) -> str:
