@@ -20,6 +20,7 @@ from pitwatch.events.keys import KeyRegistry, KeyRegistryError
 from pitwatch.events.model import Event
 from pitwatch.events.schema import schemas_dir
 from pitwatch.packs.registry import get
+from pitwatch.terminal import printable
 
 from . import site_key
 from .case import (
@@ -233,10 +234,15 @@ def verify(folder: Path, pinned_key: bytes | None = None) -> tuple[int, Outcome]
     try:
         doc = check_files(folder, pinned_key, out)
         case = reaudit(folder, doc, out)
+        compare(doc, case, out)
     except Refused as e:
         out.say(f"REFUSED: {e}")
         return REFUSED, out
-    compare(doc, case, out)
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        # a manifest that checks but is not laid out as pitwatch writes one
+        out.say(f"REFUSED: {MANIFEST} is not laid out as a case manifest "
+                f"({type(e).__name__}: {e})")
+        return REFUSED, out
     number = doc.get("case_number")
     out.lines.insert(0, f"case {number or '(no case number)'}: {len(case.rounds)} round(s), "
                      f"made {doc.get('generated_at')} by {doc['made_by'].get('operator')} "
@@ -284,8 +290,8 @@ examples:
             print(f"pitwatch verify: {args.case_dir} is not a folder", file=sys.stderr)
             return 2
         code, out = verify(args.case_dir, pinned_key)
-        for line in out.lines:
-            print(line)
+        for line in out.lines:  # device ids and messages: escaped for the terminal
+            print(printable(line))
         print({VERIFIED: "VERIFIED", REFUSED: "REFUSED", NOT_REPRODUCED: "NOT REPRODUCED",
                UNSIGNED: "INTACT and reproduced, but UNSIGNED"}[code])
         return code
