@@ -244,10 +244,11 @@ def verify(folder: Path, pinned_key: bytes | None = None) -> tuple[int, Outcome]
                 f"({type(e).__name__}: {e})")
         return REFUSED, out
     number = doc.get("case_number")
+    made_by = doc.get("made_by")
+    made: dict[str, Any] = made_by if isinstance(made_by, dict) else {}
     out.lines.insert(0, f"case {number or '(no case number)'}: {len(case.rounds)} round(s), "
-                     f"made {doc.get('generated_at')} by {doc['made_by'].get('operator')} "
-                     f"on {doc['made_by'].get('host')} with pitwatch "
-                     f"{doc['made_by'].get('version')}")
+                     f"made {doc.get('generated_at')} by {made.get('operator')} "
+                     f"on {made.get('host')} with pitwatch {made.get('version')}")
     if not out.reproduced:
         return NOT_REPRODUCED, out
     return (VERIFIED if out.signed else UNSIGNED), out
