@@ -19,7 +19,10 @@ def add_keys_option(p: argparse.ArgumentParser) -> None:
                    f"`pitwatch produce --keys-out FILE`). Default: ${KEYS_ENV}. With it, "
                    "every device in it must have signed its chain (SIGNATURE_INVALID "
                    "otherwise) and the output says whether the signatures hold; without "
-                   "it, signatures are not checked")
+                   "it, signatures are NOT CHECKED")
+    p.add_argument("--require-signatures", action="store_true",
+                   help="refuse to run without a key registry (exit 2), rather than "
+                   "give a result whose signatures are NOT CHECKED")
 
 
 def load_keys(args: argparse.Namespace) -> tuple[KeyRegistry | None, str | None]:
@@ -33,6 +36,9 @@ def load_keys_file(args: argparse.Namespace) -> tuple[KeyRegistry | None, bytes 
     """The registry `--keys` names and the file's bytes, read once (None, None without
     one); KeyRegistryError when it cannot be used."""
     if not args.keys:
+        if getattr(args, "require_signatures", False):
+            raise KeyRegistryError(f"--require-signatures: no key registry (--keys FILE or "
+                                   f"{KEYS_ENV})")
         return None, None
     try:
         data = Path(args.keys).read_bytes()

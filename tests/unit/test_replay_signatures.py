@@ -180,3 +180,20 @@ def test_replay_lists_the_findings_stored_but_not_rebuilt(signed: tuple[Path, Pa
     r = _pitwatch("replay", forged, "--data", str(data))
     assert r.returncode == 3
     assert "?? stored, NOT rebuilt: HIGH SIGNATURE_INVALID" in r.stdout
+
+
+def test_require_signatures_refuses_to_run_without_a_registry(
+        signed: tuple[Path, Path], tmp_path: Path) -> None:
+    """"Running without one prints 'signatures NOT CHECKED' in every summary, case and
+    exit code": --require-signatures turns a missing registry into exit 2."""
+    data, keys_file = signed
+    _, clean = _rounds(data)
+    env = {"PITWATCH_KEYS": ""}
+    r = _pitwatch("replay", clean, "--data", str(data), "--require-signatures", env=env)
+    assert r.returncode == 2 and "--require-signatures: no key registry" in r.stderr
+    r = _pitwatch("investigate", clean, "--data", str(data), "--require-signatures",
+                  "--out", str(tmp_path / "c"), env=env)
+    assert r.returncode == 2 and not (tmp_path / "c").exists()
+    r = _pitwatch("replay", clean, "--data", str(data), "--require-signatures", "--keys",
+                  str(keys_file), env=env)
+    assert r.returncode == 0 and "signatures HOLD" in r.stdout
