@@ -95,7 +95,9 @@ examples:
         p.add_argument("--keys", metavar="FILE", default=env("keys", d.keys),
                        help="device key registry (JSON): a device in it must sign its chain, "
                        "or SIGNATURE_INVALID (HIGH). Default: $PITWATCH_KEYS; without one, "
-                       "signatures are not required")
+                       "the worker says at its start that signatures are NOT CHECKED")
+        p.add_argument("--require-signatures", action="store_true",
+                       help="refuse to start without a key registry (exit 2)")
         p.add_argument("--loglevel", default=env("loglevel", "warning"))
         add_connection_flags(p)
 
@@ -104,16 +106,25 @@ examples:
 
         from faust.worker import Worker
 
+        from pitwatch.events.keys import KEYS_ENV, NOT_CHECKED, KeyRegistry, KeyRegistryError
+
         from .app import create_app
 
         if args.keys:  # a registry that cannot be read is refused before anything starts
-            from pitwatch.events.keys import KeyRegistry, KeyRegistryError
-
             try:
-                KeyRegistry.load(args.keys)
+                registry = KeyRegistry.load(args.keys)
             except KeyRegistryError as e:
                 print(f"pitwatch worker: {e}", file=sys.stderr)
                 return 2
+            print(f"pitwatch worker: key registry {args.keys}, sha256 {registry.sha256}",
+                  file=sys.stderr)
+        elif args.require_signatures:
+            print(f"pitwatch worker: --require-signatures: no key registry (--keys FILE or "
+                  f"${KEYS_ENV}): {NOT_CHECKED}, so the worker did not start", file=sys.stderr)
+            return 2
+        else:
+            print(f"pitwatch worker: {NOT_CHECKED}: no key registry (--keys FILE or "
+                  f"${KEYS_ENV})", file=sys.stderr)
         host, _, port = args.clickhouse.rpartition(":")
         settings = Settings(kafka=args.kafka, clickhouse_host=host or "127.0.0.1",
                             clickhouse_port=int(port), clickhouse_db=args.clickhouse_db,

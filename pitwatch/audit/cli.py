@@ -14,7 +14,15 @@ import orjson
 from ..connect import add_connection_flags
 from ..engine.violation import Severity, Violation
 from ..events.files import Rejected
-from ..events.keys import KEYS_ENV, KeyRegistry, KeyRegistryError
+from ..events.keys import (
+    KEYS_ENV,
+    KEYS_FILE,
+    NOT_CHECKED,
+    WHERE_KEYS,
+    KeyRegistry,
+    KeyRegistryError,
+    registry_path,
+)
 from ..spreadsheet import csv_row
 from ..store.embedded import holds_store
 from ..store.process import StoreProcess
@@ -103,7 +111,12 @@ or a key registry that cannot be read."""
         p.add_argument("--keys", metavar="FILE", default=os.environ.get(KEYS_ENV),
                        help="key registry (JSON: device -> Ed25519 public keys): every device "
                        "in it must sign its chain, or SIGNATURE_INVALID (HIGH). Default: "
-                       f"${KEYS_ENV}; without one, signatures are not required")
+                       f"${KEYS_ENV}, else {KEYS_FILE} beside the input (in a directory "
+                       "named, or beside a file named); without one the summary says "
+                       f"{NOT_CHECKED!r}")
+        p.add_argument("--require-signatures", action="store_true",
+                       help="refuse to audit without a key registry (exit 2): for cron and "
+                       "CI, where an audit whose signatures were not checked must not pass")
         p.add_argument("--jobs", type=_jobs, default=default_jobs(), metavar="N",
                        help="processes to share the tables among (default: the machine's "
                        f"cores, {default_jobs()} here; 1: the audit in one process)")
@@ -118,9 +131,14 @@ or a key registry that cannot be read."""
                   file=sys.stderr)
             return 2
         try:
-            keys = None if not args.keys else KeyRegistry.load(args.keys)
+            keys_file = registry_path(args.keys, args.paths)
+            keys = None if keys_file is None else KeyRegistry.load(keys_file)
         except KeyRegistryError as e:
             print(f"pitwatch audit: {e}", file=sys.stderr)
+            return 2
+        if keys is None and args.require_signatures:
+            print(f"pitwatch audit: --require-signatures: no key registry ({WHERE_KEYS}): "
+                  f"{NOT_CHECKED}, so nothing was audited", file=sys.stderr)
             return 2
         data = Path(args.data)
         store = None
@@ -171,7 +189,7 @@ or a key registry that cannot be read."""
                     if rep.rejected else "no events in " + ", ".join(args.paths))
             print(f"pitwatch audit: nothing audited: {what}", file=sys.stderr)
             return 2
-        report.summary(rep, sys.stderr if jsonl else out)
+        report.summary(rep, sys.stderr if jsonl else out, keys, keys_file)
         if rep.rejected:
             print(f"rejects: {rejects_path}", file=sys.stderr if jsonl else out)
         if not args.no_store:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import IO
 
 from ..engine.violation import Violation
+from ..events.keys import NOT_CHECKED, WHERE_KEYS, KeyRegistry
 from ..money import dollars
 from ..terminal import printable
 from .run import AuditReport
@@ -14,7 +16,10 @@ from .run import AuditReport
 SEVERITY_ORDER = {"CRITICAL": 0, "HIGH": 1, "MEDIUM": 2, "LOW": 3}
 
 
-def summary(rep: AuditReport, out: IO[str]) -> None:
+def summary(rep: AuditReport, out: IO[str], keys: KeyRegistry | None = None,
+            keys_file: str | Path | None = None) -> None:
+    """The audit's summary; `keys`: the registry the signatures were checked against,
+    read from `keys_file` (named with its SHA-256)."""
     games = ", ".join(f"{g} {n}" for g, n in rep.games.most_common()) or "none"
     sev = ", ".join(f"{s} {rep.by_severity[s]}" for s in SEVERITY_ORDER if rep.by_severity[s])
     if rep.files or rep.events:
@@ -50,11 +55,13 @@ def summary(rep: AuditReport, out: IO[str]) -> None:
                         "devices' clock: each is judged when its table's next events come, "
                         "or by --final"), file=out)
     if rep.signing_devices is None:
-        print("signatures: not required (no key registry; --keys FILE to verify devices' "
-              "checkpoints)", file=out)
+        print(f"{NOT_CHECKED}: no key registry ({WHERE_KEYS})", file=out)
     else:
         print(f"signatures: verified; {rep.signing_devices:,} device(s) in the key registry "
               "must sign", file=out)
+    if keys is not None:
+        print(printable(f"key registry: {keys_file or 'given'}, sha256 {keys.sha256}"),
+              file=out)
     if rep.engine_errors:
         first = rep.engine_errors[0]
         print(printable(f"engine errors: {len(rep.engine_errors):,} (bugs in pitwatch, not "

@@ -30,6 +30,7 @@ import base64
 import hashlib
 import itertools
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -56,8 +57,33 @@ KEYS_FILE: Final = "keys.json"
 KEYS_ENV: Final = "PITWATCH_KEYS"
 
 
+#: What every summary and case says when no registry was there to check signatures.
+NOT_CHECKED: Final = "signatures NOT CHECKED"
+#: Where a registry comes from, for the messages that say none was found.
+WHERE_KEYS: Final = f"--keys FILE, ${KEYS_ENV}, or {KEYS_FILE} beside the input"
+
+
 class KeyRegistryError(ValueError):
     """A key registry file that cannot be used; the message says where and why."""
+
+
+def registry_path(given: str | None, inputs: Sequence[str | Path] = ()) -> Path | None:
+    """The key registry to check signatures against: `given` (--keys, or $PITWATCH_KEYS),
+    else the `keys.json` beside the input (in a directory named, or beside a file
+    named), so that a registry lying beside a floor is never skipped. Two different
+    registries beside the inputs: KeyRegistryError (name one with --keys)."""
+    if given:
+        return Path(given)
+    found: dict[Path, Path] = {}
+    for p in map(Path, inputs):
+        beside = (p if p.is_dir() else p.parent) / KEYS_FILE
+        if beside.is_file():
+            found.setdefault(beside.resolve(), beside)
+    if len(found) > 1:
+        raise KeyRegistryError(
+            f"more than one key registry beside the input ({', '.join(map(str, found.values()))}"
+            "): name the one to check signatures against with --keys FILE")
+    return next(iter(found.values()), None)
 
 
 def checkpoint_message(table_id: str, device_id: str, head_seq: int,

@@ -169,7 +169,10 @@ def run_read_only(data: str | Path, sql: str, timeout: float = TIMEOUT
     the store is open elsewhere or chDB refuses the statement."""
     check_read_only(sql)
     real = Path(data) / "chdb"
-    lock = os.open(real / "status", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        lock = os.open(real / "status", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError as e:
+        raise StoreError(f"chDB: cannot open the store {data}: {e.strerror}") from None
     made = os.fstat(lock).st_size == 0
     try:
         try:

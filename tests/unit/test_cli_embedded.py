@@ -104,7 +104,7 @@ def test_a_store_chdb_cannot_open_gives_chdbs_reason_without_its_stack(
     assert r.returncode == 2
     (line,) = r.stderr.strip().splitlines()
     assert line.startswith(f"pitwatch query: chDB: cannot open the store {data}: ")
-    assert "File exists" in line and "Stack trace" not in line
+    assert "Not a directory" in line and "Stack trace" not in line
 
 
 def test_audit_keeps_bad_lines_aside(tmp_path: Path, floor: Path) -> None:

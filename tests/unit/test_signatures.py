@@ -268,7 +268,8 @@ def test_the_simulator_forgery_fault_is_found_exactly() -> None:
 
 def test_the_commands_sign_verify_and_say_so(tmp_path: Path) -> None:
     """`pitwatch simulate` writes DIR/keys.json; `pitwatch audit DIR --keys` verifies
-    against it and says so; without it the summary says signatures are not required;
+    against it and says so, as it does with keys.json beside the floor; with no registry
+    the summary says signatures NOT CHECKED;
     a registry that cannot be read is bad input (exit 2)."""
     def pitwatch(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "pitwatch.cli", *args], cwd=tmp_path,
@@ -283,8 +284,11 @@ def test_the_commands_sign_verify_and_say_so(tmp_path: Path) -> None:
     assert signed.returncode == 0, signed.stderr
     assert "signatures: verified; 8 device(s)" in signed.stdout
     assert "rejected" not in signed.stdout  # keys.json is not read as events
+    beside = pitwatch("audit", str(out), "--no-store")  # keys.json beside: checked
+    assert "signatures: verified; 8 device(s)" in beside.stdout
+    (out / "keys.json").rename(tmp_path / "keys.json")
     plain = pitwatch("audit", str(out), "--no-store")
-    assert "signatures: not required" in plain.stdout
+    assert "signatures NOT CHECKED: no key registry" in plain.stdout
     (tmp_path / "bad.json").write_text("{")
     bad = pitwatch("audit", str(out), "--no-store", "--keys", str(tmp_path / "bad.json"))
     assert bad.returncode == 2 and "not JSON" in bad.stderr
