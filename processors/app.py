@@ -461,5 +461,5 @@ def create_app(settings: Settings) -> BatchApp:
 
     app.timer(interval=1.0)(freeze_watch)
     app.timer(interval=5.0)(stall_watch)
-    metrics.install(position)
+    metrics.install(next_to_read)
     return app

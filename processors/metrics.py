@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -78,7 +79,10 @@ class Metrics:
         except (OSError, ValueError):
             return None
 
-    def render(self, position: dict[tuple[str, int], int]) -> str:
+    def render(self, next_to_read: Callable[[Any], int]) -> str:
+        """The metrics; `next_to_read(tp)`: the offset the audit reads next on a
+        partition (after its last read, else the group's committed offset; -1 when
+        unknown)."""
         from faust.types import TP
 
         ev_rate, al_rate = self._rates()
@@ -137,10 +141,10 @@ class Metrics:
                 hw = self.app.consumer.highwater(TP(topic, partition))
             except Exception:  # revoked, or not fetched yet
                 continue
-            read = position.get((topic, partition), -1)
+            nxt = max(next_to_read(TP(topic, partition)), 0)
             if hw is not None:
                 lines.append(f'pitwatch_lag{{topic="{topic}",partition="{partition}"}} '
-                             f"{max(hw - read - 1, 0)}")
+                             f"{max(hw - nxt, 0)}")
         age = self.sink_batch_age()
         lines += ["# HELP pitwatch_sink_batch_age_seconds Seconds since the sink last "
                   "landed a batch in ClickHouse.",
@@ -149,12 +153,12 @@ class Metrics:
             lines.append(f"pitwatch_sink_batch_age_seconds {age:.3f}")
         return "\n".join(lines) + "\n"
 
-    def install(self, position: dict[tuple[str, int], int]) -> None:
+    def install(self, next_to_read: Callable[[Any], int]) -> None:
         if self.settings.web_port <= 0:
             return
 
         async def metrics(web: Any, request: Any) -> Any:
-            return web.text(self.render(position),
+            return web.text(self.render(next_to_read),
                             content_type="text/plain; version=0.0.4")
 
         async def health(web: Any, request: Any) -> Any:
