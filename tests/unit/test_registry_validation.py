@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +17,7 @@ import orjson
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from pitwatch.events.keys import KeyRegistry, KeyRegistryError, public_bytes
+from pitwatch.events.keys import KeyRegistry, KeyRegistryError, public_bytes, registry_path
 
 
 def _pub() -> str:
@@ -76,3 +79,64 @@ def test_the_registry_knows_its_files_sha256(tmp_path: Path) -> None:
     raw = orjson.dumps(_registry({"T-rfid": [_key("T-rfid/1")]}))
     f.write_bytes(raw)
     assert KeyRegistry.load(f).sha256 == hashlib.sha256(raw).hexdigest()
+
+
+# --- fails closed (issue 35, item 6): "where a key registry exists (keys.json beside the
+# floor, configured via PITWATCH_KEYS, or given), signatures are checked ...; running
+# without one prints "signatures NOT CHECKED" in every summary"; "The audit summary
+# prints the registry's SHA-256".
+
+def test_the_registry_beside_the_input_is_found(tmp_path: Path) -> None:
+    floor = tmp_path / "floor"
+    floor.mkdir()
+    (floor / "events.jsonl").write_text("")
+    assert registry_path(None, [floor]) is None
+    (floor / "keys.json").write_text("{}")
+    assert registry_path(None, [floor]) == floor / "keys.json"
+    assert registry_path(None, [floor / "events.jsonl"]) == floor / "keys.json"
+    assert registry_path(None, [floor, floor / "events.jsonl"]) == floor / "keys.json"
+    assert registry_path("given.json", [floor]) == Path("given.json")
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "keys.json").write_text("{}")
+    with pytest.raises(KeyRegistryError, match=r"more than one key registry beside the "
+                       r"input .*: name the one to check signatures against with --keys"):
+        registry_path(None, [floor, other])
+
+
+def _pitwatch(*args: str, cwd: Path, env: dict[str, str] | None = None
+              ) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if k != "PITWATCH_KEYS"}
+    return subprocess.run([sys.executable, "-m", "pitwatch.cli", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=300, check=False,
+                          env=base | (env or {}))
+
+
+def test_the_audit_checks_signatures_wherever_a_registry_is_and_says_when_none_is(
+        tmp_path: Path) -> None:
+    r = _pitwatch("simulate", "--tables", "1", "--rounds", "4", "--seed", "5", "--quiet",
+                  "--out", "floor", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    keys = tmp_path / "floor" / "keys.json"
+    sha = hashlib.sha256(keys.read_bytes()).hexdigest()
+    beside = _pitwatch("audit", "floor", "--no-store", "--quiet", cwd=tmp_path)
+    assert beside.returncode == 0, beside.stderr
+    assert "signatures: verified; 4 device(s)" in beside.stdout
+    assert f"key registry: floor/keys.json, sha256 {sha}" in beside.stdout
+    jsonl = _pitwatch("audit", "floor", "--no-store", "--quiet", "--format", "jsonl",
+                      cwd=tmp_path)
+    assert f"sha256 {sha}" in jsonl.stderr
+    keys.rename(tmp_path / "site-keys.json")
+    none = _pitwatch("audit", "floor", "--no-store", "--quiet", cwd=tmp_path)
+    assert none.returncode == 0
+    assert "signatures NOT CHECKED: no key registry (--keys FILE, $PITWATCH_KEYS, or " \
+        "keys.json beside the input)" in none.stdout
+    assert "signatures: verified" not in none.stdout
+    refused = _pitwatch("audit", "floor", "--no-store", "--quiet", "--require-signatures",
+                        cwd=tmp_path)
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr.startswith("pitwatch audit: --require-signatures: no key registry")
+    configured = _pitwatch("audit", "floor", "--no-store", "--quiet", "--require-signatures",
+                           cwd=tmp_path, env={"PITWATCH_KEYS": "site-keys.json"})
+    assert configured.returncode == 0, configured.stderr
+    assert f"key registry: site-keys.json, sha256 {sha}" in configured.stdout
