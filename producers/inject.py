@@ -301,8 +301,8 @@ def _em_removed_apply(ctx: InjectContext, pay: Step) -> Step:
 
 def _bj_early_targets(ctx: InjectContext) -> list[Any]:
     f = ctx.script.facts
-    if not (f.up == "A" or bj.is_ten_value(f.up)):
-        return []
+    if not (f.up == "A" or bj.is_ten_value(f.up)) or f.dealer_blackjack:
+        return []  # against a dealer blackjack the early 3 to 2 is PAYOUT_WRONG too
     return [seat for seat, sf in f.seats.items() if sf.hand0_blackjack and not sf.even_money]
 
 

@@ -22,7 +22,16 @@ from .cards import (
 )
 from .dealer import dealer_must_draw, dealer_play
 from .hands import hand_total, is_blackjack, is_bust, is_pair, is_soft
-from .ratio import EVEN_MONEY, ONE_TO_ONE, SIX_TO_FIVE, THREE_TO_TWO, TWO_TO_ONE, Ratio, pay
+from .ratio import (
+    EVEN_MONEY,
+    ONE_TO_ONE,
+    SIX_TO_FIVE,
+    THREE_TO_TWO,
+    TWO_TO_ONE,
+    Ratio,
+    pay,
+    same_odds,
+)
 from .settlement import (
     BONUS_PAY_TABLE,
     DEALER_22,
@@ -110,6 +119,7 @@ __all__ = [
     "match_category",
     "pay",
     "rank_value",
+    "same_odds",
     "settle_bonus",
     "settle_even_money",
     "settle_free_wager",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from math import gcd
 from typing import Final, NamedTuple
 
 __all__ = [
@@ -12,6 +13,7 @@ __all__ = [
     "TWO_TO_ONE",
     "Ratio",
     "pay",
+    "same_odds",
 ]
 
 
@@ -21,12 +23,24 @@ class Ratio(NamedTuple):
     num: int
     den: int
 
+    def reduced(self) -> Ratio:
+        """The same odds in lowest terms: 12 to 10 is 6 to 5, 6 to 4 is 3 to 2."""
+        g = gcd(self.num, self.den) or 1
+        return Ratio(self.num // g, self.den // g)
+
 
 ONE_TO_ONE: Final = Ratio(1, 1)
 EVEN_MONEY: Final = ONE_TO_ONE
 THREE_TO_TWO: Final = Ratio(3, 2)
 SIX_TO_FIVE: Final = Ratio(6, 5)
 TWO_TO_ONE: Final = Ratio(2, 1)
+
+
+def same_odds(a: Ratio, b: Ratio) -> bool:
+    """Whether two odds are the same by value (12 to 10 is 6 to 5): how every check
+    compares a posted ratio with one a text fixes or bars. Tuple equality compares the
+    spelling, not the odds."""
+    return a.num * b.den == b.num * a.den
 
 
 def pay(amount_cents: int, ratio: Ratio) -> int:

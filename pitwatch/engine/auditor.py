@@ -832,7 +832,8 @@ class TableAuditor:
 
     def _emit(self, r: Round, code: str, severity: str, citation: str, ev: Event,
               f: Finding) -> str:
-        return self._emit_raw(r, code, severity, citation, ev.event_id, ev.ts, f)
+        event_id, ts = f.at or (ev.event_id, ev.ts)
+        return self._emit_raw(r, code, severity, citation, event_id, ts, f)
 
     def _emit_raw(self, r: Round, code: str, severity: str, citation: str, event_id: str,
                   ts: int, f: Finding) -> str:

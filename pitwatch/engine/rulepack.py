@@ -33,6 +33,10 @@ class Finding:
     #: a wager already standing that the finding makes void (its kind, on seat and
     #: hand): judged once the stacks are all in, e.g. a minimum at the first card
     void_wager: str | None = None
+    #: an earlier event of the round, (event id, ts), that the finding cites instead of
+    #: the event that decided it (money settled before its outcome was known, judged
+    #: once it is): that event shows the fault
+    at: tuple[str, int] | None = None
 
 
 Check = Callable[["Round", Event], Finding | None]

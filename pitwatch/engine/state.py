@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..blackjack import FREE_MARKERS, hand_total, is_blackjack, is_ten_value
+from ..blackjack import FREE_MARKERS, dealer_must_draw, hand_total, is_blackjack, is_ten_value
 from ..events.model import (
     CardDealt,
     CardsCleared,
@@ -107,6 +107,19 @@ class Hand:
                     or (self.base is not None and self.base.settled))
 
 
+@dataclass(slots=True)
+class EarlySettlement:
+    """A hand's wager settled before the record decided its outcome: its money is judged
+    once the outcome is known (docs/procedure.md, "Readings where the texts are
+    silent"). `seen` is what the table knew then: the dealer's cards, whether they were
+    revealed, whether the reader had answered."""
+
+    hand: Hand
+    wager: Wager
+    event: tuple[str, int]  # its id and ts
+    seen: tuple[int, bool, bool]
+
+
 class Round:
     """One round of one table, folded from its events."""
 
@@ -117,6 +130,7 @@ class Round:
         "dealer_id",
         "dealer_ranks",
         "dealer_suits",
+        "early",
         "ended",
         "events",
         "first_card",
@@ -181,6 +195,8 @@ class Round:
         #: what voided them: (code, violation id) of the finding on the wager
         self.void_cause: dict[tuple[int, int, str], tuple[str, str]] = {}
         self.surrendered: list[Hand] = []
+        #: hand wagers settled before their outcome was known, until it is
+        self.early: list[EarlySettlement] = []
 
     # --- questions the checks ask ------------------------------------------------------
 
@@ -208,6 +224,36 @@ class Round:
     @property
     def dealer_total(self) -> int:
         return hand_total(self.dealer_ranks)[0]
+
+    @property
+    def dealer_final(self) -> bool:
+        """The dealer's hand is complete: cleared or the round ended, or open on a
+        blackjack or a total the posted soft-17 rule stands on."""
+        d = self.dealer_ranks
+        if self.dealer_done:
+            return True
+        if not self.revealed or len(d) < 2:
+            return False
+        return self.dealer_blackjack or not dealer_must_draw(
+            d, hits_soft_17=self.table.rules.dealer_hits_soft_17)
+
+    @property
+    def seen(self) -> tuple[int, bool, bool]:
+        """What the table knows of the dealer's hand: cards, revealed, reader answered."""
+        return len(self.dealer_ranks), self.revealed, self.hole_inserted
+
+    def outcome_known(self, h: Hand) -> bool:
+        """Whether the record decides the hand's outcome now: a bust; the dealer's hand
+        final; once the hole card is known (revealed, read by the reader, or peeked at a
+        PEEK table), a dealer blackjack decides every hand and no dealer blackjack
+        decides a player blackjack; against a 2-9 up card a player blackjack at once."""
+        if h.bust or self.dealer_final:
+            return True
+        d = self.dealer_ranks
+        if len(d) >= 2 and (self.revealed or self.hole_inserted
+                            or self.table.rules.hole_card == "PEEK"):
+            return self.dealer_blackjack or h.blackjack
+        return h.blackjack and bool(d) and not self.up_ace_or_ten
 
     @property
     def bonus_due(self) -> bool:
@@ -294,6 +340,8 @@ class Round:
         self.events += 1
         self.last_ts = ev.ts
         self.last_event_id = ev.event_id
+        if self.early:  # the checks of this event judged those now decided
+            self.early = [e for e in self.early if not self.outcome_known(e.hand)]
         p = ev.payload
         if void:
             if type(p) is WagerPlaced:
@@ -411,6 +459,11 @@ class Round:
             self.returned += p.amount
         if w is None:
             return
+        if p.kind in HAND_KINDS and not w.settled:
+            h = self.hands[(p.seat, p.hand)]
+            if not (h.surrendered or h.even_money or self.outcome_known(h)):
+                self.early.append(EarlySettlement(
+                    h, w, (self.last_event_id, self.last_ts), self.seen))
         w.settlements += 1
         if type(p) is PayoutMade:
             w.paid += p.amount

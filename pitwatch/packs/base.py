@@ -11,11 +11,14 @@ from ..engine.violation import Severity
 from ..events.model import (
     CardDealt,
     CardsCleared,
+    HoleCardInserted,
     HoleCardRevealed,
+    InsuranceOffered,
     Payload,
     PayoutMade,
     PlayerDecision,
     RoundEnded,
+    RoundStarted,
     SwitchOffered,
     WagerCollected,
     WagerPlaced,
@@ -37,6 +40,9 @@ STOPPED: tuple[type[Payload], ...] = (*MONEY, CardsCleared, RoundEnded)
 #: Every event of the play after the deal (what "immediately" is measured against).
 AFTER: tuple[type[Payload], ...] = (CardDealt, PlayerDecision, SwitchOffered,
                                     HoleCardRevealed, *MONEY, CardsCleared, RoundEnded)
+#: Every event of a round.
+PLAY: tuple[type[Payload], ...] = (*AFTER, RoundStarted, WagerPlaced, InsuranceOffered,
+                                   HoleCardInserted)
 
 RECORD = "pitwatch record rule, docs/events.md §"
 RECORD_CITATIONS: dict[str, tuple[Severity, str]] = {
@@ -103,6 +109,18 @@ def dealing_rules(dealer_citation: str = DEALER_POSTED) -> list[Rule]:
         rule("CARD_COUNT_EXCEEDED", MEDIUM, SHOE_POSTED, dealing.card_count_exceeded, CARD),
         rule("DEALER_DREW_WRONG", MEDIUM, dealer_citation, dealing.dealer_drew, CARD),
         rule("DEALER_DREW_WRONG", MEDIUM, dealer_citation, dealing.dealer_stood, STOPPED),
+    ]
+
+
+def early_rules(citation: str = PAYOUT_POSTED) -> list[Rule]:
+    """Money settled on a hand before its outcome was known, judged once the record
+    decides it, on whatever event comes then. They run first: they judge earlier
+    events, so a finding that voids this one must not keep them from it."""
+    cite = RECORD_CITATIONS["PROCEDURE_OUT_OF_ORDER"][1]
+    return [
+        rule("PAYOUT_WRONG", CRITICAL, citation, hands.early_settlement_wrong, PLAY),
+        rule("PROCEDURE_OUT_OF_ORDER", MEDIUM, cite, hands.early_settlement_order, PLAY,
+             voids=False),
     ]
 
 

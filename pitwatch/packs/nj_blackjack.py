@@ -26,6 +26,7 @@ from .base import (
     STOPPED,
     WAGER,
     dealing_rules,
+    early_rules,
     even_money_rules,
     payout_rules,
     posted,
@@ -68,6 +69,7 @@ def insurance_rules() -> list[Rule]:
 
 def _rules(with_insurance: bool) -> tuple[Rule, ...]:
     return (
+        *early_rules(PAYOUT_POSTED),
         *procedure_rules(),
         *limit_rules(),
         *surrender_rules(f"{S}(c)", f"{S}(a)", f"{S}(a)1–2"),

@@ -16,6 +16,7 @@ from .base import (
     RECORD_CITATIONS,
     WAGER,
     dealing_rules,
+    early_rules,
     even_money_rules,
     payout_rules,
     posting_rule,
@@ -33,6 +34,7 @@ PACK = RulePack(
     name="nj-blackjack-switch", version="2024.09-2", jurisdiction="NJ", game="BLACKJACK_SWITCH",
     title="New Jersey Blackjack Switch, N.J.A.C. 13:69F-2A (2A.8 insurance)",
     rules=(
+        *early_rules(),
         *procedure_rules(),
         *limit_rules(),
         rule("INSURANCE_NOT_AVAILABLE", HIGH, f"{I}(a)", insurance.not_available, WAGER),

@@ -20,6 +20,7 @@ from .base import (
     RECORD_CITATIONS,
     WAGER,
     dealing_rules,
+    early_rules,
     even_money_rules,
     payout_rules,
     posting_rule,
@@ -31,11 +32,14 @@ from .checks import even_money, insurance, posting
 from .checks.limits import limit_rules
 
 G = "NZ Gazette 1996 No 7, Blackjack"
+PAYOUT = (f"{G} 8.1–8.2 (blackjack 3 to 2, stand-off against a dealer blackjack); "
+          f"other wins 1 to 1 as posted, {POSTED} (b)")
 
 PACK = RulePack(
     name="nz-blackjack", version="1996.7-2", jurisdiction="NZ", game="BLACKJACK",
     title="New Zealand blackjack, Gazette 1996 No 7 (8.1–8.3 payment, 9.1–9.4 insurance)",
     rules=(
+        *early_rules(PAYOUT),
         *procedure_rules(),
         *limit_rules(),
         rule("INSURANCE_NOT_AVAILABLE", HIGH, f"{G} 9.1", insurance.not_available, WAGER),
@@ -57,8 +61,7 @@ PACK = RulePack(
         rule("BLACKJACK_PAID_LATE", MEDIUM, f"{G} 8.1", even_money.blackjack_paid_late, CARD),
         *surrender_rules(),
         *dealing_rules(),
-        *payout_rules(f"{G} 8.1–8.2 (blackjack 3 to 2, stand-off against a dealer blackjack); "
-                      f"other wins 1 to 1 as posted, {POSTED} (b)"),
+        *payout_rules(PAYOUT),
     ),
     record_citations=RECORD_CITATIONS,
     posting=(

@@ -18,6 +18,7 @@ from .base import (
     RECORD_CITATIONS,
     WAGER,
     dealing_rules,
+    early_rules,
     even_money_rules,
     payout_rules,
     posting_rule,
@@ -36,6 +37,7 @@ PACK = RulePack(
     game="FREE_BET_BLACKJACK",
     title="Pennsylvania Free Bet Blackjack, 58 Pa. Code 672a (672a.8 insurance, even money)",
     rules=(
+        *early_rules(),
         *procedure_rules(),
         *limit_rules(),
         rule("INSURANCE_NOT_AVAILABLE", HIGH, f"{P}(a)", insurance.not_available, WAGER),

@@ -73,9 +73,16 @@ def shows_dealer_stopped(r: Round, ev: Event) -> bool:
 
 
 def dealer_stood(r: Round, ev: Event) -> Finding | None:
-    """The dealer stopped (a live hand settled or cleared, the round ended) on a total
-    the posted rule draws on, with hands or a Push 22 wager waiting on the dealer.
-    (With a bonus wager open and two cards under 17, BONUS_THIRD_CARD_NOT_DRAWN speaks.)"""
+    """The dealer stopped on a total the posted rule draws on, with hands or a Push 22
+    wager waiting on the dealer. Only the dealer's cards cleared or the round's end show
+    the dealer stopped: a hand settled or cleared while the rule still draws may be
+    settled early (the dealer then draws, and that settlement is judged against the
+    final hand), so it decides nothing yet. When the dealer never moved after such a
+    settlement, the finding cites it: it showed the stop first. (With a bonus wager
+    open and two cards under 17, BONUS_THIRD_CARD_NOT_DRAWN speaks.)"""
+    p = ev.payload
+    if not (isinstance(p, RoundEnded) or (isinstance(p, CardsCleared) and p.seat is None)):
+        return None
     if not r.revealed or r.dealer_done or len(r.dealer_ranks) < 2:
         return None
     if not dealer_must_draw(r.dealer_ranks, hits_soft_17=r.rules.dealer_hits_soft_17):
@@ -83,9 +90,11 @@ def dealer_stood(r: Round, ev: Event) -> Finding | None:
     if len(r.dealer_ranks) == 2 and (r.open_side("BONUS") or
                                      ("BONUS_THIRD_CARD_NOT_DRAWN", None, None) in r.raised):
         return None  # BONUS_THIRD_CARD_NOT_DRAWN speaks for this stop
-    if not shows_dealer_stopped(r, ev) or not r.needs_dealer_cards():
+    shown = [e for e in r.early if e.seen == r.seen]
+    if not shown and not r.needs_dealer_cards():
         return None
-    return Finding(f"dealer stood on {_describe(r.dealer_ranks)}; the table {_soft17(r)}")
+    return Finding(f"dealer stood on {_describe(r.dealer_ranks)}; the table {_soft17(r)}",
+                   at=shown[0].event if shown else None)
 
 
 # --- procedure -------------------------------------------------------------------------

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ...blackjack import Ratio
+from ...blackjack import SIX_TO_FIVE, Ratio, same_odds
 from ...events.model import Rules
 
 PostingCheck = Callable[[Rules], str | None]
@@ -20,7 +20,7 @@ def odds_fixed(field: str, what: str, ratio: Ratio) -> PostingCheck:
     """The text fixes `what` at `ratio`."""
     def check(rules: Rules) -> str | None:
         posted: Ratio = getattr(rules, field)
-        if (posted.num, posted.den) == (ratio.num, ratio.den):
+        if same_odds(posted, ratio):  # 6 to 4 is 3 to 2
             return None
         return (f"the table posts {what} at {_odds(posted)}; the text fixes "
                 f"{_odds(ratio)}, and payouts are judged at {_odds(ratio)}")
@@ -42,8 +42,10 @@ def surrender_barred(rules: Rules) -> str | None:
     table."""
     if not rules.surrender:
         return None
-    why = ("pays blackjack 6 to 5" if (rules.blackjack_pays.num, rules.blackjack_pays.den)
-           == (6, 5) else "offers a progressive wager" if rules.progressive_wager
+    bj = rules.blackjack_pays
+    six_five = "" if tuple(bj) == tuple(SIX_TO_FIVE) else f" ({_odds(bj)} is 6 to 5)"
+    why = (f"pays blackjack 6 to 5{six_five}" if same_odds(bj, SIX_TO_FIVE)
+           else "offers a progressive wager" if rules.progressive_wager
            else "offers multiple action blackjack" if rules.multiple_action else None)
     return None if why is None else (f"the table posts surrender but {why}, where surrender "
                                      "shall not be available")

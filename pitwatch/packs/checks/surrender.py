@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...blackjack import Ratio, settle_surrender
+from ...blackjack import SIX_TO_FIVE, same_odds, settle_surrender
 from ...engine.rulepack import Finding
 from ...engine.state import Round
 from ...events.model import (
@@ -29,7 +29,7 @@ def not_available(r: Round, ev: Event) -> Finding | None:
         return None
     rules = r.rules
     why = ("the table does not offer surrender" if not rules.surrender
-           else "the table pays blackjack 6 to 5" if rules.blackjack_pays == Ratio(6, 5)
+           else "the table pays blackjack 6 to 5" if same_odds(rules.blackjack_pays, SIX_TO_FIVE)
            else "the table offers a progressive wager" if rules.progressive_wager
            else "the table offers multiple action blackjack" if rules.multiple_action
            else None)

@@ -1,0 +1,222 @@
+"""The rules, third pass (issue 36): classes of defect, each judged on both sides.
+
+Each test quotes the sentence it enforces: a regulation text (lines starting with `> `,
+checked verbatim against docs/regulations by `test_quotes_are_regulation_text`) or,
+where no text fixes the rule, pitwatch's reading in docs/procedure.md (quoted as
+`procedure: "..."` and checked against that page).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from pitwatch.blackjack import Ratio, same_odds
+from pitwatch.engine.violation import Violation
+from tests.rounds import TableScript, audit, codes, quotes, regulation_tests, regulation_text
+
+PROCEDURE = Path(__file__).resolve().parents[2] / "docs" / "procedure.md"
+
+
+def _by_code(vs: list[Violation]) -> dict[str, Violation]:
+    out = {v.code: v for v in vs}
+    assert len(out) == len(vs), [(v.code, v.message) for v in vs]
+    return out
+
+
+# --- 1. a payment judged against a dealer total that is not final -------------------------
+
+
+def _paid_on_16(*, third: str | None, amount: int = 2000) -> tuple[TableScript, dict[str, object]]:
+    """NJ: seat 1 stands on 18; the dealer reveals 10 6 and the hand is paid `amount`
+    while the posted rule still obliges the dealer to draw; the dealer then draws `third`
+    (or stops)."""
+    sc = TableScript.opened("nj_blackjack", "NJ-BJ-31")
+    sc.start(1, [1])
+    sc.wager(1, "MAIN", 2000)
+    sc.deal({1: ("10", "8")}, up="10", hole="6")
+    sc.insert_hole(False)
+    sc.decide(1, "STAND")
+    sc.reveal()
+    ev: dict[str, object] = {"pay": sc.pay(1, "MAIN", amount)}
+    if third is not None:
+        ev["card"] = sc.dealer(third, "C")
+    sc.clear(1)
+    sc.finish_round()
+    return sc, ev
+
+
+def test_a_hand_paid_before_the_dealer_drew_is_judged_against_the_final_hand() -> None:
+    """procedure: "Any other hand is decided only by the dealer's final hand"
+
+    An 18 paid 1 to 1 while the dealer holds 10 6 (the rule draws on 16); the dealer then
+    draws a 5 (21): the payment was wrong, and the dealer did not stand on 16."""
+    sc, ev = _paid_on_16(third="5")
+    v = _by_code(audit(sc.events))
+    assert set(v) == {"PAYOUT_WRONG"}
+    assert v["PAYOUT_WRONG"].event_id == ev["pay"].event_id  # type: ignore[attr-defined]
+    assert v["PAYOUT_WRONG"].severity == "CRITICAL"
+    assert "expected collected $20.00" in v["PAYOUT_WRONG"].message
+
+
+def test_an_early_payment_right_for_the_final_hand_is_the_procedure_only() -> None:
+    """procedure: "Any other hand is decided only by the dealer's final hand"
+
+    The same payment, and the dealer busts (10 6 K): the money was right, paid out of
+    order: one MEDIUM finding, no money finding, no "dealer stood"."""
+    sc, ev = _paid_on_16(third="K")
+    v = _by_code(audit(sc.events))
+    assert set(v) == {"PROCEDURE_OUT_OF_ORDER"}
+    assert v["PROCEDURE_OUT_OF_ORDER"].severity == "MEDIUM"
+    assert v["PROCEDURE_OUT_OF_ORDER"].event_id == ev["pay"].event_id  # type: ignore[attr-defined]
+
+
+def test_a_dealer_who_stops_on_16_after_a_payment_stood() -> None:
+    """procedure: "then cards per the posted soft-17 rule"
+
+    Paid, and the dealer never draws: the dealer stood on 16 (one finding, on the
+    payment that showed it), and the 18 was rightly paid against 16."""
+    sc, ev = _paid_on_16(third=None)
+    v = _by_code(audit(sc.events))
+    assert set(v) == {"DEALER_DREW_WRONG"}
+    assert v["DEALER_DREW_WRONG"].event_id == ev["pay"].event_id  # type: ignore[attr-defined]
+
+
+def test_the_compliant_order_raises_nothing() -> None:
+    """procedure: "Settlement, seats descending, hands ascending, each wager of each live
+    hand once"
+
+    The dealer draws first (10 6 K), then the 18 is paid: nothing."""
+    sc = TableScript.opened("nj_blackjack", "NJ-BJ-32")
+    sc.start(1, [1])
+    sc.wager(1, "MAIN", 2000)
+    sc.deal({1: ("10", "8")}, up="10", hole="6")
+    sc.insert_hole(False)
+    sc.decide(1, "STAND")
+    sc.reveal()
+    sc.dealer("K", "C")
+    sc.pay(1, "MAIN", 2000)
+    sc.clear(1)
+    sc.finish_round()
+    assert audit(sc.events) == []
+
+
+def _nz_early(*, second: str, paid: int) -> tuple[TableScript, dict[str, object]]:
+    """NZ: seat 1's blackjack against a 10 is paid `paid` before the dealer's second card;
+    seat 2 stands on 19."""
+    sc = TableScript.opened("nz_blackjack", "NZ-BJ-31")
+    sc.start(1, [1, 2])
+    sc.wager(1, "MAIN", 2000)
+    sc.wager(2, "MAIN", 2000)
+    sc.deal({1: ("A", "K"), 2: ("10", "9")}, up="10")
+    ev: dict[str, object] = {"pay": sc.pay(1, "MAIN", paid)}
+    sc.clear(1)
+    sc.decide(2, "STAND")
+    ev["second"] = sc.dealer(second, "D")
+    if second == "A":  # a dealer blackjack takes seat 2
+        sc.collect(2, "MAIN", 2000)
+    else:  # 10 7: seat 2's 19 wins
+        sc.pay(2, "MAIN", 2000)
+    sc.clear(2)
+    sc.finish_round()
+    return sc, ev
+
+
+@pytest.mark.parametrize("second, paid, money_ok", [
+    ("7", 3000, True), ("A", 3000, False), ("A", 2000, False), ("7", 2000, False),
+])
+def test_8_2_an_early_payment_is_judged_for_its_amount_too(second: str, paid: int,
+                                                           money_ok: bool) -> None:
+    """NZ Gazette 1996 No 7, Blackjack 8.2
+
+    > If the dealer’s second card gives a blackjack, the wager of any player having a
+    > blackjack shall constitute a stand off.
+
+    A blackjack paid before the dealer's second card is early (BLACKJACK_PAID_EARLY);
+    its amount is judged once that card is known: a stand-off paid 3 to 2 is money moved
+    wrongly, a 3 to 2 against a 17 is right."""
+    sc, ev = _nz_early(second=second, paid=paid)
+    v = _by_code(audit(sc.events))
+    want = {"BLACKJACK_PAID_EARLY"} | (set() if money_ok else {"PAYOUT_WRONG"})
+    assert set(v) == want
+    if not money_ok:
+        assert v["PAYOUT_WRONG"].event_id == ev["pay"].event_id  # type: ignore[attr-defined]
+
+
+# --- 5. ratios compared by value ----------------------------------------------------------
+
+
+def test_ratios_are_compared_by_value() -> None:
+    """procedure: "Odds are compared by value" (12 to 10 is 6 to 5)."""
+    assert same_odds(Ratio(12, 10), Ratio(6, 5)) and same_odds(Ratio(6, 4), Ratio(3, 2))
+    assert not same_odds(Ratio(7, 5), Ratio(6, 5))
+    assert Ratio(12, 10).reduced() == Ratio(6, 5)
+
+
+@pytest.mark.parametrize("pays, barred", [
+    (Ratio(12, 10), True), (Ratio(6, 5), True), (Ratio(3, 2), False), (Ratio(6, 4), False),
+    (Ratio(7, 5), False),
+])
+def test_2_8_c_surrender_barred_at_6_to_5_however_it_is_written(pays: Ratio,
+                                                                barred: bool) -> None:
+    """N.J.A.C. 13:69F-2.8(c)
+
+    > table which offers the 6 to 5 blackjack variation
+
+    12 to 10 is 6 to 5: the posting is a finding and a surrender there is void."""
+    sc = TableScript.opened("nj_blackjack", "NJ-BJ-33", blackjack_pays=pays)
+    sc.start(1, [1])
+    sc.wager(1, "MAIN", 2000)
+    sc.deal({1: ("10", "6")}, up="9", hole="7")
+    sc.insert_hole(False)
+    sc.decide(1, "SURRENDER")
+    sc.collect(1, "MAIN", 1000)
+    sc.give_back(1, "MAIN", 1000)
+    sc.clear(1)
+    sc.reveal()
+    sc.finish_round()
+    found = codes(audit(sc.events))
+    if barred:
+        assert "POSTED_RULES_CONTRADICT_REGULATION" in found
+        assert "SURRENDER_NOT_AVAILABLE" in found
+    else:
+        assert found == []
+
+
+@pytest.mark.parametrize("kind, field, value", [
+    ("nz_blackjack", "blackjack_pays", Ratio(6, 4)),
+    ("nj_switch", "insurance_pays", Ratio(4, 2)),
+])
+def test_postings_equal_in_value_to_the_text_do_not_contradict_it(
+        kind: str, field: str, value: Ratio) -> None:
+    """NZ Gazette 1996 No 7, Blackjack 8.1
+
+    > pay the blackjack at odds of three to two
+
+    6 to 4 is three to two (and 4 to 2 is the 2 to 1 of 13:69F-2A.8(d)): no finding; a
+    posting of other odds is one."""
+    sc = TableScript.opened(kind, "T-34", **{field: value})
+    assert audit(sc.events) == []
+    other = TableScript.opened(kind, "T-35", **{field: Ratio(value.num + 1, value.den)})
+    assert codes(audit(other.events)) == ["POSTED_RULES_CONTRADICT_REGULATION"]
+
+
+# --- the quotations -----------------------------------------------------------------------
+
+
+def test_quotes_are_regulation_text_or_procedure() -> None:
+    text = regulation_text()
+    if text is None:
+        pytest.skip("docs/regulations is not at hand")
+    page = re.sub(r"\s+", " ", PROCEDURE.read_text(encoding="utf-8"))
+    module = sys.modules[__name__]
+    for name, doc in regulation_tests(module).items():
+        for q in quotes(doc):
+            assert q in text, f"{name} quotes text that is not in the regulations: {q!r}"
+    for name, f in vars(module).items():
+        if name.startswith("test_") and f.__doc__:
+            for q in re.findall(r'procedure: "([^"]+)"', re.sub(r"\s+", " ", f.__doc__)):
+                assert q in page, f"{name} quotes text not in docs/procedure.md: {q!r}"
