@@ -271,17 +271,17 @@ def audit_events(
         standings = {t: Standing(c.total * STRIDE + c.extra, dict(c.last))
                      for t, c in clocks.items()}
         closer = new_auditor()  # the other tables whose books are closed
-        if not finish:
-            finished: dict[str, Standing] = {}
-        elif stored:
-            finished = _close_books(store, auditor, closer, standings, known, books)
-        else:  # a store with no history: the run's tables are all its books
+        finished: set[str] = set()  # the run's tables it closed
+        others: dict[str, Standing] = {}  # the other tables closed, where they stand
+        if finish and stored:
+            finished, others = _close_books(store, auditor, closer, standings, known, books)
+        elif finish:  # a store with no history: the run's tables are all its books
             auditor.finish()
-            finished = standings
+            finished = set(standings)
         writer.flush()  # the states after the events they cover
         states = [_state_row(t, a, standings[t], t in finished)
                   for t, a in auditor.tables.items()]
-        states += [_state_row(t, a, finished[t], True) for t, a in closer.tables.items()]
+        states += [_state_row(t, a, others[t], True) for t, a in closer.tables.items()]
         store.insert("audit_states", states)
     store.dedupe(rep.stored_again)
     if books:
@@ -293,20 +293,22 @@ def audit_events(
 
 def _close_books(store: Store, auditor: Auditor, closer: Auditor,
                  standings: dict[str, Standing], known: _Known, books: bool
-                 ) -> dict[str, Standing]:
+                 ) -> tuple[set[str], dict[str, Standing]]:
     """The end of the input closes the books (`audit_events`' `finish`): each table of
     the run whose stored history goes no further than the run is finished; with
-    `books`, so is every other table whose latest stored state is open, from that
-    state, by `closer`, in table order. Where each table finished stands."""
+    `books`, so is every other table whose latest stored state is open (a table the
+    run audited an earlier part of again too), from that state, by `closer`, in table
+    order. The run's tables finished, and where each other table finished stands."""
     further = {r["table_id"]: int(r["p"]) for r in store.query(
         "SELECT table_id, max(pos) AS p FROM audit_states GROUP BY table_id")}
-    finished: dict[str, Standing] = {}
+    finished = set()
     for t, a in auditor.tables.items():
         if further.get(t, -1) <= standings[t].pos:
             a.finish()
-            finished[t] = standings[t]
+            finished.add(t)
+    others: dict[str, Standing] = {}
     if not books:
-        return finished
+        return finished, others
     for t in books_open(store):
         if t in finished:
             continue
@@ -316,8 +318,8 @@ def _close_books(store: Store, auditor: Auditor, closer: Auditor,
             del closer.tables[t]
             continue
         closer.tables[t].finish()
-        finished[t] = stand
-    return finished
+        others[t] = stand
+    return finished, others
 
 
 def _state_row(table_id: str, a: TableAuditor, at: Standing, closed: bool) -> dict[str, Any]:

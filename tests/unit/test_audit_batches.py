@@ -232,6 +232,26 @@ def test_the_same_batch_again_reports_nothing_new(
         assert _rows(store) == whole.final_rows
 
 
+def test_final_with_an_earlier_batch_again_closes_the_books_where_the_store_stands(
+        floor: tuple[list[Event], KeyRegistry, int], tmp_path: Path) -> None:
+    """`--final` closes the store's books, not the re-run's: a batch audited again
+    behind the store's latest state leaves its verdicts to where the store stands."""
+    events, keys, resumes = floor
+    cuts = sorted(_cuts(events, resumes).values())
+    batches = _batches(events, cuts[:2])
+    with _store(tmp_path / "s") as store:
+        for b in batches[:2]:
+            audit_events(b, store=store, keys=keys, finish=False)
+        again = audit_events(batches[0], store=store, keys=keys, finish=True)
+        assert again.open_rounds == []
+        ids = {r["violation_id"] for r in store.query(
+            "SELECT violation_id FROM violations FINAL")}
+    upto = audit_events(events[:cuts[1]], keys=keys)  # one audit whose input ends there
+    assert ids == {v.violation_id for v in upto.violations}
+    # new: only what the books' closing found
+    assert set(again.by_code) <= {"ROUND_INCOMPLETE", "SIGNATURE_INVALID"}
+
+
 def test_a_state_the_stored_events_contradict_is_not_trusted(
         floor: tuple[list[Event], KeyRegistry, int], tmp_path: Path) -> None:
     events, keys, _ = floor
