@@ -26,7 +26,7 @@ def summary(rep: AuditReport, out: IO[str], keys: KeyRegistry | None = None,
         print(printable(f"audited {rep.events:,} events from {rep.files} file(s): "
                         f"{len(rep.tables)} tables, {rep.rounds:,} rounds ({games})"), file=out)
     else:
-        print(printable(f"no new input: the store's books closed, {rep.rounds:,} rounds "
+        print(printable(f"no new input: the store's books closed, {rep.rounds:,} round(s) "
                         f"judged ({games})"), file=out)
     if rep.rejected:
         print(f"rejected {rep.rejected:,} malformed record(s): kept aside with their reasons",
