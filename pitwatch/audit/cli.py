@@ -130,6 +130,10 @@ or a key registry that cannot be read."""
                   "give --final alone to close the books of the store (--data DIR)",
                   file=sys.stderr)
             return 2
+        if not args.paths and not holds_store(args.data):
+            print(f"pitwatch audit: no store at {args.data}: no books to close (--data DIR "
+                  "names the store the batches went into)", file=sys.stderr)
+            return 2
         try:
             keys_file = registry_path(args.keys, args.paths)
             keys = None if keys_file is None else KeyRegistry.load(keys_file)
