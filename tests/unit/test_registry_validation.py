@@ -140,3 +140,11 @@ def test_the_audit_checks_signatures_wherever_a_registry_is_and_says_when_none_i
                            cwd=tmp_path, env={"PITWATCH_KEYS": "site-keys.json"})
     assert configured.returncode == 0, configured.stderr
     assert f"key registry: site-keys.json, sha256 {sha}" in configured.stdout
+
+
+def test_the_worker_refuses_to_start_without_a_registry_when_told_to(tmp_path: Path) -> None:
+    r = _pitwatch("worker", "--require-signatures", cwd=tmp_path)
+    assert r.returncode == 2
+    assert r.stderr.strip() == ("pitwatch worker: --require-signatures: no key registry "
+                                "(--keys FILE or $PITWATCH_KEYS): signatures NOT CHECKED, "
+                                "so the worker did not start")
