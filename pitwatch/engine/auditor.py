@@ -554,6 +554,14 @@ class TableAuditor:
             dev = self.devices[device_id] = _Device()
         d = digest(ev)
         seq = ev.seq
+        if seq == dev.last_seq + 1 and dev.last_digest is not None and not dev.old:
+            # the chain's next event (the common case: nothing recorded to compare)
+            if ev.prev_digest != dev.last_digest:
+                self._digest_mismatch(ev, dev.last_digest)
+            if self._episode is not None or self._lost_check is not None:
+                self._continues(device_id)
+            dev.append(seq, d)
+            return Fed.ACCEPTED
         if not dev.seen:
             if seq == 1:
                 if ev.prev_digest is not None:

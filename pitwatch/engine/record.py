@@ -3,8 +3,8 @@ seq and digest, and a compact history of what it recorded, to tell an identical 
 (a no-op) from a substitution (a different event under a recorded seq).
 
 The history keeps the first `PREFIX` bytes of each recorded event's digest (SHA-256 of
-its canonical bytes), indexed by seq, for the last `HISTORY_SEQS` seqs of the device's
-current chain: 8 bytes a seq, 64 KiB a device at most. A device that restarts (seq 1
+its canonical bytes), indexed by seq, for at least the last `HISTORY_SEQS` seqs of the
+device's current chain: 8 bytes a seq, 72 KiB a device at most. A device that restarts (seq 1
 again, prev_digest null: a new chain) keeps its earlier chains' histories, the last
 `OLD_CHAINS` of them, so a late copy of an event from before the restart is still
 known. Seqs lost in a gap are held as `HOLE`: an event for them arriving after the
@@ -27,6 +27,9 @@ PREFIX: Final = 8
 HISTORY_SEQS: Final = 8192
 #: Earlier chains (before restarts) whose histories are kept.
 OLD_CHAINS: Final = 4
+#: The history grows this many seqs past HISTORY_SEQS before its oldest are dropped.
+TRIM: Final = 1024
+_TRIM_AT: Final = (HISTORY_SEQS + TRIM) * PREFIX
 #: What a seq lost in a gap holds in the history.
 HOLE: Final = bytes(PREFIX)
 #: A gap longer than this starts the history again at the seq after it (no holes kept).
@@ -117,11 +120,12 @@ class Device:
             self.hist_from = seq
         elif missing > 0:
             self.hist += HOLE * missing
-        self.hist += digest[:PREFIX]
+        hist = self.hist
+        hist += digest[:PREFIX]
         self.last_seq, self.last_digest = seq, digest
-        over = len(self.hist) // PREFIX - HISTORY_SEQS
-        if over > 0:
-            del self.hist[:over * PREFIX]
+        if len(hist) > _TRIM_AT:  # the oldest dropped TRIM seqs at a time, not one by one
+            over = len(hist) // PREFIX - HISTORY_SEQS
+            del hist[:over * PREFIX]
             self.hist_from += over
 
     def restart(self, digest: bytes) -> None:
@@ -152,7 +156,7 @@ class Device:
         dev.hist_from = int(d["hist_from"])
         dev.hist = bytearray(_unb64(d["hist"]))
         dev.old = [(int(first), _unb64(h)) for first, h in d["old"]]
-        if len(dev.hist) % PREFIX or len(dev.hist) // PREFIX > HISTORY_SEQS \
+        if len(dev.hist) % PREFIX or len(dev.hist) > _TRIM_AT \
                 or len(dev.old) > OLD_CHAINS:
             raise ValueError("a device's history of another size")
         dev.broke_at = int(d["broke_at"])
