@@ -22,7 +22,10 @@ from pitwatch.packs.registry import all_packs
 from pitwatch.store.base import Store, columns, ddl_statements
 from pitwatch.store.rows import EVENT_COLUMNS, stored_json
 
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$")
+from .feed_types import Polled
+from .triage import Change, State, check
+
+MAX_ID = 128  # docs/events.md § Ranges: ids are 1 to 128 characters of any kind
 _CODE = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
 SEVERITIES = tuple(s.value for s in Severity)
 SEVERITY_RANK = {s: i for i, s in enumerate(SEVERITIES)}
@@ -32,13 +35,13 @@ class NotFound(LookupError):
     """No such table, round or violation in the store."""
 
 
-def checked_id(value: str, what: str) -> str:
-    """An id safe to put in SQL text, or ValueError naming what was wrong."""
-    if not _ID.match(value):
-        raise ValueError(f"not a valid {what}: {value[:40]!r}")
+def checked_id(value: object, what: str) -> str:
+    """An id as the event contract allows it (1 to 128 characters, any of them), or
+    ValueError naming what was wrong. Ids reach the store as query parameters only."""
+    if not isinstance(value, str) or not 1 <= len(value) <= MAX_ID:
+        n = len(value) if isinstance(value, str) else 0
+        raise ValueError(f"not a valid {what}: 1 to {MAX_ID} characters, got {n}")
     return value
-
-
 
 
 def pack_jurisdictions() -> dict[str, str]:
@@ -90,13 +93,39 @@ def refresh_aggregates(store: Store) -> list[str]:
             store.query(f"DROP TABLE IF EXISTS {agg.view}")
             store.query(f"DROP TABLE IF EXISTS {agg.table}")
             done.append(f"{agg.table}: made again to the current schema")
+    done += migrate_triage(store)
     store.setup()  # every table and view of the schema that is missing
     for agg in aggregates():
+        if "now()" in agg.select:
+            continue  # an arrival time is the store's clock at insert: never made up later
         if _count(store, agg.table) == 0:
             store.query(f"INSERT INTO {agg.table} {agg.select}")
             if _count(store, agg.table):
                 done.append(f"{agg.table}: filled from the rows stored before it existed")
     return done
+
+
+def migrate_triage(store: Store) -> list[str]:
+    """A `triage` table with the earlier columns (acknowledgements only) is renamed
+    triage_v1, kept as it was, and its rows copied into the new `triage` as changes from
+    new to acknowledged. Nothing is dropped."""
+    have = [r["name"] for r in store.query(
+        "SELECT name FROM system.columns WHERE database = currentDatabase() "
+        "AND table = 'triage'")]
+    if not have or have == columns("triage"):
+        return []
+    if "action" not in have or "triage_id" not in have:
+        raise RuntimeError(f"the store's triage table has columns pitwatch does not know: "
+                           f"{', '.join(have)[:200]}")
+    store.query("RENAME TABLE triage TO triage_v1")
+    store.setup()
+    store.query(
+        "INSERT INTO triage SELECT triage_id AS change_id, violation_id, "
+        "'acknowledge' AS action, 'acknowledged' AS status, 'new' AS prev_status, "
+        "'' AS assignee, '' AS prev_assignee, '' AS disposition, toInt64(0) AS amount, "
+        "note, who, '' AS role, ts, ts_ms FROM triage_v1")
+    return ["triage: the earlier acknowledgements kept in triage_v1 and copied into the "
+            "triage workflow"]
 
 
 def _count(store: Store, table: str) -> int:
@@ -105,12 +134,19 @@ def _count(store: Store, table: str) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Filters:
-    """The feed's filters; empty means any. Each is checked when made."""
+    """What a feed or a search narrows to; empty means any. Each is checked when made.
+    Times are device time, UTC ms, [since, until)."""
 
     severity: str = ""
     code: str = ""
     table: str = ""
     jurisdiction: str = ""
+    round: str = ""
+    dealer: str = ""
+    seat: int | None = None
+    since: int | None = None
+    until: int | None = None
+    unhandled: bool = False
 
     @classmethod
     def parse(cls, q: dict[str, str]) -> Filters:
@@ -120,38 +156,93 @@ class Filters:
         code = q.get("code", "").upper()
         if code and not _CODE.match(code):
             raise ValueError(f"not a violation code: {code[:40]!r}")
-        table = q.get("table", "")
-        if table:
-            checked_id(table, "table id")
+        ids = {k: q.get(k, "") for k in ("table", "round", "dealer")}
+        for k, v in ids.items():
+            if v:
+                checked_id(v, f"{k} id")
         jur = q.get("jurisdiction", "").upper()
         if jur and jur not in set(pack_jurisdictions().values()):
             raise ValueError(f"unknown jurisdiction {jur[:10]!r}")
-        return cls(sev, code, table, jur)
+        seat = None
+        if q.get("seat", ""):
+            if not q["seat"].isdigit() or int(q["seat"]) > 255:
+                raise ValueError("seat: a number from 0 to 255")
+            seat = int(q["seat"])
+        times = {k: _ms(q.get(k, ""), k) for k in ("since", "until")}
+        return cls(sev, code, ids["table"], jur, ids["round"], ids["dealer"], seat,
+                   times["since"], times["until"], q.get("unhandled", "") in ("1", "on", "true"))
 
-    def matches(self, alert: dict[str, Any]) -> bool:
+    def query(self) -> dict[str, str]:
+        """The filters as URL query values (the inverse of `parse`)."""
+        out = {k: v for k, v in (("severity", self.severity), ("code", self.code),
+                                 ("table", self.table), ("jurisdiction", self.jurisdiction),
+                                 ("round", self.round), ("dealer", self.dealer)) if v}
+        if self.seat is not None:
+            out["seat"] = str(self.seat)
+        for k, t in (("since", self.since), ("until", self.until)):
+            if t is not None:
+                out[k] = str(t)
+        if self.unhandled:
+            out["unhandled"] = "1"
+        return out
+
+    def matches(self, alert: dict[str, Any], handled: bool = False) -> bool:
+        """Whether a live alert passes (a dealer filter needs the store: search)."""
         return ((not self.severity or alert["severity"] == self.severity)
                 and (not self.code or alert["code"] == self.code)
                 and (not self.table or alert["table_id"] == self.table)
-                and (not self.jurisdiction or alert["jurisdiction"] == self.jurisdiction))
+                and (not self.jurisdiction or alert["jurisdiction"] == self.jurisdiction)
+                and (not self.round or alert["round_id"] == self.round)
+                and (self.seat is None or alert["seat"] == self.seat)
+                and (self.since is None or alert["detected_at"] >= self.since)
+                and (self.until is None or alert["detected_at"] < self.until)
+                and not (self.unhandled and handled) and not self.dealer)
 
     def where(self) -> tuple[str, dict[str, Any]]:
-        """The SQL condition and its parameters."""
+        """The SQL condition on `violations` and its parameters."""
         conds: list[str] = ["1"]
         params: dict[str, Any] = {}
-        if self.severity:
-            conds.append("severity = {severity:String}")
-            params["severity"] = self.severity
-        if self.code:
-            conds.append("code = {code:String}")
-            params["code"] = self.code
-        if self.table:
-            conds.append("table_id = {table:String}")
-            params["table"] = self.table
+        for col, key, val in (("severity", "severity", self.severity),
+                              ("code", "code", self.code), ("table_id", "table", self.table),
+                              ("round_id", "round", self.round)):
+            if val:
+                conds.append(f"{col} = {{{key}:String}}")
+                params[key] = val
         if self.jurisdiction:
             conds.append("has({packs:Array(String)}, pack)")
             params["packs"] = [n for n, j in pack_jurisdictions().items()
                                if j == self.jurisdiction]
+        if self.dealer:
+            conds.append("round_id IN (SELECT round_id FROM rounds "
+                         "WHERE dealer_id = {dealer:String})")
+            params["dealer"] = self.dealer
+        if self.seat is not None:
+            conds.append("seat = {seat:UInt8}")
+            params["seat"] = self.seat
+        if self.since is not None:
+            conds.append("toUInt64(detected_at) * 1000 + detected_ms >= {since:UInt64}")
+            params["since"] = self.since
+        if self.until is not None:
+            conds.append("toUInt64(detected_at) * 1000 + detected_ms < {until:UInt64}")
+            params["until"] = self.until
+        if self.unhandled:
+            conds.append("violation_id NOT IN (SELECT violation_id FROM triage)")
         return " AND ".join(conds), params
+
+
+def _ms(value: str, what: str) -> int | None:
+    if not value:
+        return None
+    if not value.isdigit() or len(value) > 15:
+        raise ValueError(f"{what}: a time in ms since 1970 (UTC)")
+    return int(value)
+
+
+def state_of(change: dict[str, Any]) -> dict[str, Any]:
+    """A violation's triage state from its newest change."""
+    return {"status": change["status"], "assignee": change["assignee"],
+            "disposition": change["disposition"], "amount": int(change["amount"]),
+            "who": change["who"], "at": int(change["at"]), "note": change["note"]}
 
 
 def alert(v: dict[str, Any], jurisdictions: dict[str, str]) -> dict[str, Any]:
@@ -196,6 +287,25 @@ class ConsoleData:
             f"ORDER BY detected DESC, violation_id LIMIT {int(limit)}", params)
         return [alert(r, self.jurisdictions) for r in rows]
 
+    def found_since(self, since_s: int, limit: int = 1000) -> list[dict[str, Any]]:
+        """Violations the store received at or after `since_s` (its own clock)."""
+        rows = self.store.query(
+            f"SELECT {_VIOLATION_COLS} FROM violations FINAL WHERE violation_id IN ("
+            "SELECT violation_id FROM violations_found "
+            "WHERE month >= toStartOfMonth(toDate(toDateTime({s:UInt32}))) "
+            "GROUP BY violation_id HAVING toUInt32(minMerge(found)) >= {s:UInt32}) "
+            f"ORDER BY detected DESC, violation_id LIMIT {int(limit)}", {"s": since_s})
+        return [alert(r, self.jurisdictions) for r in rows]
+
+    def poll(self, since_s: int | None, triage_after_ms: int | None) -> Polled:
+        """What the feed's poller brings: the newest violations (first read) or those
+        received since `since_s`, the triage changes after `triage_after_ms`, and the
+        store's clock."""
+        now_s = self.store_now_ms() // 1000
+        alerts = (self.violations(Filters(), 200) if since_s is None
+                  else self.found_since(since_s))
+        return Polled(alerts, self.triage(limit=1000, after_ms=triage_after_ms), now_s)
+
     def violation(self, violation_id: str) -> dict[str, Any]:
         vid = checked_id(violation_id, "violation id")
         rows = self.store.query(
@@ -205,31 +315,83 @@ class ConsoleData:
             raise NotFound(f"no violation {vid}")
         return alert(rows[0], self.jurisdictions)
 
-    def triage(self, violation_ids: Iterable[str] | None = None,
-               limit: int = 500) -> list[dict[str, Any]]:
-        """Triage rows, newest first: all of them, or those of the given violations."""
-        where, params = "1", dict[str, Any]()
+    def search(self, f: Filters, offset: int = 0, limit: int = 50) -> dict[str, Any]:
+        """The violations that pass the filters over the whole store, newest first:
+        counts by severity, a page of `limit` from `offset`, and each one's triage."""
+        where, params = f.where()
+        counts = {r["severity"]: int(r["n"]) for r in self.store.query(
+            f"SELECT severity, count() AS n FROM violations FINAL WHERE {where} "
+            "GROUP BY severity", params)}
+        rows = self.store.query(
+            f"SELECT {_VIOLATION_COLS} FROM violations FINAL WHERE {where} "
+            f"ORDER BY detected DESC, violation_id LIMIT {int(limit)} OFFSET {int(offset)}",
+            params)
+        found = [alert(r, self.jurisdictions) for r in rows]
+        return {"total": sum(counts.values()),
+                "counts": {s: counts.get(s, 0) for s in SEVERITIES},
+                "offset": offset, "limit": limit, "alerts": found,
+                "states": self.states([a["violation_id"] for a in found])}
+
+    def pinned(self, limit: int = 50) -> dict[str, Any]:
+        """Unhandled CRITICALs (no triage change yet), newest first, and how many."""
+        f = Filters(severity="CRITICAL", unhandled=True)
+        got = self.search(f, 0, limit)
+        return {"total": got["total"], "alerts": got["alerts"]}
+
+    # --- triage: the workflow's record -----------------------------------------------
+
+    _CHANGE_COLS = ("change_id, violation_id, action, status, prev_status, assignee, "
+                    "prev_assignee, disposition, amount, note, who, role, "
+                    "toUInt64(ts) * 1000 + ts_ms AS at")
+
+    def triage(self, violation_ids: Iterable[str] | None = None, limit: int = 500,
+               after_ms: int | None = None) -> list[dict[str, Any]]:
+        """Triage changes, newest first: all, those of the given violations, or those
+        made after `after_ms`."""
+        conds, params = ["1"], dict[str, Any]()
         if violation_ids is not None:
             ids = [checked_id(v, "violation id") for v in violation_ids]
             if not ids:
                 return []
-            where, params = "has({ids:Array(String)}, violation_id)", {"ids": ids}
+            conds.append("has({ids:Array(String)}, violation_id)")
+            params["ids"] = ids
+        if after_ms is not None:
+            conds.append("toUInt64(ts) * 1000 + ts_ms > {after:UInt64}")
+            params["after"] = after_ms
         rows = self.store.query(
-            "SELECT triage_id, violation_id, action, who, note, "
-            f"toUInt64(ts) * 1000 + ts_ms AS at FROM triage WHERE {where} "
-            f"ORDER BY at DESC, triage_id LIMIT {int(limit)}", params)
-        return [{**r, "at": int(r["at"])} for r in rows]
+            f"SELECT {self._CHANGE_COLS} FROM triage WHERE {' AND '.join(conds)} "
+            f"ORDER BY at DESC, change_id LIMIT {int(limit)}", params)
+        return [{**r, "at": int(r["at"]), "amount": int(r["amount"])} for r in rows]
 
-    def add_triage(self, violation_id: str, action: str, who: str, note: str,
-                   at_ms: int) -> dict[str, Any]:
-        """Append one triage row; the violation is never touched."""
+    def states(self, violation_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """Each violation's current triage state (its newest change); a violation
+        without one is new and not in the answer."""
+        out: dict[str, dict[str, Any]] = {}
+        for r in reversed(self.triage(violation_ids, limit=100_000)):
+            out[r["violation_id"]] = state_of(r)
+        return out
+
+    def apply(self, violation_id: str, change: Change, user: str, role: str,
+              at_ms: int) -> dict[str, Any]:
+        """Check a change against the violation's current state and append it (the
+        violation is never touched); Refused when the role or the state forbids it."""
         vid = checked_id(violation_id, "violation id")
-        tid = hashlib.sha256(orjson.dumps([vid, action, who, note, at_ms])).hexdigest()[:32]
-        row = {"triage_id": tid, "violation_id": vid, "action": action, "who": who,
-               "note": note, "ts": at_ms // 1000, "ts_ms": at_ms % 1000}
+        cur = self.states([vid]).get(vid)
+        before = State(cur["status"], cur["assignee"]) if cur else State()
+        after = check(change, role, before)
+        content = [vid, change.action, after.status, after.assignee, change.disposition,
+                   change.amount, change.note, user, role, at_ms, before.status]
+        cid = hashlib.sha256(orjson.dumps(content)).hexdigest()[:32]
+        row = {"change_id": cid, "violation_id": vid, "action": change.action,
+               "status": after.status, "prev_status": before.status,
+               "assignee": after.assignee, "prev_assignee": before.assignee,
+               "disposition": change.disposition if change.action == "close" else "",
+               "amount": change.amount if change.disposition == "confirmed" else 0,
+               "note": change.note, "who": user, "role": role,
+               "ts": at_ms // 1000, "ts_ms": at_ms % 1000}
         self.store.insert("triage", [row])
-        return {"triage_id": tid, "violation_id": vid, "action": action, "who": who,
-                "note": note, "at": at_ms}
+        out = {k: v for k, v in row.items() if k not in ("ts", "ts_ms")}
+        return {**out, "at": at_ms}
 
     # --- the floor ------------------------------------------------------------------
 
@@ -238,9 +400,21 @@ class ConsoleData:
                                 "FROM table_activity")
         return int(rows[0]["m"]) if rows and int(rows[0]["n"]) else None
 
-    def floor(self, now_ms: int, silent_after_ms: int) -> list[dict[str, Any]]:
-        """Every table: game, jurisdiction, open round, age of its last event, silent or
-        not, and violations today (the UTC day of `now_ms`) by severity."""
+    def store_now_ms(self) -> int:
+        """The store's own clock: the processing clock the arrival times are on."""
+        return int(self.store.query("SELECT toUInt32(now()) AS n")[0]["n"]) * 1000
+
+    def floor(self, now_ms: int, silent_after_ms: int, day_start_ms: int,
+              clock: str = "arrival") -> list[dict[str, Any]]:
+        """Every table: game, jurisdiction, open round, its last event (device time),
+        and its silence and violations this gaming day on the `clock`:
+
+        - "arrival" (a live floor): when its newest event ARRIVED in the store, against
+          the store's now (`now_ms`); violations by when they were found. A table with
+          no arrival time (its rows predate the arrival aggregate) has age None.
+        - "store" (a recorded shift): its newest device time against the newest device
+          time in the store (`now_ms`); violations by device time.
+        """
         activity = self.store.query(
             "SELECT table_id, maxMerge(last_ms) AS last_ms, "
             "argMaxMerge(last_round) AS last_round "
@@ -248,18 +422,28 @@ class ConsoleData:
         posted = {r["table_id"]: r for r in self.store.query(
             "SELECT table_id, argMaxIfMerge(jurisdiction) AS jurisdiction, "
             "argMaxIfMerge(game) AS game FROM table_posted GROUP BY table_id")}
-        latest = [(r["table_id"], r["last_round"]) for r in activity
-                  if _ID.match(r["table_id"]) and _ID.match(r["last_round"])]
+        arrived = {r["table_id"]: int(r["a"]) * 1000 for r in self.store.query(
+            "SELECT table_id, toUInt32(maxMerge(arrived)) AS a FROM table_arrival "
+            "GROUP BY table_id")}
+        latest = [(r["table_id"], r["last_round"]) for r in activity]
         finished = {r["round_id"] for r in self.store.query(
             "SELECT round_id FROM rounds WHERE has({t:Array(String)}, table_id) "
             "AND has({r:Array(String)}, round_id)",
             {"t": [t for t, _ in latest], "r": [r for _, r in latest]})} if latest else set()
-        day_start = now_ms // 86_400_000 * 86_400
         today: dict[str, dict[str, int]] = {}
-        for r in self.store.query(
-                "SELECT table_id, severity, uniqExactMerge(violations) AS n "
-                "FROM violations_hourly WHERE hour >= toDateTime({day:UInt32}) "
-                "GROUP BY table_id, severity", {"day": day_start}):
+        if clock == "arrival":
+            counted = self.store.query(
+                "SELECT table_id, severity, count() AS n FROM (SELECT table_id, "
+                "violation_id, severity, toUInt32(minMerge(found)) AS f "
+                "FROM violations_found GROUP BY table_id, violation_id, severity) "
+                "WHERE f >= {day:UInt32} GROUP BY table_id, severity",
+                {"day": day_start_ms // 1000})
+        else:
+            counted = self.store.query(
+                "SELECT table_id, severity, count() AS n FROM violations FINAL "
+                "WHERE toUInt64(detected_at) * 1000 + detected_ms >= {day:UInt64} "
+                "GROUP BY table_id, severity", {"day": day_start_ms})
+        for r in counted:
             today.setdefault(r["table_id"], {})[r["severity"]] = int(r["n"])
         out = []
         for r in activity:
@@ -267,12 +451,13 @@ class ConsoleData:
             last = int(r["last_ms"])
             open_round = r["last_round"] if r["last_round"] and \
                 r["last_round"] not in finished else ""
-            age = max(0, now_ms - last)
+            seen = arrived.get(t) if clock == "arrival" else last
+            age = None if seen is None else max(0, now_ms - seen)
             out.append({
                 "table_id": t, "game": posted.get(t, {}).get("game", ""),
                 "jurisdiction": posted.get(t, {}).get("jurisdiction", ""),
-                "open_round": open_round, "last_event": last, "age_ms": age,
-                "silent": age > silent_after_ms,
+                "open_round": open_round, "last_event": last, "arrived": seen,
+                "age_ms": age, "silent": age is not None and age > silent_after_ms,
                 "today": {s: today.get(t, {}).get(s, 0) for s in SEVERITIES},
             })
         return out
@@ -280,6 +465,44 @@ class ConsoleData:
     def tables(self) -> list[str]:
         return [r["table_id"] for r in self.store.query(
             "SELECT DISTINCT table_id FROM table_activity ORDER BY table_id")]
+
+    # --- a shift ----------------------------------------------------------------------
+
+    def shift(self, lo_ms: int, hi_ms: int) -> list[dict[str, Any]]:
+        """Rounds started in [lo, hi) (device time) by table and dealer: rounds,
+        incomplete rounds, money, findings by severity, and the money confirmed moved
+        wrongly (closed as confirmed in triage)."""
+        rounds = self.store.query(
+            "SELECT table_id, dealer_id, any(jurisdiction) AS jurisdiction, "
+            "count() AS rounds, countIf(complete = 0) AS incomplete, "
+            "sum(wagered) AS wagered, sum(paid) AS paid, sum(collected) AS collected, "
+            "groupArray(round_id) AS ids FROM rounds FINAL "
+            "WHERE toUInt64(started) * 1000 + started_ms >= {lo:UInt64} "
+            "AND toUInt64(started) * 1000 + started_ms < {hi:UInt64} "
+            "GROUP BY table_id, dealer_id ORDER BY table_id, dealer_id",
+            {"lo": lo_ms, "hi": hi_ms})
+        out = []
+        for r in rounds:
+            ids = list(r["ids"])
+            found = self.store.query(
+                "SELECT severity, count() AS n, groupArray(violation_id) AS v "
+                "FROM violations FINAL WHERE has({ids:Array(String)}, round_id) "
+                "GROUP BY severity", {"ids": ids}) if ids else []
+            vids = [v for f in found for v in f["v"]]
+            states = self.states(vids) if vids else {}
+            confirmed = sum(int(s["amount"]) for s in states.values()
+                            if s["disposition"] == "confirmed")
+            out.append({
+                "table_id": r["table_id"], "dealer_id": r["dealer_id"],
+                "jurisdiction": r["jurisdiction"], "rounds": int(r["rounds"]),
+                "incomplete": int(r["incomplete"]), "wagered": int(r["wagered"]),
+                "paid": int(r["paid"]), "collected": int(r["collected"]),
+                "findings": {s: next((int(f["n"]) for f in found if f["severity"] == s), 0)
+                             for s in SEVERITIES},
+                "confirmed_cents": confirmed,
+                "unhandled": sum(1 for v in vids if v not in states),
+            })
+        return out
 
     # --- a table and its rounds -----------------------------------------------------
 

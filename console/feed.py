@@ -20,6 +20,7 @@ from typing import Any
 from pitwatch.engine.alerts import decode_violation
 
 from .data import alert
+from .feed_types import Polled
 
 log = logging.getLogger("pitwatch.console")
 
@@ -35,6 +36,12 @@ class Hub:
         self.kafka_state = "off"  # off | connecting | live | error: ...
         self.silent: list[dict[str, Any]] = []  # tables silent now: table_id, age_ms
         self.floor_checked = False
+        self.kafka_lag: int | None = None  # the worker group's lag on the events topic
+        self.kafka_checked_ms: int | None = None
+        self.store_ok: bool | None = None  # None: not asked yet
+        self.store_error = ""
+        self.store_since_ms: int | None = None  # when it last changed between up and down
+        self.webhook: asyncio.Queue[dict[str, Any]] | None = None
 
     def subscribe(self) -> asyncio.Queue[dict[str, Any]]:
         q: asyncio.Queue[dict[str, Any]] = asyncio.Queue(QUEUE)
@@ -61,7 +68,32 @@ class Hub:
         while len(self.recent) > RECENT:
             self.recent.popitem(last=False)
         self.publish({"type": "alert", "alert": a})
+        if a["severity"] == "CRITICAL" and self.webhook is not None:
+            try:
+                self.webhook.put_nowait(a)
+            except asyncio.QueueFull:
+                log.warning("console: webhook queue full; CRITICAL %s not sent",
+                            a["violation_id"])
         return True
+
+    def set_store(self, ok: bool, error: str, at_ms: int) -> None:
+        """The store answered or did not; a change is published at once."""
+        if ok != self.store_ok:
+            self.store_since_ms = at_ms
+            if ok:
+                log.info("console: the store answers again")
+            else:
+                log.warning("console: the store does not answer: %s", error)
+        changed = ok != self.store_ok
+        self.store_ok, self.store_error = ok, "" if ok else error[:300]
+        if changed:
+            self.publish({"type": "status", "status": self.status()})
+
+    def set_kafka(self, state: str) -> None:
+        changed = state != self.kafka_state
+        self.kafka_state = state
+        if changed:
+            self.publish({"type": "status", "status": self.status()})
 
     def bad(self, where: str, reason: str) -> None:
         self.bad_messages += 1
@@ -78,7 +110,12 @@ class Hub:
             self.publish({"type": "silent", "tables": tables})
 
     def status(self) -> dict[str, Any]:
-        return {"kafka": self.kafka_state, "bad_messages": self.bad_messages,
+        return {"kafka": self.kafka_state, "kafka_lag": self.kafka_lag,
+                "kafka_checked": self.kafka_checked_ms,
+                "store": "unknown" if self.store_ok is None else
+                ("up" if self.store_ok else "down"),
+                "store_error": self.store_error, "store_since": self.store_since_ms,
+                "bad_messages": self.bad_messages,
                 "pages": len(self.subscribers), "recent": len(self.recent),
                 "silent": [t["table_id"] for t in self.silent],
                 "checked": self.floor_checked}
@@ -89,11 +126,15 @@ class KafkaAlerts:
     group: each console sees everything) and feeds the hub."""
 
     def __init__(self, hub: Hub, bootstrap: str, topic: str,
-                 jurisdictions: dict[str, str]) -> None:
+                 jurisdictions: dict[str, str], group: str = "",
+                 events_topic: str = "") -> None:
         self.hub = hub
         self.bootstrap = bootstrap
         self.topic = topic
         self.jurisdictions = jurisdictions
+        self.group = group
+        self.events_topic = events_topic
+        self._admin: Any = None
 
     async def run(self) -> None:
         while True:
@@ -102,7 +143,7 @@ class KafkaAlerts:
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # broker down, topic missing: retry, say so
-                self.hub.kafka_state = f"error: {e}"
+                self.hub.set_kafka(f"down: {e}"[:200])
                 log.warning("console: alerts topic %s on %s: %s; retrying in 2 s",
                             self.topic, self.bootstrap, e)
                 await asyncio.sleep(2)
@@ -110,7 +151,7 @@ class KafkaAlerts:
     async def _consume(self) -> None:
         from aiokafka import AIOKafkaConsumer, TopicPartition
 
-        self.hub.kafka_state = "connecting"
+        self.hub.set_kafka("connecting")
         from pitwatch.connect import KafkaAuth
 
         consumer = AIOKafkaConsumer(bootstrap_servers=self.bootstrap, group_id=None,
@@ -134,15 +175,64 @@ class KafkaAlerts:
             await consumer.seek_to_end(*tps)
             for tp in tps:  # resolve the end offsets now: nothing sent after "live" is missed
                 await consumer.position(tp)
-            self.hub.kafka_state = "live"
+            self.hub.set_kafka("live")
             log.info("console: reading %s (%d partitions) from its end", self.topic, len(tps))
+            next_check = 0.0
+            loop = asyncio.get_running_loop()
             while True:
                 batch = await consumer.getmany(timeout_ms=200)
                 for tp, msgs in batch.items():
                     for m in msgs:
                         self._one(f"{tp.topic}[{tp.partition}]@{m.offset}", m.value)
+                if loop.time() >= next_check:  # the reader says nothing when the broker
+                    next_check = loop.time() + self.CHECK_EVERY  # goes: ask it
+                    await self._check(consumer)
         finally:
-            await consumer.stop()
+            if self._admin is not None:
+                admin, self._admin = self._admin, None
+                await asyncio.wait_for(admin.close(), 5)
+            await asyncio.wait_for(consumer.stop(), 5)
+
+    CHECK_EVERY = 3.0  # seconds between asking the broker whether it answers
+    CHECK_TIMEOUT = 4.0
+
+    async def _check(self, consumer: Any) -> None:
+        """The broker answers (its metadata, within CHECK_TIMEOUT) or the reader is down;
+        and the worker group's lag on the events topic when it is named."""
+        import time
+
+        from aiokafka import TopicPartition
+
+        try:
+            meta = await asyncio.wait_for(consumer._client.fetch_all_metadata(),
+                                          self.CHECK_TIMEOUT)
+            if not meta.brokers():
+                raise ConnectionError("no broker answers")
+            lag = None
+            if self.group and self.events_topic:
+                ids = meta.partitions_for_topic(self.events_topic) or set()
+                tps = [TopicPartition(self.events_topic, p) for p in sorted(ids)]
+                if tps:
+                    ends = await asyncio.wait_for(consumer.end_offsets(tps),
+                                                  self.CHECK_TIMEOUT)
+                    done = await asyncio.wait_for(self._committed(tps), self.CHECK_TIMEOUT)
+                    lag = sum(max(0, ends[tp] - done.get(tp, 0)) for tp in tps)
+            self.hub.kafka_lag = lag
+            self.hub.kafka_checked_ms = time.time_ns() // 1_000_000
+        except (TimeoutError, ConnectionError) as e:
+            raise ConnectionError(f"the broker does not answer ({e or 'timed out'})") from e
+
+    async def _committed(self, tps: list[Any]) -> dict[Any, int]:
+        from aiokafka.admin import AIOKafkaAdminClient
+
+        from pitwatch.connect import KafkaAuth
+
+        if self._admin is None:
+            self._admin = AIOKafkaAdminClient(bootstrap_servers=self.bootstrap,
+                                              **KafkaAuth.from_env().aiokafka())
+            await self._admin.start()
+        got = await self._admin.list_consumer_group_offsets(self.group, partitions=tps)
+        return {tp: int(m.offset) for tp, m in got.items() if m.offset >= 0}
 
     def _one(self, where: str, value: bytes | None) -> None:
         if value is None:
@@ -180,29 +270,39 @@ class SilentWatch:
 
 
 class StorePoller:
-    """Brings the store's newest violations into the hub every `every` seconds, or
-    once when `every` is None (an embedded store: no other process writes to it).
-    After the first read it asks only for device times from LOOKBACK_MS before the
-    newest it has seen (rows land late, a sink batches)."""
+    """Brings the store's violations and triage changes into the hub every `every`
+    seconds, or once when `every` is None (an embedded store: no other process writes
+    to it). The first read is the newest violations; after it, those the store received
+    since the last read (on the store's own clock, `violations_found`), so a finding
+    that lands late, whatever its device time, still reaches the feed; and the triage
+    changes other console processes made."""
 
-    LOOKBACK_MS = 600_000
+    OVERLAP_S = 5  # re-read this much of the past (arrival times are whole seconds)
+    TRIAGE_OVERLAP_MS = 60_000  # consoles' clocks and inserts are not in lockstep
 
     def __init__(self, hub: Hub,
-                 fetch: Callable[[int | None], Awaitable[list[dict[str, Any]]]],
+                 fetch: Callable[[int | None, int | None], Awaitable[Polled]],
                  every: float | None = 2.0) -> None:
         self.hub = hub
         self.fetch = fetch
         self.every = every
-        self.newest: int | None = None
+        self.since_s: int | None = None
+        self.triage_after: int | None = None
+        self.seen_changes: set[str] = set()
 
     async def run(self) -> None:
         while True:
             try:
-                since = None if self.newest is None else self.newest - self.LOOKBACK_MS
-                rows = await self.fetch(since)
-                for a in sorted(rows, key=lambda a: a["detected_at"]):
+                got = await self.fetch(self.since_s, self.triage_after)
+                for a in sorted(got.alerts, key=lambda a: a["detected_at"]):
                     self.hub.add_alert(a)
-                    self.newest = max(self.newest or 0, a["detected_at"])
+                for t in sorted(got.changes, key=lambda t: t["at"]):
+                    if t["change_id"] not in self.seen_changes:
+                        self.seen_changes.add(t["change_id"])
+                        self.hub.publish({"type": "triage", "triage": t})
+                    self.triage_after = max(self.triage_after or 0,
+                                            t["at"] - self.TRIAGE_OVERLAP_MS)
+                self.since_s = got.store_now_s - self.OVERLAP_S
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # the store away for a while: the feed goes on
@@ -210,3 +310,85 @@ class StorePoller:
             if self.every is None:
                 return
             await asyncio.sleep(self.every)
+
+
+class StoreProbe:
+    """Asks the store a trivial question every `every` seconds and tells the hub whether
+    it answered within `timeout`: the console's banner and health, within seconds of an
+    outage, whatever the pages are doing."""
+
+    def __init__(self, hub: Hub, ask: Callable[[], Awaitable[object]],
+                 now_ms: Callable[[], int], every: float = 2.0, timeout: float = 4.0) -> None:
+        self.hub = hub
+        self.ask = ask
+        self.now_ms = now_ms
+        self.every = every
+        self.timeout = timeout
+
+    async def run(self) -> None:
+        pending: asyncio.Task[object] | None = None
+        while True:
+            if pending is None or pending.done():
+                pending = asyncio.ensure_future(self.ask())
+            try:
+                await asyncio.wait_for(asyncio.shield(pending), self.timeout)
+                self.hub.set_store(True, "", self.now_ms())
+            except asyncio.CancelledError:
+                pending.cancel()
+                raise
+            except TimeoutError:
+                self.hub.set_store(False, f"no answer in {self.timeout:g} s", self.now_ms())
+            except Exception as e:
+                self.hub.set_store(False, f"{type(e).__name__}: {e}"[:300], self.now_ms())
+            await asyncio.sleep(self.every)
+
+
+class Webhook:
+    """Posts each CRITICAL to the site's paging system (a JSON body: the alert and a
+    link to it), retrying with back-off for up to `give_up_s`; what it could not deliver
+    is logged with the violation id. One console of a site should have it set."""
+
+    def __init__(self, hub: Hub, url: str, console_url: str, give_up_s: float = 300.0
+                 ) -> None:
+        self.hub = hub
+        self.url = url
+        self.console_url = console_url.rstrip("/")
+        self.give_up_s = give_up_s
+        self.sent = 0
+        self.failed = 0
+        hub.webhook = asyncio.Queue(1000)
+
+    async def run(self) -> None:
+        from urllib.parse import quote
+
+        import aiohttp
+
+        assert self.hub.webhook is not None
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as http:
+            while True:
+                a = await self.hub.webhook.get()
+                body = {"severity": a["severity"], "code": a["code"],
+                        "table_id": a["table_id"], "round_id": a["round_id"],
+                        "message": a["message"], "citation": a["citation"],
+                        "violation_id": a["violation_id"], "detected_at": a["detected_at"],
+                        "link": f"{self.console_url}/violations/"
+                                f"{quote(a['violation_id'], safe='')}"}
+                delay, waited = 1.0, 0.0
+                while True:
+                    try:
+                        async with http.post(self.url, json=body) as r:
+                            if r.status < 300:
+                                self.sent += 1
+                                break
+                            why = f"HTTP {r.status}"
+                    except (aiohttp.ClientError, TimeoutError) as e:
+                        why = f"{type(e).__name__}: {e}"
+                    if waited >= self.give_up_s:
+                        self.failed += 1
+                        log.error("console: webhook gave up on CRITICAL %s: %s",
+                                  a["violation_id"], why)
+                        break
+                    log.warning("console: webhook %s; retrying in %g s", why, delay)
+                    await asyncio.sleep(delay)
+                    waited += delay
+                    delay = min(delay * 2, 30.0)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from html import escape
 from typing import Any
 
-from pitwatch.citations import quote
+from pitwatch.citations import Quote, quote
 from pitwatch.money import dollars
 
 from .html import badge, clock, e
@@ -148,11 +148,28 @@ def render_layout(events: list[dict[str, Any]]) -> str:
     return "".join(out)
 
 
+def quotes(citation: str) -> list[Quote]:
+    """Every text a citation rests on: a citation of two texts (`NZ Gazette 1996 No 7,
+    Blackjack 8.1–8.2 (…); other wins 1 to 1 as posted, docs/regulations/posted-rules.txt
+    (b)`) quotes both, each part on its own, in citation order."""
+    parts = [p.strip() for p in citation.split(";")] if ";" in citation else []
+    found = [q for q in (*(quote(p) for p in parts), quote(citation)) if q is not None]
+    out: list[Quote] = []
+    for q in found:
+        if all((q.source, q.paragraphs) != (o.source, o.paragraphs) for o in out):
+            out.append(q)
+    return out
+
+
 def render_quote(citation: str) -> str:
-    q = quote(citation)
-    if q is None:
+    found = quotes(citation)
+    if not found:
         return ('<p class="noquote">No text in docs/ to quote for this citation (a posted '
                 "rule whose text is not in docs/regulations/).</p>")
+    return "".join(_blockquote(q) for q in found)
+
+
+def _blockquote(q: Quote) -> str:
     parts = [f'<blockquote class="regulation" data-source="{e(q.source)}">']
     for label, text in q.paragraphs:
         first, *rest = text.splitlines()
@@ -165,10 +182,27 @@ def render_quote(citation: str) -> str:
     return "".join(parts)
 
 
+def change_words(t: dict[str, Any]) -> str:
+    """One triage change in words: `closed (confirmed, $12.50)`, `assigned to ana`."""
+    if t["action"] == "close":
+        extra = t["disposition"].replace("_", " ")
+        if t["disposition"] == "confirmed":
+            extra += f", {dollars(t['amount'])}"
+        return f"closed ({extra})"
+    if t["action"] == "assign":
+        return f"assigned to {t['assignee']}"
+    if t["action"] == "note":
+        return "note"
+    words = {"acknowledge": "acknowledged", "investigate": "investigating",
+             "escalate": "escalated", "reopen": "reopened"}
+    return words.get(str(t["action"]), str(t["action"]))
+
+
 def render_finding(v: dict[str, Any], triage: list[dict[str, Any]]) -> str:
-    acks = [t for t in triage if t["violation_id"] == v["violation_id"]]
-    ack = "".join(f'<p class="acked">acknowledged by {e(t["who"])} at {clock(t["at"])}'
-                  + (f": {e(t['note'])}" if t["note"] else "") + "</p>" for t in acks)
+    changes = [t for t in triage if t["violation_id"] == v["violation_id"]]
+    ack = "".join(f'<p class="acked">{e(change_words(t))} by {e(t["who"])} at '
+                  f'{clock(t["at"])} UTC' + (f": {e(t['note'])}" if t["note"] else "")
+                  + "</p>" for t in reversed(changes))
     where = hand_label(v["seat"], v["hand"]) if v["seat"] else ""
     return (f'<div class="finding sev-{e(v["severity"])}" id="v-{e(v["violation_id"])}">'
             f'{badge(v["severity"])} <b class="code">{e(v["code"])}</b> '

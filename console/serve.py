@@ -43,8 +43,15 @@ examples:
   pitwatch serve --clock store           the console on ./pitwatch-data (a recorded shift)
   pitwatch serve --clickhouse 127.0.0.1:19000 --kafka 127.0.0.1:19092 --cases cases/
 
-It listens on 127.0.0.1 unless told otherwise (--host): it has no login, so put it
-behind the site's authenticating proxy before opening it to a network."""
+Users log in (accounts: `pitwatch users add NAME --role ROLE`, argon2id hashes in
+--users FILE); roles are viewer (reads), operator (acknowledges, escalates, notes),
+investigator (also investigates, assigns, closes) and supervisor (everything, reopens).
+When the accounts file holds no account, serve creates `demo` (a supervisor) and prints
+its password. With single sign-on, --sso-header names the header the site's reverse
+proxy (--sso-proxy ADDR) sets to the authenticated user.
+
+It listens on 127.0.0.1 unless told otherwise (--host), and answers only requests whose
+Host is one it is served as (--allow-host)."""
 
     def configure(self, p: argparse.ArgumentParser) -> None:
         src = p.add_mutually_exclusive_group()
@@ -72,6 +79,40 @@ behind the site's authenticating proxy before opening it to a network."""
                        help="where `pitwatch investigate --out` writes case folders "
                        "(DIR/NAME/): the round view links every one whose manifest lists "
                        "the round")
+        p.add_argument("--users", type=Path, metavar="FILE",
+                       help="the accounts file (default DIR/console-users.json with --data, "
+                       "./pitwatch-users.json with --clickhouse)")
+        p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                       help="a host name the console is served as (repeat; 127.0.0.1, "
+                       "localhost and --host always are)")
+        p.add_argument("--sso-header", default="", metavar="HEADER",
+                       help="single sign-on: the header the reverse proxy sets to the "
+                       "user's name (e.g. X-Remote-User), trusted from --sso-proxy only")
+        p.add_argument("--sso-proxy", action="append", default=[], metavar="ADDR",
+                       help="the address the reverse proxy connects from (repeat)")
+        p.add_argument("--sso-role-header", default="", metavar="HEADER",
+                       help="the header with the user's role, for a user with no account "
+                       "(else viewer)")
+        p.add_argument("--secure-cookies", action="store_true",
+                       help="session cookies only over HTTPS (behind a TLS proxy)")
+        p.add_argument("--tz", default="UTC", metavar="ZONE",
+                       help="the site's time zone, IANA (default %(default)s)")
+        p.add_argument("--gaming-day-start", default="06:00", metavar="HH:MM",
+                       help="local time a gaming day starts (default %(default)s)")
+        p.add_argument("--shifts", default="06:00,14:00,22:00", metavar="HH:MM,...",
+                       help="local times the shifts start, the first with the gaming "
+                       "day (default %(default)s)")
+        p.add_argument("--webhook", default="", metavar="URL",
+                       help="POST each CRITICAL here as JSON (a paging system); set it on "
+                       "one console of a site")
+        p.add_argument("--public-url", default="", metavar="URL",
+                       help="how the webhook's links name this console (default "
+                       "http://HOST:PORT)")
+        p.add_argument("--worker-group", default="pitwatch", metavar="GROUP",
+                       help="the worker's consumer group, whose lag the status shows "
+                       "(default %(default)s)")
+        p.add_argument("--events-topic", default="table-events", metavar="TOPIC",
+                       help="(default %(default)s)")
         p.add_argument("--poll", type=float, default=2.0, metavar="SECONDS",
                        help="how often to read a ClickHouse server's newest violations into "
                        "the feed (default %(default)s; the embedded store is read once)")
@@ -116,9 +157,38 @@ behind the site's authenticating proxy before opening it to a network."""
         # the triage log and the dashboard aggregates, made if missing
         for line in refresh_aggregates(store):
             print(f"pitwatch serve: {line}", file=sys.stderr)
+        from .accounts import Accounts, new_password
+        from .sitetime import SiteTime
+
+        try:
+            site = SiteTime.make(args.tz, args.gaming_day_start, args.shifts)
+        except ValueError as e:
+            print(f"pitwatch serve: {e}", file=sys.stderr)
+            return 2
+        users = args.users or (Path(args.data) / "console-users.json" if not args.clickhouse
+                               else Path("pitwatch-users.json"))
+        accounts = Accounts(users)
+        try:
+            if not accounts.all() and not args.sso_header:
+                password = new_password()
+                accounts.add("demo", "supervisor", password)
+                print(f"pitwatch serve: no account in {users}: made user 'demo' "
+                      f"(supervisor), password {password}  (add your own with `pitwatch "
+                      f"users add NAME --role ROLE --users {users}`)", flush=True)
+        except (OSError, PermissionError, ValueError) as e:
+            print(f"pitwatch serve: accounts file {users}: {e}", file=sys.stderr)
+            return 2
+        hosts = ("127.0.0.1", "localhost", "::1", args.host.lower(),
+                 *(h.lower() for h in args.allow_host))
         settings = Settings(kafka=args.kafka, alerts_topic=args.alerts_topic,
+                            worker_group=args.worker_group, events_topic=args.events_topic,
                             clock=args.clock, silent_after_s=args.silent_after,
-                            cases=args.cases, poll_every=poll)
+                            cases=args.cases, poll_every=poll, site=site, users=users,
+                            allowed_hosts=hosts, sso_header=args.sso_header,
+                            sso_proxies=tuple(args.sso_proxy),
+                            sso_role_header=args.sso_role_header,
+                            secure_cookies=args.secure_cookies, webhook=args.webhook,
+                            public_url=args.public_url or f"http://{args.host}:{args.port}")
         app = make_app(store, settings)
         feed = f", alerts from {args.kafka} topic {args.alerts_topic}" if args.kafka else ""
         print(f"pitwatch console on http://{args.host}:{args.port}/ over {where}{feed} "

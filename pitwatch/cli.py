@@ -49,7 +49,8 @@ def builtin_commands() -> list[Command]:
 
 #: The optional extra (pyproject.toml) that installs each optional module.
 EXTRAS = {"faust": "stream", "kafka": "stream", "aiokafka": "stream",
-          "clickhouse_driver": "stream", "rocksdict": "rocksdb", "reportlab": "investigate"}
+          "clickhouse_driver": "stream", "rocksdict": "rocksdb", "reportlab": "investigate",
+          "aiohttp": "console", "argon2": "console"}
 
 
 def missing_extra(e: ImportError) -> str:

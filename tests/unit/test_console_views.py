@@ -14,9 +14,12 @@ import orjson
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
+from console.accounts import Accounts
 from console.app import Settings, make_app
 from console.data import refresh_aggregates
+from console.triage import ROLES
 from pitwatch.audit.run import audit_events
+from pitwatch.store.base import StoreError
 from pitwatch.store.embedded import EmbeddedStore
 from producers.simulate import Floor
 
@@ -39,10 +42,75 @@ def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def serve(store_dir: Path, check: Check, **settings: Any) -> None:
+class Flaky:
+    """The embedded store, with its clock moved on by `shift_ms` and able to go away
+    (`down`): every question then fails as a dead server's would."""
+
+    def __init__(self, path: Path, shift_ms: int = 0) -> None:
+        self.inner = EmbeddedStore(path)
+        self.shift_s = shift_ms // 1000
+        self.down = False
+
+    def query(self, sql: str, params: Any = None) -> list[dict[str, Any]]:
+        if self.down:
+            raise StoreError("Connection refused (127.0.0.1:19000)")
+        if "now()" in sql and self.shift_s:
+            sql = sql.replace("now()", f"(now() + {self.shift_s})")
+        return self.inner.query(sql, params)
+
+    def insert(self, table: str, rows: Any) -> None:
+        if self.down:
+            raise StoreError("Connection refused (127.0.0.1:19000)")
+        self.inner.insert(table, rows)
+
+    def setup(self) -> None:
+        self.inner.setup()
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+PASSWORD = "correct horse battery staple"
+CSRF: dict[int, str] = {}  # client id -> its session's CSRF token
+
+
+def users_file(store_dir: Path) -> Path:
+    """An accounts file with one user of each role, named for the role."""
+    path = store_dir.parent / f"{store_dir.name}-users.json"
+    accounts = Accounts(path)
+    for role in ROLES:
+        if accounts.get(role) is None:
+            accounts.add(role, role, PASSWORD)
+    return path
+
+
+async def login(client: TestClient[Any, Any], user: str, password: str = PASSWORD) -> None:
+    """Log in through the login form; the session's CSRF token is kept for `post`."""
+    form = await (await client.get("/login")).text()
+    token = form.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+    resp = await client.post("/login", data={"csrf": token, "next": "/", "user": user,
+                                             "password": password}, allow_redirects=False)
+    assert resp.status == 302, await resp.text()
+    page = await (await client.get("/triage")).text()
+    CSRF[id(client)] = page.split('name="pitwatch-csrf" content="', 1)[1].split('"', 1)[0]
+
+
+async def post(client: TestClient[Any, Any], body: Any, path: str = "/api/triage",
+               **headers: str) -> Any:
+    """POST JSON as the console's own page does (with the session's CSRF token)."""
+    return await client.post(path, data=orjson.dumps(body),
+                             headers={"X-CSRF-Token": CSRF.get(id(client), ""), **headers})
+
+
+def serve(store_dir: Path, check: Check, user: str | None = "supervisor",
+          store: Any = None, **settings: Any) -> None:
+    """The console over the store, logged in as `user` (None: not logged in)."""
     async def main() -> None:
-        app = make_app(EmbeddedStore(store_dir), Settings(poll_every=None, **settings))
+        app = make_app(store or EmbeddedStore(store_dir),
+                       Settings(poll_every=None, users=users_file(store_dir), **settings))
         async with TestClient(TestServer(app)) as client:
+            if user:
+                await login(client, user)
             await check(client)
 
     asyncio.run(main())
@@ -68,7 +136,7 @@ def test_pages_answer(store_dir: Path) -> None:
             resp = await client.get(path)
             assert resp.status == 200, path
         health = await (await client.get("/api/health")).json()
-        assert health["kafka"] == "off" and health["store"] == "EmbeddedStore"
+        assert health["kafka"] == "off" and health["store_kind"] == "EmbeddedStore"
 
     serve(store_dir, check)
 
@@ -102,8 +170,10 @@ def test_bad_filters_and_ids_get_a_clear_error(store_dir: Path) -> None:
         resp = await client.get("/api/feed?severity=URGENT")
         assert resp.status == 400
         assert "severity must be one of" in (await resp.json())["error"]
-        resp = await client.get("/rounds/x'%20OR%201=1")
-        assert resp.status == 400 and "not a valid round id" in await resp.text()
+        resp = await client.get("/rounds/x'%20OR%201=1")  # any id: looked up as data
+        assert resp.status == 404 and "no round x&#x27; OR 1=1" in await resp.text()
+        resp = await client.get("/rounds/" + "r" * 129)
+        assert resp.status == 400 and "1 to 128 characters" in await resp.text()
         resp = await client.get("/rounds/NO-SUCH-000001")
         assert resp.status == 404 and "no round NO-SUCH-000001" in await resp.text()
         resp = await client.get("/nowhere")
@@ -113,39 +183,63 @@ def test_bad_filters_and_ids_get_a_clear_error(store_dir: Path) -> None:
 
 
 def test_triage_is_appended_apart_and_never_edits_the_violation(store_dir: Path) -> None:
+    """Every change records the logged-in user, the time and the previous state.
+    Nothing is ever overwritten."""
     async def check(client: TestClient[Any, Any]) -> None:
         target = (await snapshot(client, "?severity=CRITICAL"))["alerts"][0]
         vid = target["violation_id"]
-        for who, note in (("ana", "looked at the video"), ("ben", "payout re-checked")):
-            resp = await client.post("/api/triage", data=orjson.dumps(
-                {"violation_id": vid, "who": who, "note": note}))
+        for body in ({"violation_id": vid, "action": "acknowledge", "note": "looked at it"},
+                     {"violation_id": vid, "action": "note", "note": "payout re-checked"}):
+            resp = await post(client, body)
             assert resp.status == 201, await resp.text()
-        # both acknowledgements are in the log, newest first; the violation is as it was
+        # both changes are in the log, newest first, by the logged-in user; the
+        # violation is as it was
         snap = await snapshot(client, "?severity=CRITICAL")
-        mine = [t for t in snap["triage"] if t["violation_id"] == vid]
-        assert [(t["who"], t["note"]) for t in mine] == [
-            ("ben", "payout re-checked"), ("ana", "looked at the video")]
+        assert snap["states"][vid]["status"] == "acknowledged"
+        assert snap["states"][vid]["who"] == "supervisor"
+        assert vid not in {a["violation_id"] for a in snap["pinned"]["alerts"]}
         after = next(a for a in snap["alerts"] if a["violation_id"] == vid)
         assert after == target
         log = await (await client.get("/triage")).text()
-        assert "payout re-checked" in log and "looked at the video" in log
-        # bad acknowledgements are refused with the reason
+        assert "payout re-checked" in log and "looked at it" in log
+        assert "new → acknowledged" in log and "acknowledged → acknowledged" in log
+        # bad changes are refused with the reason
         for body, status, reason in (
-                ({"violation_id": vid, "who": ""}, 400, "who:"),
-                ({"violation_id": vid, "who": "x" * 65}, 400, "who:"),
-                ({"violation_id": "0" * 32, "who": "ana"}, 404, "no violation"),
-                ({"violation_id": "a'b", "who": "ana"}, 400, "not a valid violation id")):
-            resp = await client.post("/api/triage", data=orjson.dumps(body))
-            assert resp.status == status
+                ({"violation_id": vid, "action": "shout"}, 400, "action must be one of"),
+                ({"violation_id": vid, "action": "acknowledge"}, 409, "already acknowledged"),
+                ({"violation_id": vid, "action": "note"}, 400, "write something"),
+                ({"violation_id": vid, "action": "close"}, 400, "needs a disposition"),
+                ({"violation_id": vid, "action": "close", "disposition": "false_alarm"},
+                 400, "reason in the note"),
+                ({"violation_id": "0" * 32, "action": "acknowledge"}, 404, "no violation"),
+                ({"violation_id": "v" * 129, "action": "acknowledge"}, 400,
+                 "1 to 128 characters")):
+            resp = await post(client, body)
+            assert resp.status == status, (body, await resp.text())
             assert reason in (await resp.json())["error"]
-        resp = await client.post("/api/triage", data=b"not json")
+        resp = await client.post("/api/triage", data=b"not json",
+                                 headers={"X-CSRF-Token": CSRF[id(client)]})
         assert resp.status == 400
-        # a page of another site cannot acknowledge through a person's browser
-        resp = await client.post("/api/triage", headers={"Origin": "http://evil.example"},
-                                 data=orjson.dumps({"violation_id": vid, "who": "x"}))
+        # a page of another site cannot act through a person's browser
+        resp = await post(client, {"violation_id": vid, "action": "escalate"},
+                          Origin="http://evil.example")
         assert resp.status == 403 and "another site" in (await resp.json())["error"]
-        assert len([t for t in (await snapshot(client))["triage"]
-                    if t["violation_id"] == vid]) == 2
+        # nor can one that has no CSRF token (a form posted from elsewhere)
+        resp = await client.post("/api/triage", data=orjson.dumps(
+            {"violation_id": vid, "action": "escalate"}))
+        assert resp.status == 403 and "CSRF" in (await resp.json())["error"]
+        # closing as confirmed keeps the money; the whole history stays
+        resp = await post(client, {"violation_id": vid, "action": "close",
+                                   "disposition": "confirmed", "amount": 1250,
+                                   "note": "short-paid, video 14:02"})
+        assert resp.status == 201
+        row = (await resp.json())["done"][0]
+        assert (row["prev_status"], row["status"], row["amount"]) == \
+            ("acknowledged", "closed", 1250)
+        resp = await post(client, {"violation_id": vid, "action": "escalate"})
+        assert resp.status == 409 and "reopens it first" in (await resp.json())["error"]
+        html = await (await client.get(f"/rounds/{target['round_id']}")).text()
+        assert "closed (confirmed, $12.50) by supervisor" in html
         page = await client.get("/")
         assert "default-src 'self'" in page.headers["Content-Security-Policy"]
 
@@ -168,12 +262,24 @@ def test_floor_board_shows_every_table_its_open_round_and_todays_counts(
 
     serve(store_dir, check, clock="store", silent_after_s=60)
 
-    async def wall(client: TestClient[Any, Any]) -> None:
+    async def live(client: TestClient[Any, Any]) -> None:
         html = await (await client.get("/floor")).text()
-        # by the wall clock, a shift dealt at a fixed simulated time long ago is silent
-        assert html.count('class="silent"') == 4
+        # a live floor: silence by when events ARRIVED, on the store's clock. This shift
+        # was dealt at a simulated time long ago but has just arrived: nothing is silent,
+        # and its findings count for this gaming day
+        assert 'class="silent"' not in html
+        assert "found by the store's clock" in html
+        assert html.count('class="count sev-CRITICAL"') >= 1
 
-    serve(store_dir, wall, clock="wall", silent_after_s=60)
+    serve(store_dir, live, clock="wall", silent_after_s=60)
+
+    async def later(client: TestClient[Any, Any]) -> None:
+        html = await (await client.get("/floor")).text()
+        # ten minutes later on the store's clock, with nothing arrived since: all silent
+        assert html.count('class="silent"') == 4 and "10 min" in html
+
+    serve(store_dir, later, store=Flaky(store_dir, shift_ms=600_000), clock="wall",
+          silent_after_s=60)
 
 
 def test_round_view_draws_cards_and_quotes_the_cited_paragraph(store_dir: Path) -> None:
@@ -211,7 +317,13 @@ def test_round_view_links_a_case_file_when_there_is_one(store_dir: Path,
         html = await (await client.get("/rounds/AC-BJ-01-000001")).text()
         assert 'href="/cases/d137/report.html"' in html and "/cases/one/" not in html
         html = await (await client.get("/rounds/AC-BJ-01-000003")).text()
-        assert "No case file yet" in html and "pitwatch investigate AC-BJ-01-000003" in html
+        assert "No case file yet" in html
+        assert "pitwatch investigate &#x27;AC-BJ-01-000003&#x27;" in html
+        # a case report keeps its own styles: the console's policy does not apply to it
+        resp = await client.get("/cases/one/report.html")
+        csp = resp.headers["Content-Security-Policy"]
+        assert "style-src 'unsafe-inline'" in csp and "sandbox" in csp
+        assert "script-src" not in csp and "default-src 'none'" in csp
 
     serve(store_dir, check, cases=tmp_path)
 
@@ -312,8 +424,9 @@ def test_silent_tables_are_an_alert_on_the_feed(store_dir: Path) -> None:
             "AC-BJ-01", "AC-SW-02", "AK-BJ-04", "PH-FB-03"]
         assert all(t["age_ms"] > 60_000 for t in snap["silent"])
 
-    # by the wall clock the simulated shift is long over: every table is silent
-    serve(store_dir, check, clock="wall", silent_after_s=60, silent_every=0.1)
+    # ten minutes after the shift arrived, on the store's clock: every table is silent
+    serve(store_dir, check, store=Flaky(store_dir, shift_ms=600_000), clock="wall",
+          silent_after_s=60, silent_every=0.1)
 
     async def quiet(client: TestClient[Any, Any]) -> None:
         loop = asyncio.get_running_loop()

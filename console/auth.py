@@ -1,0 +1,213 @@
+"""Who is at the console: sessions, login and logout, the Host header, CSRF.
+
+- A request whose Host is not one the console was told it is served as is refused
+  (421): a page of another site that resolved its name to this address (DNS
+  rebinding) reads nothing.
+- Pages need a session (a random token in an HttpOnly, SameSite=Strict cookie); the
+  login page and /static do not, nor /api/health (for monitors; it names no data).
+- Every POST carries the session's CSRF token (header X-CSRF-Token or form field
+  `csrf`); the login form a token of its own cookie (double submit).
+- Single sign-on: with `sso_header` set, a request from one of `sso_proxies` (the
+  reverse proxy that authenticated the user) is that header's user; its role is the
+  accounts file's for that name, else the `sso_role_header`'s, else viewer.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+from aiohttp import web
+
+from .accounts import Accounts
+from .triage import MAY, ROLES
+
+COOKIE = "pitwatch_session"
+LOGIN_COOKIE = "pitwatch_login"
+IDLE_S = 12 * 3600  # a session unused this long ends: a shift and then some
+PUBLIC = ("/login", "/static/", "/api/health")
+LOCKOUT_AFTER = 5  # wrong passwords for a name before it waits
+LOCKOUT_S = 30.0
+
+
+@dataclass(slots=True)
+class Session:
+    user: str
+    role: str
+    csrf: str
+    seen: float
+    via: str = "password"  # password | sso
+
+
+@dataclass
+class AuthConfig:
+    accounts: Accounts
+    allowed_hosts: tuple[str, ...] = ("127.0.0.1", "localhost", "::1")
+    sso_header: str = ""
+    sso_proxies: tuple[str, ...] = ()
+    sso_role_header: str = ""
+    secure_cookies: bool = False
+    sessions: dict[str, Session] = field(default_factory=dict)
+    failures: dict[str, tuple[int, float]] = field(default_factory=dict)
+
+
+AUTH = web.AppKey("auth", AuthConfig)
+SESSION_KEY = web.RequestKey("pitwatch_session", Session)
+NEW_COOKIE = web.RequestKey("pitwatch_new_session", str)
+
+
+def session_of(request: web.Request) -> Session:
+    return request[SESSION_KEY]
+
+
+def may(request: web.Request, action: str) -> bool:
+    return action in MAY.get(session_of(request).role, frozenset())
+
+
+def _hostname(host: str) -> str:
+    return (urlsplit("//" + host).hostname or "").lower()
+
+
+def _refuse(request: web.Request, status: int, msg: str) -> web.Response:
+    if request.path.startswith("/api/"):
+        return web.json_response({"error": msg}, status=status)
+    from .html import e, page
+
+    return web.Response(text=page(str(status), f'<h1>{status}</h1><p class="error">'
+                                  f"{e(msg)}</p>"), status=status, content_type="text/html")
+
+
+def _sso(request: web.Request, cfg: AuthConfig) -> Session | None:
+    if not cfg.sso_header or request.remote not in cfg.sso_proxies:
+        return None
+    user = request.headers.get(cfg.sso_header, "").strip()
+    if not user or len(user) > 64:
+        return None
+    acct = cfg.accounts.get(user)
+    role = acct.role if acct else request.headers.get(cfg.sso_role_header or "\0", "")
+    role = role if role in ROLES else "viewer"
+    token = request.cookies.get(COOKIE, "")
+    s = cfg.sessions.get(token)
+    if s is None or s.user != user or s.role != role:
+        token = secrets.token_urlsafe(32)
+        s = cfg.sessions[token] = Session(user, role, secrets.token_urlsafe(32),
+                                          time.monotonic(), "sso")
+        request[NEW_COOKIE] = token
+    return s
+
+
+@web.middleware
+async def gate(request: web.Request, handler: Any) -> web.StreamResponse:
+    cfg = request.app[AUTH]
+    host = _hostname(request.host)
+    if host not in cfg.allowed_hosts:
+        return _refuse(request, 421, f"this console is not served as {host[:80]!r}; "
+                       "add it with serve --allow-host")
+    if any(request.path == p or (p.endswith("/") and request.path.startswith(p))
+           for p in PUBLIC):
+        resp: web.StreamResponse = await handler(request)
+        return resp
+    s = _sso(request, cfg)
+    if s is None:
+        s = cfg.sessions.get(request.cookies.get(COOKIE, ""))
+        if s is not None and (time.monotonic() - s.seen > IDLE_S
+                              or (s.via == "password" and cfg.accounts.get(s.user) is None)):
+            cfg.sessions.pop(request.cookies.get(COOKIE, ""), None)
+            s = None  # expired, or the account was removed
+        if s is not None and s.via == "password":
+            acct = cfg.accounts.get(s.user)
+            if acct is not None:
+                s.role = acct.role  # a role changed by `pitwatch users add` holds at once
+    if s is None:
+        if request.path.startswith("/api/"):
+            return web.json_response({"error": "log in first", "login": "/login"},
+                                     status=401)
+        nxt = request.path_qs if request.method == "GET" else "/"
+        raise web.HTTPFound("/login?next=" + quote(nxt, safe=""))
+    s.seen = time.monotonic()
+    if request.method == "POST":
+        got = request.headers.get("X-CSRF-Token", "")
+        if not got and request.content_type == "application/x-www-form-urlencoded":
+            got = str((await request.post()).get("csrf", ""))
+        if not hmac.compare_digest(got.encode(), s.csrf.encode()):
+            return _refuse(request, 403, "this action did not come from the console's own "
+                           "page (CSRF token missing or wrong): reload the page")
+    request[SESSION_KEY] = s
+    resp = await handler(request)
+    if NEW_COOKIE in request:
+        _set_cookie(resp, cfg, COOKIE, request[NEW_COOKIE])
+    return resp
+
+
+def _set_cookie(resp: web.StreamResponse, cfg: AuthConfig, name: str, value: str) -> None:
+    resp.set_cookie(name, value, httponly=True, samesite="Strict", path="/",
+                    secure=cfg.secure_cookies)
+
+
+def _safe_next(value: str) -> str:
+    """Only a path of this console (no scheme, no //host): never an open redirect."""
+    if not value.startswith("/") or value.startswith("//") or "\\" in value:
+        return "/"
+    return value
+
+
+async def login_page(request: web.Request) -> web.Response:
+    from .pages import login
+
+    token = secrets.token_urlsafe(24)
+    resp = web.Response(text=login(token, _safe_next(request.query.get("next", "/")), ""),
+                        content_type="text/html")
+    _set_cookie(resp, request.app[AUTH], LOGIN_COOKIE, token)
+    return resp
+
+
+async def login_post(request: web.Request) -> web.Response:
+    from .pages import login
+
+    cfg = request.app[AUTH]
+    form = await request.post()
+    nxt = _safe_next(str(form.get("next", "/")))
+    token = request.cookies.get(LOGIN_COOKIE, "")
+    if not token or not hmac.compare_digest(str(form.get("csrf", "")).encode(),
+                                            token.encode()):
+        return web.Response(text=login(secrets.token_urlsafe(24), nxt, "The login form "
+                                       "expired: try again."), status=403,
+                            content_type="text/html")
+    name = str(form.get("user", ""))[:64]
+    password = str(form.get("password", ""))[:1024]
+    fails, until = cfg.failures.get(name, (0, 0.0))
+    now = time.monotonic()
+    if until > now:
+        msg = f"Too many wrong passwords for this name: wait {int(until - now) + 1} s."
+        return web.Response(text=login(token, nxt, msg), status=429, content_type="text/html")
+    acct = cfg.accounts.verify(name, password)
+    if acct is None:
+        fails += 1
+        cfg.failures[name] = (0, now + LOCKOUT_S) if fails >= LOCKOUT_AFTER else (fails, 0.0)
+        return web.Response(text=login(token, nxt, "Wrong user name or password."),
+                            status=401, content_type="text/html")
+    cfg.failures.pop(name, None)
+    sid = secrets.token_urlsafe(32)
+    cfg.sessions[sid] = Session(acct.name, acct.role, secrets.token_urlsafe(32), now)
+    resp = web.HTTPFound(nxt)
+    _set_cookie(resp, cfg, COOKIE, sid)
+    resp.del_cookie(LOGIN_COOKIE, path="/")
+    raise resp
+
+
+async def logout(request: web.Request) -> web.Response:
+    cfg = request.app[AUTH]
+    cfg.sessions.pop(request.cookies.get(COOKIE, ""), None)
+    resp = web.HTTPFound("/login")
+    resp.del_cookie(COOKIE, path="/")
+    raise resp
+
+
+def routes(app: web.Application) -> None:
+    app.router.add_get("/login", login_page)
+    app.router.add_post("/login", login_post)
+    app.router.add_post("/logout", logout)
