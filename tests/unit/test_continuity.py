@@ -16,7 +16,7 @@ import orjson
 import pytest
 
 from pitwatch.engine.auditor import Auditor, RoundSummary, StateError, TableAuditor
-from pitwatch.engine.record import HISTORY_SEQS, Fed
+from pitwatch.engine.record import HISTORY_SEQS, TRIM, Fed
 from pitwatch.engine.violation import Violation
 from pitwatch.events.avro import digest
 from pitwatch.events.keys import KeyRegistry
@@ -229,10 +229,25 @@ def test_a_copy_older_than_the_history_kept_is_not_compared() -> None:
 
     dev = Device()
     dev.start(1, bytes(range(32)))
-    for seq in range(2, HISTORY_SEQS + 10):
+    top = HISTORY_SEQS + TRIM + 10
+    for seq in range(2, top + 1):
         dev.append(seq, seq.to_bytes(32, "big"))
-    assert dev.recorded(5) is None and dev.recorded(HISTORY_SEQS + 9) is not None
-    assert len(dev.hist) == HISTORY_SEQS * 8
+        assert len(dev.hist) <= (HISTORY_SEQS + TRIM) * 8
+    kept = top - HISTORY_SEQS + 1
+    assert dev.recorded(kept) == kept.to_bytes(32, "big")[:8]
+    assert dev.recorded(5) is None and dev.recorded(top) is not None
+    found: list[Violation] = []
+    a = auditor(found)
+    sc = table(1)
+    for e in sc.events:
+        a.feed(e)
+    shoe = a.devices["T-01-shoe"]
+    shoe.hist_from += 2  # as if its first seqs had been dropped
+    del shoe.hist[:16]
+    second = [e for e in sc.events if e.device_id == "T-01-shoe"][1]
+    assert a.feed(second) is Fed.REFUSED
+    assert codes(found) == ["SEQUENCE_CONFLICT"] and found[0].severity == "LOW"
+    assert "not compared, not applied" in found[0].message
 
 
 def test_a_devices_first_event_past_seq_1_is_a_break_unless_primed() -> None:
