@@ -49,8 +49,9 @@ class DeviceChain:
     uncovered: list[int] = field(default_factory=list)
     #: their event ids, in seq order
     uncovered_ids: list[str] = field(default_factory=list)
-    #: (seq, event id) of the round's events of the device other than checkpoints
-    members: list[tuple[int, str]] = field(default_factory=list, repr=False)
+    #: (chain, seq, event id) of the round's events of the device other than
+    #: checkpoints; the chain counts the device's restarts
+    members: list[tuple[int, int, str]] = field(default_factory=list, repr=False)
 
     @property
     def verdict(self) -> str:
@@ -77,25 +78,42 @@ class _Link:
 class Chains:
     """Each device's events as the rebuild reads them, checked one after another
     (`see`), and, with a key registry, which of them a valid signature covers
-    (`cover`, once everything is read)."""
+    (`cover`, once everything is read). A device that restarts (seq 1 again with no
+    prev_digest, `docs/events.md § The record`) starts a new chain: its links and
+    checkpoints are kept apart from the old chain's, and the restart is a break."""
 
     def __init__(self, table_id: str, keys: KeyRegistry | None) -> None:
         self.table_id = table_id
         self.keys = keys
         self.last: dict[str, Event] = {}
-        self.seen: dict[tuple[str, int], str] = {}  # (device, seq) -> event id
-        #: device -> seq -> what the chain needs of the event there
-        self.links: dict[str, dict[int, _Link]] = {}
-        #: device -> heads of checkpoints whose signature the registry accepts
-        self.heads: dict[str, list[tuple[int, bytes]]] = {}
+        self.seen: dict[tuple[str, int], str] = {}  # (device, seq) -> event id, this chain
+        #: device -> how many times it started a new chain
+        self.gen: dict[str, int] = {}
+        #: (device, chain) -> seq -> what the chain needs of the event there
+        self.links: dict[tuple[str, int], dict[int, _Link]] = {}
+        #: (device, chain) -> heads of checkpoints whose signature the registry accepts
+        self.heads: dict[tuple[str, int], list[tuple[int, bytes]]] = {}
         #: the chains of the rounds being rebuilt, to fill in at `cover`
         self.judged: list[DeviceChain] = []
+
+    def _restarts(self, ev: Event) -> bool:
+        """Whether `ev` starts the device's record again: seq 1 with no prev_digest,
+        after another event than this one at seq 1."""
+        if ev.seq != 1 or ev.prev_digest is not None:
+            return False
+        links = self.links.get((ev.device_id, self.gen.get(ev.device_id, 0)), {})
+        first = links.get(1)
+        return bool(links) and (first is None or first.event_id != ev.event_id)
 
     def see(self, ev: Event, into: dict[str, DeviceChain] | None) -> None:
         """Check `ev` against its device's previous event; `into`, the chains of the
         round it belongs to (None for an event read only as context)."""
-        self._hold(ev)
+        restart = self._restarts(ev)
         prev = self.last.get(ev.device_id)
+        if restart:
+            self._new_chain(ev.device_id)
+        gen = self.gen.get(ev.device_id, 0)
+        self.hold(ev)
         if into is not None:
             c = into.get(ev.device_id)
             if c is None:
@@ -106,8 +124,11 @@ class Chains:
             c.events += 1
             c.last_seq = max(c.last_seq, ev.seq)
             if type(ev.payload) is not Checkpoint:
-                c.members.append((ev.seq, ev.event_id))
-            if prev is None:
+                c.members.append((gen, ev.seq, ev.event_id))
+            if restart:
+                c.breaks.append(f"restarted: seq 1 again, a new chain, after seq "
+                                f"{0 if prev is None else prev.seq}")
+            elif prev is None:
                 if ev.seq == 1 and ev.prev_digest is not None:
                     c.breaks.append("seq 1 carries a prev_digest")
                 elif ev.seq > 1:
@@ -122,18 +143,23 @@ class Chains:
                                 "missing")
             elif ev.prev_digest != digest(prev):
                 c.breaks.append(f"seq {ev.seq} prev_digest does not match seq {prev.seq}")
-        if prev is None or ev.seq > prev.seq:
+        if restart or prev is None or ev.seq > prev.seq:
             self.last[ev.device_id] = ev
             self.seen[(ev.device_id, ev.seq)] = ev.event_id
 
-    def hold(self, ev: Event) -> None:
-        """An event read for the chains alone (before the context, or after the rounds
-        up to the device's next checkpoint): its link, and its signature if it is a
-        checkpoint."""
-        self._hold(ev)
+    def _new_chain(self, device_id: str) -> None:
+        self.gen[device_id] = self.gen.get(device_id, 0) + 1
+        for k in [k for k in self.seen if k[0] == device_id]:
+            del self.seen[k]
 
-    def _hold(self, ev: Event) -> None:
-        links = self.links.setdefault(ev.device_id, {})
+    def hold(self, ev: Event) -> None:
+        """Keep what the chains need of `ev` (also for an event read for the chains
+        alone: before the context, or after the rounds up to the device's next
+        checkpoint): its link, and its signature if it is a checkpoint."""
+        if self._restarts(ev):
+            self._new_chain(ev.device_id)
+        key = ev.device_id, self.gen.get(ev.device_id, 0)
+        links = self.links.setdefault(key, {})
         if ev.seq in links:  # the first copy read stands; a different one is a break above
             return
         p = ev.payload
@@ -141,13 +167,14 @@ class Chains:
         if type(p) is Checkpoint and self.keys is not None and self.keys.check(
                 self.table_id, ev.device_id, p.head_seq, p.head_digest, p.key_id,
                 p.signature) is None:
-            self.heads.setdefault(ev.device_id, []).append((p.head_seq, p.head_digest))
+            self.heads.setdefault(key, []).append((p.head_seq, p.head_digest))
 
-    def covered(self, device_id: str) -> set[int]:
-        """The seqs of the device's events a valid checkpoint covers."""
-        links = self.links.get(device_id, {})
+    def covered(self, device_id: str, gen: int) -> set[int]:
+        """The seqs of the device's events in its `gen`th chain a valid checkpoint
+        covers."""
+        links = self.links.get((device_id, gen), {})
         out: set[int] = set()
-        for head, head_digest in self.heads.get(device_id, []):
+        for head, head_digest in self.heads.get((device_id, gen), []):
             at = links.get(head)
             if at is None or at.digest != head_digest:
                 continue
@@ -165,11 +192,12 @@ class Chains:
         so far covers: device -> its last such seq."""
         out: dict[str, int] = {}
         for c in self.judged:
-            if c.signs and c.members:
-                covered = self.covered(c.device_id)
-                if any(s not in covered for s, _ in c.members):
-                    out[c.device_id] = max(out.get(c.device_id, 0),
-                                           max(s for s, _ in c.members))
+            gen = self.gen.get(c.device_id, 0)
+            mine = [s for g, s, _ in c.members if g == gen]
+            if c.signs and mine:
+                covered = self.covered(c.device_id, gen)
+                if any(s not in covered for s in mine):
+                    out[c.device_id] = max(out.get(c.device_id, 0), max(mine))
         return out
 
     def cover(self) -> None:
@@ -178,7 +206,7 @@ class Chains:
         for c in self.judged:
             if not c.signs:
                 continue
-            covered = self.covered(c.device_id)
-            missing = sorted((s, e) for s, e in c.members if s not in covered)
+            covered = {g: self.covered(c.device_id, g) for g in {g for g, _, _ in c.members}}
+            missing = [(s, e) for g, s, e in c.members if s not in covered[g]]
             c.uncovered = [s for s, _ in missing]
             c.uncovered_ids = [e for _, e in missing]

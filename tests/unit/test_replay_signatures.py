@@ -23,8 +23,10 @@ from pitwatch.audit.run import audit_events
 from pitwatch.events.keys import KeyRegistry
 from pitwatch.events.model import CardDealt
 from pitwatch.store.embedded import EmbeddedStore
+from producers.devices import device_key, restarted
 from producers.produce import command as produce
 from producers.simulate import Floor
+from producers.table import secret
 from replay.case import stored_only
 from replay.cli import show
 from replay.rebuild import rebuild, signature_verdict
@@ -197,3 +199,33 @@ def test_require_signatures_refuses_to_run_without_a_registry(
     r = _pitwatch("replay", clean, "--data", str(data), "--require-signatures", "--keys",
                   str(keys_file), env=env)
     assert r.returncode == 0 and "signatures HOLD" in r.stdout
+
+
+def test_a_restarted_device_starts_a_new_chain_that_its_signatures_cover(
+        tmp_path: Path) -> None:
+    """A device that restarts (seq 1 again, prev_digest null: docs/events.md, a new
+    chain) and signs its new chain: the round it restarts in says so, a break beside
+    which nothing HOLDs; the next round's events are covered by the new chain's
+    checkpoints, and HOLD."""
+    f = Floor(1, 8, seed=4, jurisdiction="NJ", game="BLACKJACK")
+    events = list(f.events())
+    keys = f.registry()
+    assert keys is not None
+    shoe = next(e.device_id for e in events if type(e.payload) is CardDealt)
+    rounds = list(dict.fromkeys(e.round_id for e in events if e.round_id is not None))
+    at = [e for e in events if e.round_id == rounds[3] and e.device_id == shoe
+          and type(e.payload) is CardDealt][2]
+    sent = restarted(events, shoe, at.event_id, device_key(secret(f.seed), shoe))
+    store = EmbeddedStore(tmp_path / "data")
+    store.setup()
+    audit_events(sent, store=store, keys=keys)
+    try:
+        cut = rebuild(store, rounds[3], keys=keys)
+        after = rebuild(store, rounds[4], keys=keys)
+    finally:
+        store.close()
+    assert "restarted: seq 1 again, a new chain" in cut.chains[shoe].verdict
+    assert "sent again" not in cut.chains[shoe].verdict
+    assert signature_verdict([cut], keys).startswith("signatures FAIL")
+    assert after.chains[shoe].verdict.startswith("VERIFIED"), after.chains[shoe].verdict
+    assert signature_verdict([after], keys).startswith("signatures HOLD")
