@@ -213,7 +213,7 @@ def test_a_tenfold_payout_copy_is_a_high_finding_not_a_redelivery() -> None:
 def test_a_whole_history_sent_again_is_a_no_op() -> None:
     """Issue 35: a producer re-sending a table's whole history from its start got 216
     SEQUENCE_CONFLICT: "an identical copy is a redelivery and changes nothing, however
-    far back it lies" (within the 8,192 seqs kept of each device)."""
+    far back it lies" (within the 4,096 seqs kept of each device)."""
     sc = table(200)
     assert max(e.seq for e in sc.events) > 1024
     found: list[Violation] = []
