@@ -54,6 +54,10 @@ def summary(rep: AuditReport, out: IO[str], keys: KeyRegistry | None = None,
                         f"oldest {oldest.round_id} open since {when(oldest.since)} by its "
                         "devices' clock: each is judged when its table's next events come, "
                         "or by --final"), file=out)
+    if rep.unclosed:
+        print(printable("books not closed: " + ", ".join(rep.unclosed) + " (no stored state "
+                        "agrees with the table's stored events: audit its files again "
+                        "into the store, then --final)"), file=out)
     if rep.signing_devices is None:
         print(f"{NOT_CHECKED}: no key registry ({WHERE_KEYS})", file=out)
     else:

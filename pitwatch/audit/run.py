@@ -68,6 +68,9 @@ class AuditReport:
     #: the rounds the store's books leave open after the run, the oldest first: each
     #: is judged when its table's next events come, or by `--final`
     open_rounds: list[OpenRound] = field(default_factory=list)
+    #: the tables whose books the run could not close (`finish`): no stored state of
+    #: theirs agrees with their stored events (written by another writer since)
+    unclosed: list[str] = field(default_factory=list)
     #: bugs in the engine met on the way (never violations: pitwatch.engine.errors)
     engine_errors: list[EngineError] = field(default_factory=list)
     #: how many devices the key registry holds (None: no registry, signatures not required)
@@ -274,7 +277,8 @@ def audit_events(
         finished: set[str] = set()  # the run's tables it closed
         others: dict[str, Standing] = {}  # the other tables closed, where they stand
         if finish and stored:
-            finished, others = _close_books(store, auditor, closer, standings, known, books)
+            finished, others = _close_books(store, auditor, closer, standings, known, books,
+                                            rep.unclosed)
         elif finish:  # a store with no history: the run's tables are all its books
             auditor.finish()
             finished = set(standings)
@@ -292,13 +296,14 @@ def audit_events(
 
 
 def _close_books(store: Store, auditor: Auditor, closer: Auditor,
-                 standings: dict[str, Standing], known: _Known, books: bool
-                 ) -> tuple[set[str], dict[str, Standing]]:
+                 standings: dict[str, Standing], known: _Known, books: bool,
+                 unclosed: list[str]) -> tuple[set[str], dict[str, Standing]]:
     """The end of the input closes the books (`audit_events`' `finish`): each table of
     the run whose stored history goes no further than the run is finished; with
     `books`, so is every other table whose latest stored state is open (a table the
     run audited an earlier part of again too), from that state, by `closer`, in table
-    order. The run's tables finished, and where each other table finished stands."""
+    order (one with no state that agrees with its stored events: added to `unclosed`).
+    The run's tables finished, and where each other table finished stands."""
     further = {r["table_id"]: int(r["p"]) for r in store.query(
         "SELECT table_id, max(pos) AS p FROM audit_states GROUP BY table_id")}
     finished = set()
@@ -314,8 +319,9 @@ def _close_books(store: Store, auditor: Auditor, closer: Auditor,
             continue
         known.load(t)
         stand = resume_state(store, closer.table(t), t)
-        if stand is None:  # no state agrees with its stored events: left open
+        if stand is None:
             del closer.tables[t]
+            unclosed.append(t)
             continue
         closer.tables[t].finish()
         others[t] = stand

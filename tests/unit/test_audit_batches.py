@@ -268,6 +268,11 @@ def test_a_state_the_stored_events_contradict_is_not_trusted(
         fresh = Auditor(select, lambda v: None, lambda s: None, keys=keys)
         assert resume_state(store, fresh.table(table_id), table_id) is None
         assert fresh.table(table_id).devices == {}  # untouched: the caller replays history
+        # books it cannot close from such a state are named, not closed in silence
+        store.insert("audit_states", [{**row, "pos": int(row["pos"]) + 1,
+                                       "clock": json.dumps(clock)}])
+        closing = audit_events((), store=store, keys=keys, finish=True)
+        assert closing.unclosed == [table_id]
 
 
 # --- the command ------------------------------------------------------------------
