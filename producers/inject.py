@@ -469,11 +469,24 @@ def _bonus_late_apply(ctx: InjectContext, seat: int) -> Step:
     return _void_bonus(ctx, seat, amount, s.steps[s.marker_index("after_first_card")])
 
 
+def _first_card_after(s: RoundScript, step: Step, seat: int | None = None) -> Step:
+    """The first card dealt after `step` (to `seat` when given)."""
+    return next(st for st in s.steps[s.index(step) + 1:]
+                if isinstance(st.payload, CardDealt)
+                and (seat is None or st.payload.seat == seat))
+
+
 def _bonus_amount_apply(ctx: InjectContext, seat: int) -> Step:
+    """Over the posted maximum, seen on the stack; with none posted, over the blackjack
+    wager, seen when bets close (the seat's first card: the main wager may grow till
+    then)."""
     rules = ctx.cfg.rules
     main = ctx.script.facts.seats[seat].main
-    cap = main if rules.bonus_wager_max is None else min(main, rules.bonus_wager_max)
-    return _void_bonus(ctx, seat, cap + rules.chip_unit, _main_wager(ctx, seat))
+    if rules.bonus_wager_max is not None:
+        return _void_bonus(ctx, seat, rules.bonus_wager_max + rules.chip_unit,
+                           _main_wager(ctx, seat))
+    placed = _void_bonus(ctx, seat, main + rules.chip_unit, _main_wager(ctx, seat))
+    return _first_card_after(ctx.script, placed, seat)
 
 
 def _bonus_without_main_apply(ctx: InjectContext, seat: int) -> Step:
@@ -678,7 +691,14 @@ _NA_A = _void_insurance_at(_after_deal)[1]  # any seat may insure: no ace, no on
 _EARLY_T, _EARLY_A = _void_insurance_at(_after_upcard)
 _LATE_T, _LATE_A = _void_insurance_at(_too_late_anchor)
 _OVER_T, _OVER_A = _void_insurance_amount(_over_limit)
-_UNDER_T, _UNDER_A = _void_insurance_amount(_under_minimum)
+_UNDER_T, _UNDER_PLACE = _void_insurance_amount(_under_minimum)
+
+
+def _under_minimum_apply(ctx: InjectContext, t: tuple[int, int]) -> Step:
+    """Seen when insurance closes: the first card after the initial deal (NZ 9.3)."""
+    placed = _UNDER_PLACE(ctx, t)
+    assert placed is not None
+    return _first_card_after(ctx.script, placed)
 
 
 def _not_ace_insurers(ctx: InjectContext) -> list[Any]:
@@ -743,7 +763,7 @@ def _em_pays(ctx: InjectContext) -> list[Any]:
 CATALOGUE: Final[tuple[Fault, ...]] = (
     Fault("INSURANCE_NOT_AVAILABLE", INSURANCE_TABLES, _not_ace_insurers, _NA_A),
     Fault("INSURANCE_OVER_LIMIT", INSURANCE_TABLES, _OVER_T, _OVER_A),
-    Fault("INSURANCE_UNDER_MINIMUM", frozenset({NZ_BJ}), _UNDER_T, _UNDER_A),
+    Fault("INSURANCE_UNDER_MINIMUM", frozenset({NZ_BJ}), _UNDER_T, _under_minimum_apply),
     Fault("INSURANCE_TOO_EARLY", frozenset({NJ_SW, NZ_BJ}), _EARLY_T, _EARLY_A),
     Fault("INSURANCE_TOO_LATE", INSURANCE_TABLES, _LATE_T, _LATE_A),
     Fault("INSURANCE_ON_MATCH_WAGER", frozenset({NJ_SW}), _on_match_targets, _on_match_apply),

@@ -142,7 +142,7 @@ def surrender_rules(offered: str = OPTION_POSTED, timing: str = OPTION_POSTED,
         rule("SURRENDER_SETTLEMENT_WRONG", CRITICAL, settlement, surrender.settlement_wrong,
              MONEY),
         rule("SURRENDER_SETTLEMENT_WRONG", CRITICAL, settlement,
-             surrender.not_settled_at_once, (*CARD, *DECISION, *MONEY, *CLEARED, *END)),
+             surrender.not_settled_at_once, PLAY),
     ]
 
 
@@ -154,6 +154,7 @@ def even_money_rules(offered: str = OPTION_POSTED, settlement: str = OPTION_POST
         rule("EVEN_MONEY_NOT_AVAILABLE", HIGH, offered, even_money.not_available, DECISION),
         rule("EVEN_MONEY_SETTLEMENT_WRONG", CRITICAL, settlement, even_money.settlement_wrong,
              MONEY),
+        rule("EVEN_MONEY_SETTLEMENT_WRONG", CRITICAL, settlement, even_money.never_paid, END),
     ]
 
 

@@ -79,7 +79,7 @@ def _rules(with_insurance: bool) -> tuple[Rule, ...]:
         rule("BONUS_WAGER_TOO_LATE", HIGH, f"{B}(b)", bonus.too_late, WAGER),
         rule("BONUS_WAGER_WITHOUT_MAIN", HIGH, f"{B}(b)", bonus.without_main, WAGER),
         rule("BONUS_WAGER_AMOUNT", HIGH, f"{B}(c)", bonus.amount, WAGER),
-        rule("BONUS_WAGER_AMOUNT", HIGH, f"{B}(c)", bonus.under_minimum, CARD, voids=False),
+        rule("BONUS_WAGER_AMOUNT", HIGH, f"{B}(c)", bonus.at_close, CARD, voids=False),
         rule("BONUS_THIRD_CARD_NOT_DRAWN", MEDIUM, f"{B}(d)", bonus.third_card_not_drawn,
              (*STOPPED, *CLEARED)),
         rule("BONUS_SETTLEMENT_ORDER", MEDIUM, f"{B}(e)", bonus.settlement_order, MONEY),

@@ -635,6 +635,9 @@ def test_2_25_c_bonus_wager_amount(main: int, posted: int | None, bonus: int,
     > The amount of an optional bonus wager shall be at least $ 1.00 but shall not exceed
     > the lesser of the player's wager pursuant to 13:69F-2.3(a) or any maximum amount
     > established by the casino licensee and posted in accordance with 13:69F-8.3.
+
+    The posted maximum is judged on the stack that passes it; the minimum and the cap of
+    the blackjack wager when bets close (both wagers may still grow until then).
     """
     sc, bad = _bonus_placement({"bonus_wager_max": posted}, main, bonus,
                                void=code is not None)
@@ -643,7 +646,7 @@ def test_2_25_c_bonus_wager_amount(main: int, posted: int | None, bonus: int,
         assert vs == []
         return
     v = only(vs, code)
-    if bonus < 100:  # the minimum judges the standing wager, once bets close: seat 1's
+    if bonus < 100 or bonus > main:  # judged once bets close: seat 1's
         bad = next(e for e in sc.events if getattr(e.payload, "seat", None) == 1  # 1st card
                    and type(e.payload).__name__ == "CardDealt")
     expect(v, code=code, severity="HIGH", citation=f"{B}(c)", event=bad, seat=1, hand=0,
@@ -693,20 +696,22 @@ def test_2_25_c_bonus_wager_amount_counts_chips_added_to_it() -> None:
     > shall not exceed the lesser of the player's wager pursuant to 13:69F-2.3(a)
 
     Two placements of 1,500 on a blackjack wager of 2,000 make a bonus wager of 3,000
-    (the state adds them up); the second placement takes it over the cap. The void
-    1,500 is handed back; the 1,500 that stands loses to the dealer's 17.
+    (the state adds them up), over the cap when bets close at the seat's first card: the
+    bonus wager is void whole (no one stack passed the cap) and handed back.
     """
     sc = table()
     sc.start(1, [1])
     sc.wager(1, "MAIN", 2000)
     sc.wager(1, "BONUS", 1500)
-    bad = sc.wager(1, "BONUS", 1500)
-    sc.deal({1: ("10", "8")}, up="10", hole="7")
+    sc.wager(1, "BONUS", 1500)
+    bad = sc.card(1, "10", "S")
+    sc.dealer("10", "H")
+    sc.card(1, "8", "D")
+    sc.dealer("7", "C", face_up=False)
     sc.insert_hole(False)
     sc.decide(1, "STAND")
     sc.reveal()
-    sc.give_back(1, "BONUS", 1500)
-    sc.collect(1, "BONUS", 1500)
+    sc.give_back(1, "BONUS", 3000)
     sc.pay(1, "MAIN", 2000)
     sc.clear(1)
     sc.finish_round()

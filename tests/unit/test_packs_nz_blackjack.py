@@ -16,7 +16,7 @@ import sys
 import pytest
 
 from pitwatch.blackjack import Ratio, dealer_must_draw, hand_total
-from pitwatch.events.model import Event
+from pitwatch.events.model import CardDealt, Event
 from pitwatch.packs import nz_blackjack
 from pitwatch.packs.base import POSTED
 from tests.rounds import TableScript, audit, check_quotes_and_coverage, codes, expect, only
@@ -594,6 +594,9 @@ def test_9_3_9_4_insurance_minimum_and_payable_in_chips(main: int, amount: int, 
 
     > The amount of an insurance wager shall be such that, if the wager wins, the dealer
     > will be able to effect payment in chips.
+
+    Judged on the wager (its stacks together) when insurance closes: the first card after
+    the initial deal.
     """
     sc, ev = _insurance(main=main, amount=amount, rules={"chip_unit": chip}, void=not ok)
     vs = audit(sc.events)
@@ -601,8 +604,10 @@ def test_9_3_9_4_insurance_minimum_and_payable_in_chips(main: int, amount: int, 
         assert vs == []
         return
     v = only(vs, "INSURANCE_UNDER_MINIMUM")
+    after = sc.events[sc.events.index(ev["insurance"]) + 1:]
+    closing = next(e for e in after if isinstance(e.payload, CardDealt))
     expect(v, code="INSURANCE_UNDER_MINIMUM", severity="HIGH", citation=f"{G} 9.3, 9.4",
-           event=ev["insurance"], seat=1, hand=0, pack=PACK)
+           event=closing, seat=1, hand=0, pack=PACK)
     assert ("below the table minimum" if amount < 1000 else "cannot be paid in chips") \
         in v.message
 

@@ -146,6 +146,225 @@ def test_8_2_an_early_payment_is_judged_for_its_amount_too(second: str, paid: in
         assert v["PAYOUT_WRONG"].event_id == ev["pay"].event_id  # type: ignore[attr-defined]
 
 
+# --- 2. an election never settled -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("paid", [True, False])
+def test_672a_8_e_even_money_elected_is_paid(paid: bool) -> None:
+    """58 Pa. Code § 672a.8(e)
+
+    > If the player elects to be paid even money, the dealer shall pay out the Blackjack
+    > Wager at odds of 1 to 1
+
+    Elected and never paid: at the round's end, a finding with the amount owed."""
+    sc = TableScript.opened("pa_free_bet", "PA-FB-31")
+    sc.start(1, [1])
+    sc.wager(1, "MAIN", 2000)
+    sc.deal({1: ("A", "K")}, up="A", hole="9")
+    sc.offer_insurance()
+    sc.decide(1, "EVEN_MONEY")
+    if paid:
+        sc.pay(1, "MAIN", 2000)
+    sc.clear(1)
+    sc.insert_hole(False)
+    sc.reveal()
+    sc.finish_round()
+    vs = audit(sc.events)
+    if paid:
+        assert vs == []
+        return
+    v = _by_code(vs)["EVEN_MONEY_SETTLEMENT_WRONG"]
+    assert len(vs) == 1 and v.severity == "CRITICAL" and v.event_id == sc.events[-1].event_id
+    assert "never paid: owed $20.00" in v.message
+
+
+# --- 3. conditions judged on every event that can breach them ----------------------------
+
+
+@pytest.mark.parametrize("pay, clear, found", [
+    ("at once", "at once", None),
+    ("at the end", "at once", "not paid"),  # removed at once, paid only at the end
+    ("at once", "at the end", "not removed"),
+    ("at the end", "at the end", "not paid and not removed"),
+])
+def test_8_1_blackjack_paid_and_removed(pay: str, clear: str, found: str | None) -> None:
+    """NZ Gazette 1996 No 7, Blackjack 8.1
+
+    > the dealer shall announce and pay the blackjack at odds of three to two and shall
+    > remove the player's cards to the discard rack before any player receives a third
+    > card.
+
+    Both: paid and removed. Cards removed but the money left for later breaks it too."""
+    from tests.unit.test_packs_nz_blackjack import _blackjack_against_low_card
+
+    sc, ev = _blackjack_against_low_card(pay=pay, clear=clear)
+    vs = audit(sc.events)
+    if found is None:
+        assert vs == []
+        return
+    v = _by_code(vs)["BLACKJACK_PAID_LATE"]
+    assert len(vs) == 1 and v.event_id == ev["third card"].event_id
+    assert found in v.message
+
+
+def _nz_even_money(*, paid: str, cleared: str) -> tuple[TableScript, dict[str, object]]:
+    """NZ: seat 1's blackjack takes even money against an ace; seat 2 (10 6) hits. The
+    even money is paid and the cards removed "at once" or "late" (after seat 2's card)."""
+    sc = TableScript.opened("nz_blackjack", "NZ-BJ-32")
+    sc.start(1, [1, 2])
+    sc.wager(1, "MAIN", 2000)
+    sc.wager(2, "MAIN", 2000)
+    sc.deal({1: ("A", "K"), 2: ("10", "6")}, up="A")
+    sc.offer_insurance()
+    sc.decide(1, "EVEN_MONEY")
+    ev: dict[str, object] = {}
+    for when in ("at once", "late"):
+        if paid == when:
+            sc.pay(1, "MAIN", 2000)
+        if cleared == when:
+            sc.clear(1)
+        if when == "at once":
+            sc.decide(2, "HIT")
+            ev["card"] = sc.card(2, "2", "C")  # 18
+    sc.decide(2, "STAND")
+    sc.dealer("7", "D")  # A 7: soft 18, the dealer stands
+    sc.give_back(2, "MAIN", 2000)
+    sc.clear(2)
+    sc.finish_round()
+    return sc, ev
+
+
+@pytest.mark.parametrize("paid, cleared, found", [
+    ("at once", "at once", None),
+    ("at once", "late", "its cards not removed"),
+    ("late", "at once", "not paid"),
+])
+def test_8_3_even_money_paid_and_cards_removed_before_further_cards(
+        paid: str, cleared: str, found: str | None) -> None:
+    """NZ Gazette 1996 No 7, Blackjack 8.3
+
+    > The dealer shall then collect the cards of the player and place them in the
+    > discard rack before any further cards are dealt,
+    """
+    sc, ev = _nz_even_money(paid=paid, cleared=cleared)
+    vs = audit(sc.events)
+    if found is None:
+        assert vs == []
+        return
+    v = _by_code(vs)["EVEN_MONEY_CARDS_REMOVED"]
+    assert len(vs) == 1 and v.event_id == ev["card"].event_id  # type: ignore[attr-defined]
+    assert found in v.message and v.citation.endswith("8.3")
+
+
+@pytest.mark.parametrize("late", [False, True])
+def test_2_8_a_1_surrender_against_2_to_9_settled_before_the_reveal(late: bool) -> None:
+    """N.J.A.C. 13:69F-2.8(a)1
+
+    > Should the first card dealt to the dealer be other than an ace or 10-value card,
+    > the dealer shall immediately collect one-half of the wager and return one-half to
+    > the player.
+
+    The only player surrenders against a 9; the hole card is revealed before the
+    surrender is settled: the reveal shows it late."""
+    sc = TableScript.opened("nj_blackjack", "NJ-BJ-36")
+    sc.start(1, [1])
+    sc.wager(1, "MAIN", 2000)
+    sc.deal({1: ("10", "6")}, up="9", hole="8")
+    sc.insert_hole(False)
+    sc.decide(1, "SURRENDER")
+    if not late:
+        sc.collect(1, "MAIN", 1000)
+        sc.give_back(1, "MAIN", 1000)
+        sc.clear(1)
+    reveal = sc.reveal()
+    if late:
+        sc.collect(1, "MAIN", 1000)
+        sc.give_back(1, "MAIN", 1000)
+        sc.clear(1)
+    sc.finish_round()
+    vs = audit(sc.events)
+    if not late:
+        assert vs == []
+        return
+    v = _by_code(vs)["SURRENDER_SETTLEMENT_WRONG"]
+    assert len(vs) == 1 and v.event_id == reveal.event_id
+
+
+# --- 4. stacks judged as wagers ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stacks, ok", [((500, 500), True), ((1000,), True), ((400, 500), False)])
+def test_9_3_insurance_minimum_is_per_wager_not_per_stack(stacks: tuple[int, ...],
+                                                          ok: bool) -> None:
+    """NZ Gazette 1996 No 7, Blackjack 9.3
+
+    > at least the minimum permissible wager,
+
+    Two stacks of 500 are one insurance wager of 1,000, the table minimum: compliant.
+    400 + 500 is under it: void when insurance closes (the first card after the initial
+    deal), and handed back."""
+    sc = TableScript.opened("nz_blackjack", "NZ-BJ-37")
+    sc.start(1, [1])
+    sc.wager(1, "MAIN", 2000)
+    sc.deal({1: ("10", "8")}, up="A")
+    sc.offer_insurance()
+    for amount in stacks:
+        sc.wager(1, "INSURANCE", amount)
+    sc.decide(1, "STAND")
+    closing = sc.dealer("7", "D")  # A 7: soft 18
+    if ok:
+        sc.collect(1, "INSURANCE", sum(stacks))
+    sc.give_back(1, "MAIN", 2000)
+    if not ok:
+        sc.give_back(1, "INSURANCE", sum(stacks))
+    sc.clear(1)
+    sc.finish_round()
+    vs = audit(sc.events)
+    if ok:
+        assert vs == []
+        return
+    v = _by_code(vs)["INSURANCE_UNDER_MINIMUM"]
+    assert len(vs) == 1 and v.event_id == closing.event_id and "$9.00" in v.message
+
+
+@pytest.mark.parametrize("order, ok", [
+    (("MAIN", "BONUS", "MAIN"), True),  # 1,000 + bonus 2,000 + 1,000: level at the close
+    (("MAIN", "BONUS"), False),  # 1,000 and a bonus of 2,000
+])
+def test_2_25_c_bonus_cap_judged_when_bets_close(order: tuple[str, ...], ok: bool) -> None:
+    """N.J.A.C. 13:69F-2.25(c)
+
+    > shall not exceed the lesser of the player's wager pursuant to 13:69F-2.3(a)
+
+    The blackjack wager is the sum of its stacks when bets close (the seat's first card):
+    a main stack placed after the bonus counts."""
+    sc = TableScript.opened("nj_blackjack", "NJ-BJ-38", bonus_wager_max=None)
+    sc.start(1, [1])
+    for kind in order:
+        sc.wager(1, kind, 2000 if kind == "BONUS" else 1000)
+    main = 1000 * order.count("MAIN")
+    first = sc.card(1, "10", "S")
+    sc.dealer("10", "H")
+    sc.card(1, "8", "D")
+    sc.dealer("7", "C", face_up=False)
+    sc.insert_hole(False)
+    sc.decide(1, "STAND")
+    sc.reveal()
+    if ok:
+        sc.collect(1, "BONUS", 2000)
+    else:
+        sc.give_back(1, "BONUS", 2000)
+    sc.pay(1, "MAIN", main)
+    sc.clear(1)
+    sc.finish_round()
+    vs = audit(sc.events)
+    if ok:
+        assert vs == []
+        return
+    v = _by_code(vs)["BONUS_WAGER_AMOUNT"]
+    assert len(vs) == 1 and v.event_id == first.event_id
+
+
 # --- 5. ratios compared by value ----------------------------------------------------------
 
 

@@ -96,7 +96,7 @@ def test_rate() -> None:
 SEEN_ON: dict[str, tuple[type, str | None]] = {
     "INSURANCE_NOT_AVAILABLE": (WagerPlaced, "INSURANCE"),
     "INSURANCE_OVER_LIMIT": (WagerPlaced, "INSURANCE"),
-    "INSURANCE_UNDER_MINIMUM": (WagerPlaced, "INSURANCE"),
+    "INSURANCE_UNDER_MINIMUM": (CardDealt, None),  # insurance closes: 9.3
     "INSURANCE_TOO_EARLY": (WagerPlaced, "INSURANCE"),
     "INSURANCE_TOO_LATE": (WagerPlaced, "INSURANCE"),
     "INSURANCE_ON_MATCH_WAGER": (WagerPlaced, "INSURANCE"),

@@ -52,24 +52,27 @@ def without_main(r: Round, ev: Event) -> Finding | None:
 
 
 def amount(r: Round, ev: Event) -> Finding | None:
+    """2.25(c) "any maximum amount established by the casino licensee and posted": on the
+    stack that takes the standing wager (its stacks together) over it. The cap of the
+    blackjack wager is judged when bets close (`at_close`): the main wager may still
+    grow before the first card."""
     p = _bonus(ev)
-    main = None if p is None else r.main_of(p.seat, 0)
-    if p is None or main is None:
+    posted = r.rules.bonus_wager_max
+    if p is None or posted is None or r.main_of(p.seat, 0) is None:
         return None
     total = r.standing_with(p)  # two stacks on one spot are one wager
-    posted = r.rules.bonus_wager_max
-    cap = main.amount if posted is None else min(main.amount, posted)
-    if total > cap:
-        limit = (f"the blackjack wager {c(main.amount)}" if cap == main.amount
-                 else f"the posted maximum {c(cap)}")
-        return Finding(f"bonus wager of {c(total)} exceeds {limit}", p.seat, p.hand)
-    return None
+    if total <= posted:
+        return None
+    return Finding(f"bonus wager of {c(total)} exceeds the posted maximum {c(posted)}",
+                   p.seat, p.hand)
 
 
-def under_minimum(r: Round, ev: Event) -> Finding | None:
-    """2.25(c) "at least $1.00": judged on the standing wager (every stack on the spot)
-    once bets are closed, at the seat's first card; a stack under $1.00 that another
-    brings over it is no finding. The wager is then void."""
+def at_close(r: Round, ev: Event) -> Finding | None:
+    """2.25(c) "at least $ 1.00 but shall not exceed the lesser of the player's wager":
+    the bonus wager and the blackjack wager are each the sum of their stacks when bets
+    close, at the seat's first card; a stack under $1.00 that another brings over it, or
+    a bonus over a main wager that a later stack brings level, is no finding. The bonus
+    wager is then void (judged whole: no one stack passed the cap)."""
     p = ev.payload
     if not isinstance(p, CardDealt) or p.to != "PLAYER" or p.seat is None:
         return None
@@ -77,10 +80,16 @@ def under_minimum(r: Round, ev: Event) -> Finding | None:
     if h is None or h.ranks:
         return None  # not the seat's first card
     w = r.side.get((p.seat, 0, "BONUS"))
-    if w is None or w.settled or w.amount >= MIN_BONUS:
+    main = h.wagers.get("MAIN") if (p.hand or 0) == 0 else None
+    if w is None or w.settled:
         return None
-    return Finding(f"bonus wager of {c(w.amount)} is under the {c(MIN_BONUS)} minimum",
-                   p.seat, 0, void_wager="BONUS")
+    if w.amount < MIN_BONUS:
+        return Finding(f"bonus wager of {c(w.amount)} is under the {c(MIN_BONUS)} minimum",
+                       p.seat, 0, void_wager="BONUS")
+    if main is not None and w.amount > main.amount:
+        return Finding(f"bonus wager of {c(w.amount)} exceeds the blackjack wager "
+                       f"{c(main.amount)} when bets closed", p.seat, 0, void_wager="BONUS")
+    return None
 
 
 def _two_under_17(r: Round) -> bool:
@@ -169,5 +178,11 @@ def never_settled(r: Round, ev: Event) -> Finding | None:
     if _two_under_17(r):
         return None
     for (seat, hand, _), w in r.open_side("BONUS"):
-        return Finding(f"bonus wager {c(w.amount)} never settled", seat, hand)
+        try:
+            exp = settle_bonus(w.amount, r.dealer_ranks[:3], r.dealer_suits[:3],
+                               pay_table=_pay_table(r))
+            tail = f"; expected {expected_text(exp)}"
+        except ValueError:
+            tail = ""
+        return Finding(f"bonus wager {c(w.amount)} never settled{tail}", seat, hand)
     return None

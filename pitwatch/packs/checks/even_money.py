@@ -44,6 +44,18 @@ def settlement_wrong(r: Round, ev: Event) -> Finding | None:
                    f"{expected_text(exp)} (1 to 1)", p.seat, p.hand)
 
 
+def never_paid(r: Round, ev: Event) -> Finding | None:
+    """At RoundEnded: even money elected and never paid. The election settles the hand
+    at 1 to 1 (PA 672a.8(e), NZ 8.3), so the player is owed the wager once more."""
+    for h in r.hands.values():
+        w = h.wagers.get("MAIN") if h.even_money else None
+        if w is None or w.settled:
+            continue
+        return Finding(f"even money elected on {c(w.amount)} never paid: owed "
+                       f"{c(settle_even_money(w.amount).payout)} (1 to 1)", h.seat, h.hand)
+    return None
+
+
 def cards_removed(r: Round, ev: Event) -> Finding | None:
     p = ev.payload
     if not isinstance(p, CardsCleared) or p.seat is None:
@@ -92,9 +104,30 @@ def blackjack_paid_late(r: Round, ev: Event) -> Finding | None:
             or r.up_ace_or_ten:
         return None
     for h in r.hands.values():
-        if h.blackjack and not h.cleared:
-            base = h.base
-            state = "not paid" if base is None or base.paid == 0 else "not removed"
+        base = h.base
+        paid = base is not None and base.settled
+        if h.blackjack and not (paid and h.cleared):
+            state = " and ".join(w for w, done in (("not paid", paid),
+                                                  ("not removed", h.cleared)) if not done)
             return Finding(f"blackjack against a {r.up_card} up card {state} before a further "
                            "card was dealt", h.seat, h.hand)
+    return None
+
+
+def not_removed_after_even_money(r: Round, ev: Event) -> Finding | None:
+    """NZ 8.3: even money is paid "immediately", and "The dealer shall then collect the
+    cards of the player ... before any further cards are dealt": a card (to a player or
+    the dealer) while an even-money hand is unpaid or still on the layout is late. The
+    text's exception (several persons wagering on one box) cannot be seen in the record."""
+    p = ev.payload
+    if not isinstance(p, CardDealt) or not r.initial_complete:
+        return None
+    for h in r.hands.values():
+        w = h.wagers.get("MAIN") if h.even_money else None
+        if w is None or (w.settled and h.cleared):
+            continue
+        state = " and ".join(s for s, done in (("not paid", w.settled),
+                                              ("its cards not removed", h.cleared)) if not done)
+        return Finding(f"even money taken on {c(w.amount)} but {state} before a further card "
+                       "was dealt", h.seat, h.hand)
     return None

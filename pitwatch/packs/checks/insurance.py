@@ -132,16 +132,24 @@ def over_half(r: Round, ev: Event) -> Finding | None:
 
 
 def under_minimum(r: Round, ev: Event) -> Finding | None:
-    p = _insurance(ev)
-    if p is None:
+    """NZ 9.3-9.4: the insurance wager (every stack on its spot: one wager) at least the
+    table minimum, and an amount whose win can be paid in chips. Judged when insurance
+    closes, on the first card after the initial deal ("prior to any additional cards
+    being dealt"), while a second stack can still come before: a stack under the minimum
+    that another brings over it is no finding. The wager is then void."""
+    p = ev.payload
+    if not isinstance(p, CardDealt) or not r.initial_complete:
         return None
-    if p.amount < r.rules.min_wager:
-        return Finding(f"insurance {c(p.amount)} is below the table minimum "
-                       f"{c(r.rules.min_wager)}", p.seat, p.hand)
-    win = pay(p.amount, r.rules.insurance_pays)
-    if win % max(r.rules.chip_unit, 1):
-        return Finding(f"insurance {c(p.amount)} would win {c(win)}, which cannot be paid in "
-                       f"chips of {c(r.rules.chip_unit)}", p.seat, p.hand)
+    for (seat, hand, _), w in r.open_side("INSURANCE"):
+        if w.amount < r.rules.min_wager:
+            return Finding(f"insurance of {c(w.amount)} (its stacks together) is below the "
+                           f"table minimum "
+                           f"{c(r.rules.min_wager)}", seat, hand, void_wager="INSURANCE")
+        win = pay(w.amount, r.rules.insurance_pays)
+        if win % max(r.rules.chip_unit, 1):
+            return Finding(f"insurance of {c(w.amount)} would win {c(win)}, which cannot "
+                           f"be paid in chips of {c(r.rules.chip_unit)}", seat, hand,
+                           void_wager="INSURANCE")
     return None
 
 
