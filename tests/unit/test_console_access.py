@@ -1,0 +1,261 @@
+"""The console's doors: logins and roles, sessions, CSRF and the Host header, single
+sign-on; ids of every kind the contract allows in every URL; and what a page and an
+action do while the store does not answer."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, unquote
+
+import pytest
+from aiohttp.test_utils import TestClient
+
+from console.accounts import Accounts
+from pitwatch.audit.run import audit_events
+from pitwatch.store.embedded import EmbeddedStore
+from producers.simulate import Floor
+
+from .test_console_views import PASSWORD, Flaky, login, post, serve, snapshot, users_file
+from .test_console_views import store_dir as store_dir  # the fixture, shared
+
+#: the longest table id the contract allows, with "/" and spaces in it
+LONG = ("PIT 3/BJ-01 " * 11)[:128]
+
+
+@pytest.fixture(scope="module")
+def long_ids(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One table named LONG whose round ids are 128 characters with '/', '#', '?', '%'."""
+    path = tmp_path_factory.mktemp("console-long-ids")
+
+    def rename(ev: Any) -> Any:
+        rid = None if ev.round_id is None else LONG[:118] + "#" + ev.round_id[-6:] + "?%"
+        return dataclasses.replace(ev, table_id=LONG, round_id=rid,
+                                   device_id=LONG[:100] + ev.device_id[len(ev.table_id):])
+
+    events = [rename(e) for e in Floor(1, 4, seed=3, inject=0.5, sign=False).events()]
+    store = EmbeddedStore(path)
+    try:
+        store.setup()
+        audit_events(events, store=store)
+        store.dedupe()
+    finally:
+        store.close()
+    return path
+
+
+def test_pages_need_a_login_and_a_wrong_password_is_refused(store_dir: Path) -> None:
+    """Users log in ... Sessions and logout."""
+    async def check(client: TestClient[Any, Any]) -> None:
+        resp = await client.get("/floor", allow_redirects=False)
+        assert resp.status == 302
+        assert unquote(resp.headers["Location"]) == "/login?next=/floor"
+        resp = await client.get("/api/feed")
+        assert resp.status == 401 and (await resp.json())["login"] == "/login"
+        assert (await client.get("/api/health")).status == 200  # monitors need no login
+        form = await (await client.get("/login")).text()
+        token = form.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+        bad = {"csrf": token, "next": "/", "user": "operator", "password": "nope"}
+        resp = await client.post("/login", data=bad, allow_redirects=False)
+        assert resp.status == 401 and "Wrong user name or password" in await resp.text()
+        resp = await client.post("/login", data={**bad, "csrf": "forged"},
+                                 allow_redirects=False)
+        assert resp.status == 403
+        for _ in range(4):
+            await client.post("/login", data=bad, allow_redirects=False)
+        resp = await client.post("/login", data={**bad, "password": PASSWORD},
+                                 allow_redirects=False)
+        assert resp.status == 429 and "wait" in await resp.text()  # locked for a while
+        # an open redirect is not: next= only a path of the console
+        await login(client, "viewer")
+        html = await (await client.get("/")).text()
+        assert 'name="pitwatch-user" content="viewer"' in html
+        resp = await client.post("/logout", data={"csrf": "wrong"}, allow_redirects=False)
+        assert resp.status == 403
+        page = await (await client.get("/triage")).text()
+        csrf = page.split('name="pitwatch-csrf" content="', 1)[1].split('"', 1)[0]
+        resp = await client.post("/logout", data={"csrf": csrf}, allow_redirects=False)
+        assert resp.status == 302 and resp.headers["Location"] == "/login"
+        assert (await client.get("/", allow_redirects=False)).status == 302
+
+    serve(store_dir, check, user=None)
+
+
+def test_each_role_does_what_it_may_and_no_more(store_dir: Path) -> None:
+    """Roles are operator, supervisor, investigator and viewer."""
+    outcomes: dict[str, list[int]] = {}
+
+    def as_role(role: str) -> Any:
+        async def check(client: TestClient[Any, Any]) -> None:
+            crit = (await snapshot(client, "?severity=HIGH"))["alerts"]
+            vid = next(a["violation_id"] for a in crit if a["table_id"] == {
+                "viewer": "AC-BJ-01", "operator": "AC-SW-02", "investigator": "PH-FB-03",
+                "supervisor": "AK-BJ-04"}[role])
+            got = []
+            for body in ({"action": "acknowledge"}, {"action": "note", "note": "seen"},
+                         {"action": "assign", "assignee": "ana"},
+                         {"action": "close", "disposition": "referred"},
+                         {"action": "reopen"}):
+                resp = await post(client, {"violation_id": vid, **body})
+                got.append(resp.status)
+                if resp.status == 403:
+                    assert f"a {role} may not" in (await resp.json())["error"]
+            outcomes[role] = got
+        return check
+
+    for role in ("viewer", "operator", "investigator", "supervisor"):
+        serve(store_dir, as_role(role), user=role)
+    assert outcomes == {
+        "viewer": [403, 403, 403, 403, 403],
+        "operator": [201, 201, 403, 403, 403],
+        "investigator": [201, 201, 201, 201, 403],
+        "supervisor": [201, 201, 201, 201, 201],
+    }
+
+
+def test_a_request_for_another_host_name_is_refused(store_dir: Path) -> None:
+    """the Host header checked"""
+    async def check(client: TestClient[Any, Any]) -> None:
+        resp = await client.get("/", headers={"Host": "attacker.example"})
+        assert resp.status == 421 and "not served as" in await resp.text()
+        resp = await client.get("/api/health", headers={"Host": "attacker.example:8080"})
+        assert resp.status == 421
+        assert (await client.get("/", headers={"Host": "localhost:8080"})).status == 200
+
+    serve(store_dir, check)
+
+
+def test_single_sign_on_trusts_the_header_from_the_proxy_only(store_dir: Path) -> None:
+    """Where a site already has single sign-on, a configured trusted reverse-proxy
+    header ... is used instead."""
+    async def trusted(client: TestClient[Any, Any]) -> None:
+        html = await (await client.get("/", headers={"X-Remote-User": "operator"})).text()
+        assert 'name="pitwatch-user" content="operator"' in html
+        assert 'name="pitwatch-role" content="operator"' in html  # its account's role
+        html = await (await client.get("/", headers={"X-Remote-User": "zoe",
+                                                     "X-Remote-Role": "investigator"})).text()
+        assert 'name="pitwatch-role" content="investigator"' in html
+        html = await (await client.get("/", headers={"X-Remote-User": "yan",
+                                                     "X-Remote-Role": "root"})).text()
+        assert 'name="pitwatch-role" content="viewer"' in html
+
+    serve(store_dir, trusted, user=None, sso_header="X-Remote-User",
+          sso_proxies=("127.0.0.1",), sso_role_header="X-Remote-Role")
+
+    async def untrusted(client: TestClient[Any, Any]) -> None:
+        resp = await client.get("/", headers={"X-Remote-User": "supervisor"},
+                                allow_redirects=False)
+        assert resp.status == 302  # the header from anyone else: a login is needed
+
+    serve(store_dir, untrusted, user=None, sso_header="X-Remote-User",
+          sso_proxies=("10.0.0.9",))
+
+
+def test_a_removed_user_is_logged_out_and_a_new_role_holds_at_once(store_dir: Path,
+                                                                   tmp_path: Path) -> None:
+    async def check(client: TestClient[Any, Any]) -> None:
+        accounts = Accounts(users_file(store_dir))
+        accounts.add("temp", "viewer", PASSWORD)
+        await login(client, "temp")
+        accounts.add("temp", "operator", PASSWORD)
+        html = await (await client.get("/")).text()
+        assert 'name="pitwatch-role" content="operator"' in html
+        accounts.remove("temp")
+        assert (await client.get("/", allow_redirects=False)).status == 302
+
+    serve(store_dir, check, user=None)
+
+
+def test_accounts_file_keeps_argon2_hashes_only_and_refuses_weak_setups(
+        tmp_path: Path) -> None:
+    accounts = Accounts(tmp_path / "users.json")
+    accounts.add("ana", "supervisor", "a long enough password")
+    raw = (tmp_path / "users.json").read_text()
+    assert "a long enough password" not in raw and "$argon2id$" in raw
+    assert (tmp_path / "users.json").stat().st_mode & 0o777 == 0o600
+    assert accounts.verify("ana", "a long enough password") is not None
+    assert accounts.verify("ana", "wrong") is None and accounts.verify("bo", "x") is None
+    with pytest.raises(ValueError, match="at least 12"):
+        accounts.add("bo", "viewer", "short")
+    with pytest.raises(ValueError, match="role must be one of"):
+        accounts.add("bo", "admin", "a long enough password")
+    with pytest.raises(ValueError, match="a user name"):
+        accounts.add("<script>", "viewer", "a long enough password")
+    (tmp_path / "users.json").chmod(0o644)
+    with pytest.raises(PermissionError, match="chmod 600"):
+        Accounts(tmp_path / "users.json").all()
+
+
+def test_a_128_character_id_with_slashes_and_spaces_works_in_every_url(
+        long_ids: Path) -> None:
+    """every id the contract allows works in every URL (encoded), page and API call"""
+    async def check(client: TestClient[Any, Any]) -> None:
+        floor = await (await client.get("/floor")).text()
+        href = f'/tables/{quote(LONG, safe="")}'
+        assert f'href="{href}"' in floor
+        table = await client.get(href)
+        assert table.status == 200
+        html = await table.text()
+        assert "PIT 3/BJ-01 PIT 3/BJ-01" in html
+        rounds = [a.split('"', 1)[0] for a in html.split('href="/rounds/')[1:]]
+        assert len(rounds) == 4
+        for r in rounds:
+            resp = await client.get(f"/rounds/{r}")
+            assert resp.status == 200, r
+        snap = await snapshot(client, "?table=" + quote(LONG, safe=""))
+        assert snap["alerts"] and {a["table_id"] for a in snap["alerts"]} == {LONG}
+        crit = next(a for a in snap["alerts"] if a["severity"] == "CRITICAL")
+        resp = await client.get(f"/violations/{quote(crit['violation_id'], safe='')}",
+                                allow_redirects=False)
+        assert resp.headers["Location"].startswith(f"/rounds/{quote(crit['round_id'], safe='')}")
+        resp = await post(client, {"violation_id": crit["violation_id"],
+                                   "action": "acknowledge"})
+        assert resp.status == 201
+        found = await (await client.get("/api/search", params={
+            "table": LONG, "round": crit["round_id"]})).json()
+        assert found["total"] >= 1 and found["counts"]["CRITICAL"] == 1
+
+    serve(long_ids, check)
+
+
+def test_store_down_pages_are_held_as_of_and_actions_refused_with_a_message(
+        store_dir: Path) -> None:
+    """Pages degrade to the last data they had, marked "as of", never a 500. An action
+    during an outage is refused with a message, never lost."""
+    flaky = Flaky(store_dir)
+
+    async def check(client: TestClient[Any, Any]) -> None:
+        fresh = await (await client.get("/tables/AC-BJ-01")).text()
+        vid = (await snapshot(client, "?severity=CRITICAL"))["alerts"][0]["violation_id"]
+        flaky.down = True
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 10  # the banner's promise: within 10 s
+        while (await client.get("/api/health")).status != 503:
+            assert loop.time() < deadline, "the outage was not noticed"
+            await asyncio.sleep(0.05)
+        health = await (await client.get("/api/health")).json()
+        assert health["store"] == "down" and "Connection refused" in health["store_error"]
+        held = await client.get("/tables/AC-BJ-01")
+        assert held.status == 200
+        text = await held.text()
+        assert "the last copy held, as of" in text and "AC-BJ-01-000001" in text
+        assert fresh.count("/rounds/") == text.count("/rounds/")
+        never = await client.get("/tables/AC-SW-02")  # never seen: said so, no 500
+        assert never.status == 503 and "holds no earlier copy" in await never.text()
+        resp = await post(client, {"violation_id": vid, "action": "escalate"})
+        assert resp.status == 503
+        body = await resp.json()
+        assert "NOT recorded: 1" in body["error"] and body["not_recorded"] == [vid]
+        status = await (await client.get("/api/status")).json()
+        assert status["store"] == "down" and status["pinned"] is None
+        flaky.down = False
+        deadline = loop.time() + 10
+        while (await client.get("/api/health")).status != 200:
+            assert loop.time() < deadline
+            await asyncio.sleep(0.05)
+        resp = await post(client, {"violation_id": vid, "action": "escalate"})
+        assert resp.status == 201
+
+    serve(store_dir, check, store=flaky, probe_every=0.1)
