@@ -19,6 +19,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -228,8 +229,10 @@ def software_version() -> str:
         return "unknown"
 
 
+@cache
 def software_commit() -> str | None:
-    """The git commit of the checkout this software runs from, when it runs from one."""
+    """The git commit of the checkout this software runs from, when it runs from one
+    (read once a process: the code it runs was loaded then)."""
     here = Path(__file__).resolve().parent.parent
     if not (here / ".git").exists():
         return None

@@ -137,9 +137,11 @@ def _round(case: Case, rb: Rebuilt) -> str:
         h += [_finding(f, rb) for f in elsewhere]
     h.append("<h3>Digest chains</h3><table><tr><th>device</th><th>verdict</th></tr>")
     for c in rb.chains.values():
-        cls = "bad" if c.breaks else "ok"
+        cls = "bad" if c.breaks or c.uncovered else "ok" if c.signs else "warn"
+        ids = ("" if not c.uncovered_ids else "<br>events no signature covers: "
+               '<span class="mono">' + ", ".join(map(escape, c.uncovered_ids)) + "</span>")
         h.append(f'<tr><td>{escape(c.device_id)}</td><td class="{cls}">'
-                 f'{escape(c.verdict)}</td></tr>')
+                 f'{escape(c.verdict)}{ids}</td></tr>')
     h.append("</table>")
     return "\n".join(h)
 

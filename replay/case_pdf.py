@@ -168,9 +168,13 @@ def _round(case: Case, rb: Rebuilt, width: float) -> list[Any]:
             flow += _finding(f, rb)
     chain_rows = [[_p("<b>device</b>", SMALL), _p("<b>digest chain verdict</b>", SMALL)]]
     for c in rb.chains.values():
-        colour = "#aa0000" if c.breaks else "#006600"
+        colour = ("#aa0000" if c.breaks or c.uncovered else
+                  "#006600" if c.signs else "#9a5b00")
+        ids = ("" if not c.uncovered_ids else
+               "<br/>events no signature covers: " + _e(", ".join(c.uncovered_ids)))
         chain_rows.append([_p(_e(c.device_id), SMALL),
-                           _p(f'<font color="{colour}"><b>{_e(c.verdict)}</b></font>', SMALL)])
+                           _p(f'<font color="{colour}"><b>{_e(c.verdict)}</b></font>{ids}',
+                              SMALL)])
     ct = Table(chain_rows, colWidths=[50 * mm, width - 50 * mm])
     ct.setStyle(GRID)
     flow.append(KeepTogether([_p("Digest chains", H3), ct]))
