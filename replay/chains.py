@@ -203,10 +203,13 @@ class Chains:
     def cover(self) -> None:
         """Once everything is read: fill in each judged chain of a signing device with
         its round's events that no valid signature covers."""
+        known: dict[tuple[str, int], set[int]] = {}
         for c in self.judged:
             if not c.signs:
                 continue
-            covered = {g: self.covered(c.device_id, g) for g in {g for g, _, _ in c.members}}
-            missing = [(s, e) for g, s, e in c.members if s not in covered[g]]
+            for g in {g for g, _, _ in c.members}:
+                if (c.device_id, g) not in known:
+                    known[c.device_id, g] = self.covered(c.device_id, g)
+            missing = [(s, e) for g, s, e in c.members if s not in known[c.device_id, g]]
             c.uncovered = [s for s, _ in missing]
             c.uncovered_ids = [e for _, e in missing]
