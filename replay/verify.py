@@ -33,6 +33,7 @@ from .case import (
     Case,
     Selection,
     finding_json,
+    software,
 )
 from .keys import registry_from_bytes
 from .rebuild import Rebuilt, TableRebuild, pinned
@@ -249,6 +250,12 @@ def verify(folder: Path, pinned_key: bytes | None = None) -> tuple[int, Outcome]
     out.lines.insert(0, f"case {number or '(no case number)'}: {len(case.rounds)} round(s), "
                      f"made {doc.get('generated_at')} by {made.get('operator')} "
                      f"on {made.get('host')} with pitwatch {made.get('version')}")
+    mine = software()
+    if (made.get("version"), made.get("commit")) != (mine["version"], mine["commit"]):
+        out.lines.insert(1, f"re-audited with pitwatch {mine['version']}"
+                         + (f" (commit {mine['commit']})" if mine["commit"] else "")
+                         + f", not the case's {made.get('version')}"
+                         + (f" (commit {made.get('commit')})" if made.get("commit") else ""))
     if not out.reproduced:
         return NOT_REPRODUCED, out
     return (VERIFIED if out.signed else UNSIGNED), out
