@@ -27,9 +27,10 @@ from ..store.history import (
     books_open,
     continue_history,
     open_rounds,
+    recent_positions,
     resume_state,
 )
-from ..store.order import STRIDE, Positions, table_clock
+from ..store.order import STRIDE, WINDOW, Positions, table_clock
 from ..store.rows import round_row, state_row, violation_row
 
 #: A round is incomplete once a later event of its table carries a device ts this much
@@ -239,6 +240,10 @@ def audit_events(
     # tens of milliseconds, and a fresh store has none)
     stored = stored_tables(store) if store is not None else set()
     clocks = positions.tables
+    #: of each table resumed from the store, its last stored events' positions: a
+    #: resumed record clock's window of recent ids starts empty, and a redelivery of one
+    #: of them keeps its place as in one run (the table is among `stored_again`)
+    recent: dict[str, dict[str, int]] = {}
     if writer is not None:
         add_at, held = writer.hand_over()
     n = 0
@@ -255,8 +260,17 @@ def audit_events(
                     known.load(ev.table_id)
                     continue_history(store, auditor.table(ev.table_id), ev)  # type: ignore[arg-type]
                     clock = positions.clock(ev)  # resumed from the store
+                    recent[ev.table_id] = recent_positions(
+                        store, ev.table_id, clock.total * STRIDE + clock.extra, WINDOW)  # type: ignore[arg-type]
                 else:  # nothing stored: the table's record clock starts at 0
                     clock = clocks[ev.table_id] = table_clock()
+            if recent:
+                was = recent.get(ev.table_id)
+                at = None if was is None else was.get(ev.event_id)
+                if at is not None:  # a redelivery of a stored event
+                    auditor.feed(ev)
+                    writer.add_event(ev, at)
+                    continue
             pos = add_at(clock, ev)  # its position on the clock, and its row handed over
             auditor.feed(ev)
             if pos is not None:  # not taken in C: the writer keeps it

@@ -238,3 +238,14 @@ def open_rounds(store: Store) -> list[OpenRound]:
         "SELECT table_id, argMax(open_round, pos) AS r, argMax(open_since_ms, pos) AS since, "
         "argMax(closed, pos) AS c FROM audit_states FINAL GROUP BY table_id "
         "HAVING r != '' AND c = 0 ORDER BY since, table_id")]
+
+
+def recent_positions(store: Store, table_id: str, upto: int, n: int) -> dict[str, int]:
+    """The positions of the table's last `n` stored events up to position `upto`, by
+    event id: what a record clock that had met them would hold in its window of recent
+    ids (`order.WINDOW`), so that a redelivery of one of them in a later run keeps its
+    place, as in one run."""
+    return {r["event_id"]: int(r["pos"]) for r in store.query(
+        "SELECT event_id, pos FROM events FINAL WHERE table_id = {t:String} AND "
+        "pos <= {p:UInt64} ORDER BY pos DESC LIMIT {n:UInt64}",
+        {"t": table_id, "p": upto, "n": n})}

@@ -232,6 +232,22 @@ def test_the_same_batch_again_reports_nothing_new(
         assert _rows(store) == whole.final_rows
 
 
+def test_a_batchs_events_sent_again_inside_the_next_keep_their_places(
+        floor: tuple[list[Event], KeyRegistry, int], tmp_path: Path) -> None:
+    """A gateway sends the end of yesterday's log again inside today's: each of those
+    events is a redelivery, and keeps its position, as in one audit of both."""
+    events, keys, _ = floor
+    cut = len(events) // 2
+    first, second = events[:cut], events[cut:cut + 40] + events[cut - 5:cut] + events[cut + 40:]
+    with _store(tmp_path / "one") as store:
+        audit_events(first + second, store=store, keys=keys)
+        want = _rows(store)
+    with _store(tmp_path / "two") as store:
+        audit_events(first, store=store, keys=keys, finish=False)
+        audit_events(second, store=store, keys=keys)
+        assert _rows(store) == want
+
+
 def test_final_with_an_earlier_batch_again_closes_the_books_where_the_store_stands(
         floor: tuple[list[Event], KeyRegistry, int], tmp_path: Path) -> None:
     """`--final` closes the store's books, not the re-run's: a batch audited again
