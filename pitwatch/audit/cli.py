@@ -24,6 +24,7 @@ from ..events.keys import (
     registry_path,
 )
 from ..spreadsheet import csv_row
+from ..store import registry_pin
 from ..store.embedded import holds_store
 from ..store.process import StoreProcess
 from ..store.readonly import check_read_only, run_read_only
@@ -112,8 +113,9 @@ or a key registry that cannot be read."""
                        help="key registry (JSON: device -> Ed25519 public keys): every device "
                        "in it must sign its chain, or SIGNATURE_INVALID (HIGH). Default: "
                        f"${KEYS_ENV}, else {KEYS_FILE} beside the input (in a directory "
-                       "named, or beside a file named); without one the summary says "
-                       f"{NOT_CHECKED!r}")
+                       "named, or beside a file named), else the one the store was last "
+                       "audited against (kept as DATA/keys.json); without one the summary "
+                       f"says {NOT_CHECKED!r}")
         p.add_argument("--require-signatures", action="store_true",
                        help="refuse to audit without a key registry (exit 2): for cron and "
                        "CI, where an audit whose signatures were not checked must not pass")
@@ -136,6 +138,8 @@ or a key registry that cannot be read."""
             return 2
         try:
             keys_file = registry_path(args.keys, args.paths)
+            if keys_file is None and not args.no_store:
+                keys_file = registry_pin.pinned(args.data)  # the store's, from an earlier audit
             keys = None if keys_file is None else KeyRegistry.load(keys_file)
         except KeyRegistryError as e:
             print(f"pitwatch audit: {e}", file=sys.stderr)
@@ -193,7 +197,12 @@ or a key registry that cannot be read."""
                     if rep.rejected else "no events in " + ", ".join(args.paths))
             print(f"pitwatch audit: nothing audited: {what}", file=sys.stderr)
             return 2
+        # the store keeps the registry it was audited against, once the audit is done
+        replaced = None if keys is None or args.no_store else registry_pin.pin(data, keys.raw)
         report.summary(rep, sys.stderr if jsonl else out, keys, keys_file)
+        if replaced is not None:
+            print(f"key registry CHANGED since this store's last audit (it was sha256 "
+                  f"{replaced}): the store now holds this one", file=sys.stderr if jsonl else out)
         if rep.rejected:
             print(f"rejects: {rejects_path}", file=sys.stderr if jsonl else out)
         if not args.no_store:

@@ -141,8 +141,9 @@ class KeyRegistry:
         #: device the registry does not name is a stranger)
         self.unsigned_devices = unsigned_devices
         self._loaded: dict[bytes, Ed25519PublicKey] = {}
-        #: SHA-256 (hex) of the file it was loaded from (`load`), else of its JSON form
-        self.sha256 = hashlib.sha256(self.dumps()).hexdigest()
+        #: the file it was loaded from (`load`), else its JSON form, and its SHA-256 (hex)
+        self.raw = self.dumps()
+        self.sha256 = hashlib.sha256(self.raw).hexdigest()
 
     def signs(self, device_id: str) -> bool:
         """Whether the device is in the registry (and so must sign its chain)."""
@@ -242,7 +243,7 @@ class KeyRegistry:
         except orjson.JSONDecodeError as e:
             raise KeyRegistryError(f"{path}: not JSON: {e}") from e
         registry = cls.from_json(data, str(path))
-        registry.sha256 = hashlib.sha256(raw).hexdigest()
+        registry.raw, registry.sha256 = raw, hashlib.sha256(raw).hexdigest()
         return registry
 
 

@@ -148,3 +148,35 @@ def test_the_worker_refuses_to_start_without_a_registry_when_told_to(tmp_path: P
     assert r.stderr.strip() == ("pitwatch worker: --require-signatures: no key registry "
                                 "(--keys FILE or $PITWATCH_KEYS): signatures NOT CHECKED, "
                                 "so the worker did not start")
+
+
+def test_the_store_keeps_its_registry_and_checks_against_it_when_none_is_named(
+        tmp_path: Path) -> None:
+    """"Where a registry exists (beside the floor, configured, or in the store),
+    signatures are checked"."""
+    r = _pitwatch("simulate", "--tables", "1", "--rounds", "3", "--seed", "5", "--quiet",
+                  "--out", "floor", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    first = (tmp_path / "floor" / "keys.json").read_bytes()
+    a = _pitwatch("audit", "floor", "--data", "d", "--quiet", cwd=tmp_path)
+    assert a.returncode == 0, a.stderr
+    assert (tmp_path / "d" / "keys.json").read_bytes() == first
+    (tmp_path / "floor" / "keys.json").rename(tmp_path / "keys.json")
+    again = _pitwatch("audit", "floor", "--data", "d", "--quiet", cwd=tmp_path)
+    assert "signatures: verified; 4 device(s)" in again.stdout
+    assert f"key registry: d/keys.json, sha256 {hashlib.sha256(first).hexdigest()}" \
+        in again.stdout
+    judged_alone = _pitwatch("audit", "floor", "--data", "d", "--no-store", "--quiet",
+                             cwd=tmp_path)
+    assert "signatures NOT CHECKED" in judged_alone.stdout
+    other = orjson.loads(first)
+    other["unsigned_devices"] = ["AC-BJ-09-shoe"]  # the same keys, one device let unsigned
+    (tmp_path / "other.json").write_bytes(orjson.dumps(other))
+    changed = _pitwatch("audit", "floor", "--data", "d", "--quiet", "--keys", "other.json",
+                        cwd=tmp_path)
+    assert changed.returncode == 0, changed.stderr
+    assert ("key registry CHANGED since this store's last audit (it was sha256 "
+            f"{hashlib.sha256(first).hexdigest()}): the store now holds this one"
+            ) in changed.stdout
+    assert (tmp_path / "d" / "keys.json").read_bytes() == \
+        (tmp_path / "other.json").read_bytes()
