@@ -395,8 +395,9 @@ class Round:
         if p.to == "DEALER":
             self.dealer_ranks.append(p.rank)
             self.dealer_suits.append(p.suit)
-            if self.table.rules.hole_card == "NONE" and len(self.dealer_ranks) == 2:
-                self.revealed = True
+            n = len(self.dealer_ranks)
+            if (n == 2 and self.table.rules.hole_card == "NONE") or n > 2:
+                self.revealed = True  # a third card shows the hole card turned over
         else:
             h = self.hands.get((p.seat or 0, p.hand or 0))
             if h is None:
@@ -486,6 +487,7 @@ class Round:
         elif d == "EVEN_MONEY":
             h.even_money = True
         elif d == "SWITCH":
+            self.switch_offered = True  # a switch shows it was offered (say so: a check)
             other = self.hands.get((p.seat, 1 - p.hand))
             if other is not None and len(h.ranks) >= 2 and len(other.ranks) >= 2:
                 h.ranks[1], other.ranks[1] = other.ranks[1], h.ranks[1]

@@ -105,7 +105,10 @@ def procedure_rules() -> list[Rule]:
 
 
 def dealing_rules(dealer_citation: str = DEALER_POSTED) -> list[Rule]:
+    cite = RECORD_CITATIONS["PROCEDURE_OUT_OF_ORDER"][1]
     return [
+        rule("PROCEDURE_OUT_OF_ORDER", MEDIUM, cite, dealing.unannounced_reveal, CARD,
+             voids=False),
         rule("CARD_COUNT_EXCEEDED", MEDIUM, SHOE_POSTED, dealing.card_count_exceeded, CARD),
         rule("DEALER_DREW_WRONG", MEDIUM, dealer_citation, dealing.dealer_drew, CARD),
         rule("DEALER_DREW_WRONG", MEDIUM, dealer_citation, dealing.dealer_stood, STOPPED),

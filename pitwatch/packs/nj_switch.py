@@ -9,6 +9,7 @@ from ..engine.rulepack import RulePack
 from .base import (
     AFTER,
     CRITICAL,
+    DECISION,
     END,
     HIGH,
     MEDIUM,
@@ -25,7 +26,7 @@ from .base import (
     side_rules,
     surrender_rules,
 )
-from .checks import insurance, posting
+from .checks import dealing, insurance, posting
 from .checks.limits import limit_rules
 
 I = "N.J.A.C. 13:69F-2A.8"  # noqa: E741
@@ -37,6 +38,8 @@ PACK = RulePack(
         *early_rules(),
         *procedure_rules(),
         *limit_rules(),
+        rule("PROCEDURE_OUT_OF_ORDER", MEDIUM, RECORD_CITATIONS["PROCEDURE_OUT_OF_ORDER"][1],
+             dealing.unannounced_switch, DECISION, voids=False),
         rule("INSURANCE_NOT_AVAILABLE", HIGH, f"{I}(a)", insurance.not_available, WAGER),
         rule("INSURANCE_ON_MATCH_WAGER", HIGH, f"{I}(e)", insurance.on_match_wager, WAGER),
         rule("PROCEDURE_OUT_OF_ORDER", MEDIUM, RECORD_CITATIONS["PROCEDURE_OUT_OF_ORDER"][1],

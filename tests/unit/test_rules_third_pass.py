@@ -423,6 +423,82 @@ def test_postings_equal_in_value_to_the_text_do_not_contradict_it(
     assert codes(audit(other.events)) == ["POSTED_RULES_CONTRADICT_REGULATION"]
 
 
+# --- 6. inferred procedure ----------------------------------------------------------------
+
+
+def _switch_then_insurance(*, offered: bool) -> tuple[TableScript, dict[str, object]]:
+    """Switch: seat 1 (two hands of 2,000) switches before insurance, with or without a
+    SwitchOffered; then insures 1,000 against the ace, which the dealer rightly hands back
+    (too late: after the switch); the reader finds no blackjack."""
+    sc = TableScript.opened("nj_switch", "NJ-SW-41")
+    sc.start(1, [1])
+    sc.wager(1, "MAIN", 2000, 0)
+    sc.wager(1, "MAIN", 2000, 1)
+    sc.deal({(1, 0): ("10", "9"), (1, 1): ("8", "K")}, up="A", hole="7")
+    ev: dict[str, object] = {}
+    if offered:
+        sc.offer_switch(1)
+    ev["switch"] = sc.decide(1, "SWITCH", 0)  # hand 0: 10 K, hand 1: 8 9
+    sc.offer_insurance()
+    ev["insurance"] = sc.wager(1, "INSURANCE", 1000)
+    sc.insert_hole(False)
+    sc.give_back(1, "INSURANCE", 1000)
+    sc.decide(1, "STAND", 0)
+    sc.decide(1, "STAND", 1)
+    sc.reveal()  # A 7: soft 18, the dealer stands (hits soft 17 only)
+    sc.pay(1, "MAIN", 2000, 0)  # 20 beats 18
+    sc.clear(1, 0)
+    sc.collect(1, "MAIN", 2000, 1)  # 17 loses
+    sc.clear(1, 1)
+    sc.finish_round()
+    return sc, ev
+
+
+@pytest.mark.parametrize("offered", [True, False])
+def test_2a_8_a_a_switch_without_its_offer_closes_insurance(offered: bool) -> None:
+    """N.J.A.C. 13:69F-2A.8(a)2
+
+    > Any insurance bets shall be placed only after the first four cards are dealt to
+    > all players, before any players are offered the opportunity to switch cards
+
+    A SWITCH with no SwitchOffered shows the offer was made: the engine
+    says so (PROCEDURE_OUT_OF_ORDER) and closes insurance, so the insurance after it is
+    void and its hand-back is right (no CRITICAL)."""
+    sc, ev = _switch_then_insurance(offered=offered)
+    v = _by_code(audit(sc.events))
+    assert set(v) == ({"INSURANCE_TOO_LATE"} if offered
+                      else {"INSURANCE_TOO_LATE", "PROCEDURE_OUT_OF_ORDER"})
+    assert v["INSURANCE_TOO_LATE"].event_id == ev["insurance"].event_id  # type: ignore[attr-defined]
+    if not offered:
+        assert v["PROCEDURE_OUT_OF_ORDER"].event_id == ev["switch"].event_id  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("revealed", [True, False])
+def test_a_dealer_card_without_the_reveal_takes_the_hand_as_revealed(revealed: bool) -> None:
+    """procedure: "The dealer: `HoleCardRevealed` (READER/PEEK) or the second `CardDealt DEALER`"
+
+    The dealer draws on 10 6 with no HoleCardRevealed: said once, and the hand is then
+    judged as revealed (the 18 loses to 21, no other finding)."""
+    sc = TableScript.opened("nj_blackjack", "NJ-BJ-42")
+    sc.start(1, [1])
+    sc.wager(1, "MAIN", 2000)
+    sc.deal({1: ("10", "8")}, up="10", hole="6")
+    sc.insert_hole(False)
+    sc.decide(1, "STAND")
+    if revealed:
+        sc.reveal()
+    card = sc.dealer("5", "C")  # 21
+    sc.collect(1, "MAIN", 2000)
+    sc.clear(1)
+    sc.finish_round()
+    vs = audit(sc.events)
+    if revealed:
+        assert vs == []
+        return
+    v = _by_code(vs)["PROCEDURE_OUT_OF_ORDER"]
+    assert len(vs) == 1 and v.event_id == card.event_id and "HoleCardRevealed" in v.message
+
+
 # --- the quotations -----------------------------------------------------------------------
 
 

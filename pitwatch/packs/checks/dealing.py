@@ -46,8 +46,8 @@ def dealer_drew(r: Round, ev: Event) -> Finding | None:
     """A dealer card once the dealer's hand is open, on a total the posted rule stands on."""
     p = ev.payload
     assert isinstance(p, CardDealt)
-    if p.to != "DEALER" or not r.revealed or len(r.dealer_ranks) < 2:
-        return None
+    if p.to != "DEALER" or len(r.dealer_ranks) < 2:
+        return None  # a third card without the reveal: judged (unannounced_reveal says so)
     if dealer_must_draw(r.dealer_ranks, hits_soft_17=r.rules.dealer_hits_soft_17):
         return None
     return Finding(f"dealer drew on {_describe(r.dealer_ranks)}; the table {_soft17(r)}")
@@ -98,6 +98,31 @@ def dealer_stood(r: Round, ev: Event) -> Finding | None:
 
 
 # --- procedure -------------------------------------------------------------------------
+
+
+def unannounced_reveal(r: Round, ev: Event) -> Finding | None:
+    """A dealer's third card at a hole-card table with no HoleCardRevealed before it:
+    the record shows the hole card was turned over without its event. Say so; the state
+    takes the hand as revealed from that card on."""
+    p = ev.payload
+    assert isinstance(p, CardDealt)
+    if p.to != "DEALER" or r.revealed or len(r.dealer_ranks) < 2:
+        return None
+    return _out(f"dealer drew {p.rank}{p.suit} with no HoleCardRevealed before it: the hole "
+                f"card ({' '.join(r.dealer_ranks)}) is taken as revealed")
+
+
+def unannounced_switch(r: Round, ev: Event) -> Finding | None:
+    """Blackjack Switch: a SWITCH decision with no SwitchOffered before it. The switch
+    happened (its cards move), so the offer is taken as made: insurance is closed from
+    it on (INSURANCE_TOO_LATE), and the missing announcement is the finding."""
+    p = ev.payload
+    assert isinstance(p, PlayerDecision)
+    if p.decision != "SWITCH" or r.switch_offered:
+        return None
+    return _out(f"SWITCH at seat {p.seat} with no SwitchOffered before it: the switch is "
+                "taken as offered (insurance closed)", p.seat, p.hand)
+
 
 
 def _out(what: str, seat: int | None = None, hand: int | None = None) -> Finding:
