@@ -57,7 +57,7 @@ def test_a_streamed_store_replays_every_round_as_stored(pipeline: Pipeline, floo
                        timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     m = json.loads((out / "manifest.json").read_text())
-    assert m["store"] == f"clickhouse://{CH_HOST}:{CH_PORT}/{pipeline.id}"
+    assert m["store"]["identity"] == f"clickhouse://{CH_HOST}:{CH_PORT}/{pipeline.id}"
     assert m["rounds"] == [rid]
     assert "rebuilt from its events to exactly the findings stored" in m["replay"]
 
