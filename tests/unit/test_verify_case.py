@@ -292,3 +292,20 @@ def test_hold_never_stands_beside_a_gap_in_a_signed_chain(site: Path, tmp_path: 
                   "--out", str(bare), cwd=site)
     assert r.returncode == 0 and "signatures NOT CHECKED" in r.stdout
     assert 'class="ok">signatures' not in (bare / "report.html").read_text()
+
+
+def test_findings_the_evidence_does_not_give_are_not_reproduced(
+        site: Path, tmp_path: Path) -> None:
+    """The comparison's other side: a manifest (unsigned, so it can be edited unseen)
+    whose findings are not what its evidence gives is NOT REPRODUCED, each difference
+    listed."""
+    rid = _rounds(site)["PAYOUT_WRONG"]
+    case = tmp_path / "u" / "case"
+    case.parent.mkdir()
+    assert _investigate(site, rid, case).returncode == 0
+    m = json.loads((case / "manifest.json").read_text())
+    dropped = m["findings"].pop(0)
+    (case / "manifest.json").write_text(json.dumps(m, indent=2, ensure_ascii=False) + "\n")
+    r = _verify(case)
+    assert r.returncode == 3 and "findings NOT REPRODUCED" in r.stdout
+    assert f"+ re-audit only: {dropped['severity']} {dropped['code']}" in r.stdout
