@@ -6,7 +6,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo console test install install-test lint unit bench services-start services-stop clean
+.PHONY: demo console test install install-test lint fuzz unit bench services-start services-stop clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -32,6 +32,10 @@ test: install-test
 lint: install-test
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+
+# the C reader under ASan and UBSan, fuzzed against fastavro for FUZZ_SECONDS (make test runs it)
+fuzz: install-test
+	tests/fuzz/sanitize.sh $${FUZZ_SECONDS:-120}
 
 unit: install-test
 	$(BIN)/python -m pytest -q -m "not integration"

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Install the Debian packages the tests use, once: poppler-utils (pdftoppm and
 # pdftotext, to read the case reports' PDFs) and chromium with chromium-driver (the
-# console's browser tests). Packages already installed are skipped; ClickHouse is
+# console's browser tests), and gcc with its ASan and UBSan runtimes (tests/fuzz/
+# sanitize.sh). Packages already installed are skipped; ClickHouse is
 # installed by deploy/clickhouse.sh and the Kafka jars by deploy/kafka.sh.
 set -euo pipefail
 
-PACKAGES=(poppler-utils chromium chromium-driver)
+PACKAGES=(poppler-utils chromium chromium-driver gcc)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -9,6 +9,8 @@ BIN=.venv/bin
 echo "== ruff"; $BIN/ruff check .
 echo "== mypy"; $BIN/mypy
 echo "== system packages"; scripts/system-deps.sh
+echo "== C reader under ASan and UBSan, fuzzed against fastavro"
+tests/fuzz/sanitize.sh "${FUZZ_SECONDS:-120}"
 echo "== unit tests"; $BIN/python -m pytest -q -m "not integration" -p no:cacheprovider
 
 echo "== services"

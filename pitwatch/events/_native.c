@@ -135,6 +135,13 @@ static int read_long(Walk *w, int64_t *out) {
     return -1;
 }
 
+/* A long, or an int (`is_int`): a long of 32 bits, as the Avro writer writes one (a
+   wider value is not an int's encoding). */
+static int read_number(Walk *w, int64_t *out, int is_int) {
+    if (read_long(w, out) < 0) return -1;
+    return is_int && (*out < INT32_MIN || *out > INT32_MAX) ? -1 : 0;
+}
+
 /* whether n bytes are text: ASCII, or else what Python's own strict decoder accepts */
 static int utf8_valid(const uint8_t *s, int64_t n) {
     for (int64_t i = 0; i < n; i++) {
@@ -216,11 +223,11 @@ static Py_ssize_t walk(Walk *w, Py_ssize_t pc) {
     switch (prog[pc]) {
     case OP_NULL:
         return pc + 1;
-    case OP_BOOLEAN:
-        return need(w, 1) < 0 ? -1 : pc + 1;
+    case OP_BOOLEAN:  /* 0 or 1: another byte reads as true, and is not its one form */
+        return need(w, 1) < 0 || w->p[-1] > 1 ? -1 : pc + 1;
     case OP_INT:
     case OP_LONG:
-        return read_long(w, &v) < 0 ? -1 : pc + 1;
+        return read_number(w, &v, prog[pc] == OP_INT) < 0 ? -1 : pc + 1;
     case OP_FLOAT:
         return need(w, 4) < 0 || !float_canonical(w->p - 4) ? -1 : pc + 1;
     case OP_DOUBLE:
@@ -363,7 +370,7 @@ static PyObject *build(Build *b, Py_ssize_t pc, Py_ssize_t *next, int top) {
         return PyBool_FromLong(*s);
     case OP_INT:
     case OP_LONG:
-        return read_long(w, &v) < 0 ? NULL : PyLong_FromLongLong(v);
+        return read_number(w, &v, prog[pc] == OP_INT) < 0 ? NULL : PyLong_FromLongLong(v);
     case OP_FLOAT:
         return (s = take(w, 4)) == NULL || !float_canonical(s) ? NULL
                : PyFloat_FromDouble(PyFloat_Unpack4((const char *)s, 1));
@@ -1248,7 +1255,7 @@ static int direct_value(Direct *d, Py_ssize_t pc, Py_ssize_t *next, int mode, in
         return *s ? out_raw(o, "true", 4) : out_raw(o, "false", 5);
     case OP_INT:
     case OP_LONG:
-        if (read_long(w, &v) < 0) return -1;
+        if (read_number(w, &v, op == OP_INT) < 0) return -1;
         sc->kind = V_INT;
         sc->i = v;
         return v < 0 ? out_digits(o, 0ULL - (unsigned long long)v, 1)

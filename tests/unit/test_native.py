@@ -688,6 +688,24 @@ def test_over_long_varints_are_refused(one: tuple[Program, bytes]) -> None:
         avro.decode(longer)
 
 
+def test_a_boolean_but_0_or_1_and_an_int_past_32_bits_are_refused_by_frame_too(
+        one: tuple[Program, bytes]) -> None:
+    """Both read to values whose one encoding is other bytes (fastavro reads a 2 as
+    true, and will not write an int past 32 bits): the walk that frames refuses them,
+    as the builder does."""
+    program, _ = one
+    card = avro.encode(Event("e", "T-01", "shoe-1", 1, 0, "R-1", None,
+                             CardDealt("PLAYER", 1, 0, "A", "S", True)))
+    assert refused(program, card[:-1] + b"\x02")
+    schema = fastavro.parse_schema({"type": "record", "name": "t.I", "fields": [
+        {"name": "table_id", "type": "string"}, {"name": "i", "type": "int"}]})
+    ints = Program.of(schema, as_dicts)
+    assert ints is not None
+    edge = b"\x02T" + b"\xfe\xff\xff\xff\x0f"  # 2**31 - 1
+    assert ints.frame(edge, 1) == ([len(edge)], ["T"])
+    assert refused(ints, b"\x02T" + b"\x80\x80\x80\x80\x10")  # 2**31
+
+
 def test_attributes_read_at_their_slots_are_what_getattr_gives() -> None:
     """C reads the model's fields at their slots' offsets, found once a class: a class
     changed since (a field made a property) and a subclass that overrides a field are
