@@ -193,7 +193,9 @@ SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
                                "frame-ancestors 'none'; form-action 'self'",
     "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
+    # same-origin, not no-referrer: under no-referrer a browser sends a form's POST with
+    # Origin "null", which the guard must refuse
+    "Referrer-Policy": "same-origin",
 }
 #: a case report (pitwatch investigate) is a document of its own: its inline styles
 #: apply, and nothing in it runs or loads
@@ -503,6 +505,10 @@ async def health(request: web.Request) -> web.Response:
                  200 if ok else 503)
 
 
+async def _no_icon() -> web.Response:
+    return web.Response(status=204)
+
+
 # --- assembly ------------------------------------------------------------------------
 
 async def _background(app: web.Application) -> AsyncIterator[None]:
@@ -558,6 +564,7 @@ def make_app(store: Store, settings: Settings) -> web.Application:
     app.router.add_get("/api/status", status_api)
     app.router.add_get("/api/health", health)
     app.router.add_static("/static", STATIC)
+    app.router.add_get("/favicon.ico", lambda _r: _no_icon())
     if settings.cases is not None:
         app.router.add_static("/cases", settings.cases)
     app.cleanup_ctx.append(_background)

@@ -29,7 +29,7 @@ from .triage import MAY, ROLES
 COOKIE = "pitwatch_session"
 LOGIN_COOKIE = "pitwatch_login"
 IDLE_S = 12 * 3600  # a session unused this long ends: a shift and then some
-PUBLIC = ("/login", "/static/", "/api/health")
+PUBLIC = ("/login", "/static/", "/api/health", "/favicon.ico")
 LOCKOUT_AFTER = 5  # wrong passwords for a name before it waits
 LOCKOUT_S = 30.0
 
@@ -158,7 +158,11 @@ def _safe_next(value: str) -> str:
 async def login_page(request: web.Request) -> web.Response:
     from .pages import login
 
-    token = secrets.token_urlsafe(24)
+    # the token already set stays: a second login page (another tab, the browser's own
+    # requests) must not void the form shown first
+    token = request.cookies.get(LOGIN_COOKIE, "")
+    if not 24 <= len(token) <= 64:
+        token = secrets.token_urlsafe(24)
     resp = web.Response(text=login(token, _safe_next(request.query.get("next", "/")), ""),
                         content_type="text/html")
     _set_cookie(resp, request.app[AUTH], LOGIN_COOKIE, token)

@@ -80,7 +80,7 @@ class Hub:
         """The store answered or did not; a change is published at once."""
         if ok != self.store_ok:
             self.store_since_ms = at_ms
-            if ok:
+            if ok and self.store_ok is False:
                 log.info("console: the store answers again")
             else:
                 log.warning("console: the store does not answer: %s", error)

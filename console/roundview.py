@@ -216,8 +216,8 @@ def render_timeline(events: list[dict[str, Any]], violations: list[dict[str, Any
     at: dict[str, list[dict[str, Any]]] = {}
     for v in violations:
         at.setdefault(v["event_id"], []).append(v)
-    rows = ['<table class="timeline"><thead><tr><th>device time</th><th>device</th>'
-            "<th>seq</th><th>event</th><th>what</th></tr></thead><tbody>"]
+    rows = ['<div class="scroll"><table class="timeline"><thead><tr><th>device time</th>'
+            "<th>device</th><th>seq</th><th>event</th><th>what</th></tr></thead><tbody>"]
     for ev in events:
         found = at.pop(ev["event_id"], [])
         cls = ' class="has-finding"' if found else ""
@@ -229,7 +229,7 @@ def render_timeline(events: list[dict[str, Any]], violations: list[dict[str, Any
         for v in found:
             rows.append(f'<tr class="finding-row"><td colspan="5">'
                         f"{render_finding(v, triage)}</td></tr>")
-    rows.append("</tbody></table>")
+    rows.append("</tbody></table></div>")
     for vs in at.values():  # found on an event stored outside this round's rows
         for v in vs:
             rows.append(render_finding(v, triage))

@@ -18,7 +18,7 @@
 
   // --- helpers -----------------------------------------------------------------------
   const pad = (n, w) => String(n).padStart(w || 2, "0");
-  const fmt = new Intl.DateTimeFormat("en-GB", {
+  const fmt = new Intl.DateTimeFormat("en-US", {
     timeZone: TZ, year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit",
     minute: "2-digit", second: "2-digit", hourCycle: "h23", timeZoneName: "short",
   });
