@@ -505,7 +505,8 @@ async def health(request: web.Request) -> web.Response:
                  200 if ok else 503)
 
 
-async def _no_icon() -> web.Response:
+async def no_icon(_request: web.Request) -> web.Response:
+    """No icon: and no login page for the browser's own request of one."""
     return web.Response(status=204)
 
 
@@ -564,7 +565,7 @@ def make_app(store: Store, settings: Settings) -> web.Application:
     app.router.add_get("/api/status", status_api)
     app.router.add_get("/api/health", health)
     app.router.add_static("/static", STATIC)
-    app.router.add_get("/favicon.ico", lambda _r: _no_icon())
+    app.router.add_get("/favicon.ico", no_icon)
     if settings.cases is not None:
         app.router.add_static("/cases", settings.cases)
     app.cleanup_ctx.append(_background)
