@@ -85,7 +85,7 @@ def _password(env: Mapping[str, str], name: str) -> Secret | None:
         if mode & 0o077:
             who = "others" if mode & 0o007 else "its group"
             raise ConnectionConfigError(
-                f"{var}_FILE: {file} is readable by {who} (mode {stat.S_IMODE(mode):04o}): "
+                f"{var}_FILE: {file} is open to {who} (mode {stat.S_IMODE(mode):04o}): "
                 f"make it its owner's alone (chmod 600 {file})")
         lines = text.splitlines()
         return Secret(lines[0] if lines else "")

@@ -202,10 +202,11 @@ def test_a_password_file_others_may_read_is_refused(env: dict[str, str],
     f = _secret_file(tmp_path / "pw", PASSWORD)
     env["PITWATCH_CLICKHOUSE_PASSWORD_FILE"] = str(f)
     assert ClickHouseAuth.from_env().password == Secret(PASSWORD)
-    for mode, who in ((0o640, "its group"), (0o604, "others"), (0o644, "others")):
+    for mode, who in ((0o640, "its group"), (0o620, "its group"), (0o604, "others"),
+                      (0o644, "others")):
         f.chmod(mode)
         with pytest.raises(ConnectionConfigError, match=(
-                rf"PITWATCH_CLICKHOUSE_PASSWORD_FILE: {re.escape(str(f))} is readable by "
+                rf"PITWATCH_CLICKHOUSE_PASSWORD_FILE: {re.escape(str(f))} is open to "
                 rf"{who} \(mode 0{mode:o}\): make it its owner's alone \(chmod 600")) as e:
             ClickHouseAuth.from_env()
         assert PASSWORD not in str(e.value)
@@ -213,7 +214,7 @@ def test_a_password_file_others_may_read_is_refused(env: dict[str, str],
     env |= {"PITWATCH_KAFKA_SECURITY": "SASL_SSL", "PITWATCH_KAFKA_USER": "u",
             "PITWATCH_KAFKA_PASSWORD_FILE": str(f)}
     with pytest.raises(ConnectionConfigError, match=r"PITWATCH_KAFKA_PASSWORD_FILE: .* is "
-                       "readable by others"):
+                       "open to others"):
         KafkaAuth.from_env()
 
 
