@@ -21,7 +21,7 @@ Committed records only: the consumer, every read-back and every restore read
 aborted transaction is never audited, alerted or dead-lettered. Offsets that hold no
 record (transaction markers, aborted batches) are not holes: the group's commit moves
 past them, and a partition whose audit has read everything committed is settled to
-its last stable offset within a commit interval.
+its last stable offset within SETTLE_S.
 
 Events lost before the audit read them (the group's committed offset below the
 partition's first offset, or a fetch that jumped past deleted offsets): one log line
@@ -73,9 +73,10 @@ BATCH = 2000
 END_OFFSET_WAIT_S = 3.0
 #: how often the events topic's partition count is asked of Kafka
 PARTITIONS_CHECK_S = 10.0
-#: how often a partition whose audit stands still is settled past offsets that hold
-#: no record (Faust's own commit interval, so the commit reaches the end within one)
-SETTLE_S = 2.8
+#: how often each partition is settled past offsets that hold no record after its last
+#: one read (two small requests a partition): the commit reaches the end within this of
+#: the last record, inside Faust's own commit interval (2.8 s)
+SETTLE_S = 1.0
 #: what the log and /health say to do when events were lost
 LOST_TODO = ("re-send that stretch from the gateway's log (a copy of an event already "
              "audited changes nothing), or audit the gateway's files for it with "
@@ -320,7 +321,7 @@ def create_app(settings: Settings) -> BatchApp:
 
     app.timer(interval=settings.idle_check_s)(expire_idle)
 
-    settled: dict[tuple[str, int], tuple[int, int]] = {}  # tp -> (last read, stable end)
+    probe = PartitionReader(settings.kafka)  # the settle's own reads, apart from the audit's
 
     async def settle_start(tp: Any) -> None:
         """A partition assigned and not read yet whose committed offset lies below its
@@ -345,10 +346,12 @@ def create_app(settings: Settings) -> BatchApp:
 
     async def settle() -> None:
         """A partition whose audit has read up to offset L while its last stable offset
-        E is past L + 1, and neither moved since the last tick, has no readable record
-        left before E when the broker says so (a transaction's marker, an aborted batch,
-        deleted offsets): the read position and the group's commit move to E. A
-        partition not read yet is checked for offsets deleted since its commit."""
+        E is past L + 1 has no readable record left before E when the broker gives
+        none from L + 1 on (a transaction's marker, an aborted batch, deleted offsets):
+        the read position and the group's commit move to E, within a tick of the last
+        record. The broker is asked outside the audit's lock (one fetch, the first
+        record at most); the position moves only if the audit has not moved meanwhile.
+        A partition not read yet is checked for offsets deleted since its commit."""
         try:
             assigned = [tp for tp in app.consumer.assignment()
                         if tp.topic == settings.events_topic]
@@ -360,31 +363,25 @@ def create_app(settings: Settings) -> BatchApp:
             if last is None and metrics.refusal is None:
                 await settle_start(tp)
                 continue
-            try:
-                end = app.consumer.highwater(tp)
-            except Exception:  # revoked, or not fetched yet
+            if last is None or metrics.refusal:
                 continue
-            if last is None or end is None or end <= last + 1 or metrics.refusal:
-                settled.pop(key, None)
+            try:  # the broker's last stable offset now, not the consumer's last fetch's
+                end = await probe.end_offset(tp.topic, tp.partition)
+                if end <= last + 1:
+                    continue
+                stretch = await probe.read(tp.topic, tp.partition, last + 1, end, limit=1)
+            except Exception as e:  # Kafka busy or away: the next tick asks again
+                log.info("could not settle %s past offset %d (%s)", tp, last, e)
                 continue
-            if settled.get(key) != (last, end):  # the audit may still be on its way
-                settled[key] = (last, end)
+            if stretch:  # records the consumer will deliver: not ours to take
                 continue
             async with lock:
-                if position.get(key) != last:
-                    continue
-                try:
-                    stretch = await catch_up.read(tp.topic, tp.partition, last + 1, end)
-                except Exception as e:  # Kafka busy or away: the next tick asks again
-                    log.info("could not settle %s past offset %d (%s)", tp, last, e)
-                    continue
-                if stretch:  # records the consumer will deliver: not ours to take
+                if position.get(key) != last:  # the audit moved on meanwhile
                     continue
                 if stretch.lost is not None:
                     note_lost(tp.topic, tp.partition, stretch.lost)
                 position[key] = end - 1
                 cast(BatchConsumer, app.consumer).mark_done(tp, last + 1, end - 1)
-            settled.pop(key, None)
             await app.consumer.commit()
 
     app.timer(interval=SETTLE_S)(settle)

@@ -118,11 +118,13 @@ class PartitionReader:
             return committed
         return await self.first_offset(topic, partition)
 
-    async def read(self, topic: str, partition: int, start: int, stop: int) -> Stretch:
+    async def read(self, topic: str, partition: int, start: int, stop: int,
+                   limit: int | None = None) -> Stretch:
         """The committed records with offsets in [start, stop), as (offset, key, value),
-        in order; offsets that hold none are passed over. What the broker deleted
-        before it could be read is named in the Stretch's `lost`, never skipped
-        quietly. Raises TimeoutError when the stretch cannot be read in READ_S."""
+        in order (the first `limit` of them, when given); offsets that hold none are
+        passed over. What the broker deleted before it could be read is named in the
+        Stretch's `lost`, never skipped quietly. Raises TimeoutError when the stretch
+        cannot be read in READ_S."""
         from aiokafka import TopicPartition
         from aiokafka.errors import OffsetOutOfRangeError
 
@@ -156,6 +158,8 @@ class PartitionReader:
                                     return out
                                 out.append((m.offset, m.key or b"", m.value))
                                 expected = m.offset + 1
+                                if limit is not None and len(out) >= limit:
+                                    return out
                             # past markers and aborted batches: the next readable offset
                             expected = max(expected, min(await consumer.position(tp), stop))
                         return out

@@ -19,9 +19,10 @@ from .test_streaming import _assert_alerts, _assert_same, _get
 #: events per transaction, and every ABORT_EVERY-th batch is first sent doubled and aborted
 BATCH, ABORT_EVERY = 50, 7
 #: the group's commit reaches a partition's end within this of the last commit: the
-#: worker settles a standing partition every 2.8 s (Faust's commit interval) once it
-#: has seen it stand for one interval; the rest is slack for a loaded 2-core machine
-SETTLE_WITHIN_S = 15.0
+#: worker reads the last records (a fetch waits up to 1.5 s), settles each partition
+#: past its markers every second and commits then; the rest is slack for a loaded
+#: 2-core machine
+SETTLE_WITHIN_S = 10.0
 
 
 def _doubled(ev: Event) -> Event:
