@@ -18,10 +18,14 @@ from ..events.keys import (
     KEYS_ENV,
     KEYS_FILE,
     NOT_CHECKED,
+    SIGNATURE_SUFFIX,
+    SITE_PUBLIC_KEY_ENV,
     WHERE_KEYS,
     KeyRegistry,
     KeyRegistryError,
+    check_registry_signature,
     registry_path,
+    site_public_key,
 )
 from ..spreadsheet import csv_row
 from ..store import registry_pin
@@ -116,6 +120,13 @@ or a key registry that cannot be read."""
                        "named, or beside a file named), else the one the store was last "
                        "audited against (kept as DATA/keys.json); without one the summary "
                        f"says {NOT_CHECKED!r}")
+        p.add_argument("--site-public-key", metavar="PEM",
+                       default=os.environ.get(SITE_PUBLIC_KEY_ENV),
+                       help="the site's Ed25519 public key: the key registry must carry its "
+                       f"signature in REGISTRY{SIGNATURE_SUFFIX} (openssl pkeyutl -sign "
+                       "-rawin over 'pitwatch key registry v1' NUL and the file: see the "
+                       f"README), or the audit is refused (exit 2). Default: "
+                       f"${SITE_PUBLIC_KEY_ENV}")
         p.add_argument("--require-signatures", action="store_true",
                        help="refuse to audit without a key registry (exit 2): for cron and "
                        "CI, where an audit whose signatures were not checked must not pass")
@@ -141,6 +152,9 @@ or a key registry that cannot be read."""
             if keys_file is None and not args.no_store:
                 keys_file = registry_pin.pinned(args.data)  # the store's, from an earlier audit
             keys = None if keys_file is None else KeyRegistry.load(keys_file)
+            if keys is not None and args.site_public_key:
+                check_registry_signature(keys.raw, str(keys_file),
+                                         site_public_key(args.site_public_key))
         except KeyRegistryError as e:
             print(f"pitwatch audit: {e}", file=sys.stderr)
             return 2
@@ -198,11 +212,19 @@ or a key registry that cannot be read."""
             print(f"pitwatch audit: nothing audited: {what}", file=sys.stderr)
             return 2
         # the store keeps the registry it was audited against, once the audit is done
-        replaced = None if keys is None or args.no_store else registry_pin.pin(data, keys.raw)
+        replaced = None
+        if keys is not None and not args.no_store:
+            sig = Path(str(keys_file) + SIGNATURE_SUFFIX)
+            replaced = registry_pin.pin(data, keys.raw,
+                                        sig.read_bytes() if sig.is_file() else None)
         report.summary(rep, sys.stderr if jsonl else out, keys, keys_file)
         if replaced is not None:
             print(f"key registry CHANGED since this store's last audit (it was sha256 "
                   f"{replaced}): the store now holds this one", file=sys.stderr if jsonl else out)
+        if keys is not None:
+            print("key registry signed by the site key: verified" if args.site_public_key
+                  else "key registry's site signature NOT CHECKED (--site-public-key FILE "
+                  f"or ${SITE_PUBLIC_KEY_ENV})", file=sys.stderr if jsonl else out)
         if rep.rejected:
             print(f"rejects: {rejects_path}", file=sys.stderr if jsonl else out)
         if not args.no_store:

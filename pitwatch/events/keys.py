@@ -57,6 +57,12 @@ KEYS_FILE: Final = "keys.json"
 KEYS_ENV: Final = "PITWATCH_KEYS"
 
 
+#: The domain tag before a registry file's bytes in the site key's signature of it.
+REGISTRY_DOMAIN: Final = b"pitwatch key registry v1\x00"
+#: The site key's signature of a registry: FILE.sig beside it, the raw 64 bytes.
+SIGNATURE_SUFFIX: Final = ".sig"
+#: The environment variable naming the site's public key (PEM) registries are signed by.
+SITE_PUBLIC_KEY_ENV: Final = "PITWATCH_SITE_PUBLIC_KEY"
 #: What every summary and case says when no registry was there to check signatures.
 NOT_CHECKED: Final = "signatures NOT CHECKED"
 #: Where a registry comes from, for the messages that say none was found.
@@ -65,6 +71,42 @@ WHERE_KEYS: Final = f"--keys FILE, ${KEYS_ENV}, or {KEYS_FILE} beside the input"
 
 class KeyRegistryError(ValueError):
     """A key registry file that cannot be used; the message says where and why."""
+
+
+def site_public_key(path: str | Path) -> bytes:
+    """The raw Ed25519 public key in the PEM file `path` (the site's key)."""
+    from cryptography.hazmat.primitives.serialization import (
+        Encoding,
+        PublicFormat,
+        load_pem_public_key,
+    )
+
+    try:
+        key = load_pem_public_key(Path(path).read_bytes())
+    except OSError as e:
+        raise KeyRegistryError(f"site public key {path}: {e.strerror}") from None
+    except ValueError as e:
+        raise KeyRegistryError(f"site public key {path}: not a PEM public key: {e}") from None
+    if not isinstance(key, Ed25519PublicKey):
+        raise KeyRegistryError(f"site public key {path}: not an {ALGORITHM} key")
+    return key.public_bytes(Encoding.Raw, PublicFormat.Raw)
+
+
+def check_registry_signature(raw: bytes, path: str | Path, site_public: bytes) -> None:
+    """Raise KeyRegistryError unless PATH.sig holds the site key's signature of the
+    registry file's bytes `raw` (Ed25519 over REGISTRY_DOMAIN + raw, as
+    `openssl pkeyutl -sign -rawin` makes it)."""
+    sig_path = Path(str(path) + SIGNATURE_SUFFIX)
+    try:
+        sig = sig_path.read_bytes()
+    except OSError as e:
+        raise KeyRegistryError(f"{path}: the site key's signature {sig_path} cannot be read "
+                               f"({e.strerror}): an unsigned registry is refused") from None
+    try:
+        Ed25519PublicKey.from_public_bytes(site_public).verify(sig, REGISTRY_DOMAIN + raw)
+    except InvalidSignature:
+        raise KeyRegistryError(f"{path}: {sig_path} is not the site key's signature of "
+                               "this registry: refused") from None
 
 
 def registry_path(given: str | None, inputs: Sequence[str | Path] = ()) -> Path | None:

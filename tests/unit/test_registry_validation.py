@@ -8,6 +8,7 @@ import base64
 import hashlib
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -180,3 +181,46 @@ def test_the_store_keeps_its_registry_and_checks_against_it_when_none_is_named(
             ) in changed.stdout
     assert (tmp_path / "d" / "keys.json").read_bytes() == \
         (tmp_path / "other.json").read_bytes()
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl")
+def test_a_registry_must_carry_the_site_keys_signature_when_the_site_key_is_given(
+        tmp_path: Path) -> None:
+    """"The registry is ... signed by the site's key": signed with openssl as the README
+    says, checked by the audit; a changed or unsigned registry is refused."""
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    openssl("genpkey", "-algorithm", "ed25519", "-out", "site-key.pem")
+    openssl("pkey", "-in", "site-key.pem", "-pubout", "-out", "site-key.pub.pem")
+    r = _pitwatch("simulate", "--tables", "1", "--rounds", "3", "--seed", "5", "--quiet",
+                  "--out", "floor", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    keys = tmp_path / "floor" / "keys.json"
+    (tmp_path / "msg.bin").write_bytes(b"pitwatch key registry v1\0" + keys.read_bytes())
+    openssl("pkeyutl", "-sign", "-inkey", "site-key.pem", "-rawin", "-in", "msg.bin",
+            "-out", "floor/keys.json.sig")
+    pub = ("--site-public-key", "site-key.pub.pem")
+    ok = _pitwatch("audit", "floor", "--data", "d", "--quiet", *pub, cwd=tmp_path)
+    assert ok.returncode == 0, ok.stderr
+    assert "key registry signed by the site key: verified" in ok.stdout
+    assert (tmp_path / "d" / "keys.json.sig").read_bytes() == \
+        (tmp_path / "floor" / "keys.json.sig").read_bytes()
+    unchecked = _pitwatch("audit", "floor", "--no-store", "--quiet", cwd=tmp_path)
+    assert "key registry's site signature NOT CHECKED" in unchecked.stdout
+    keys.rename(tmp_path / "keys.json")  # the store's own, with its signature, is used
+    pinned = _pitwatch("audit", "floor", "--data", "d", "--quiet", *pub, cwd=tmp_path)
+    assert pinned.returncode == 0, pinned.stderr
+    assert "key registry: d/keys.json" in pinned.stdout
+    assert "key registry signed by the site key: verified" in pinned.stdout
+    doc = orjson.loads((tmp_path / "keys.json").read_bytes())
+    doc["unsigned_devices"] = ["AC-BJ-09-shoe"]
+    keys.write_bytes(orjson.dumps(doc))  # changed, the old signature beside it
+    changed = _pitwatch("audit", "floor", "--no-store", "--quiet", *pub, cwd=tmp_path)
+    assert changed.returncode == 2 and changed.stdout == ""
+    assert "keys.json.sig is not the site key's signature of this registry: refused" \
+        in changed.stderr
+    (tmp_path / "floor" / "keys.json.sig").unlink()
+    unsigned = _pitwatch("audit", "floor", "--no-store", "--quiet", *pub, cwd=tmp_path)
+    assert unsigned.returncode == 2
+    assert "an unsigned registry is refused" in unsigned.stderr
