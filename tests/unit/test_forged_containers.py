@@ -270,3 +270,11 @@ def test_a_header_past_its_bound_is_refused() -> None:
     data = head + make_hostile.zigzag(limits.MAX_HEADER_BYTES + 1)
     with pytest.raises(avro.DecodeError, match="a header of more than"):
         avro.read_header(io.BytesIO(data))
+
+
+def test_a_codec_but_null_or_deflate_is_refused(tmp_path: Path) -> None:
+    """A snappy (or any other) block would be inflated by code with no bound: refused."""
+    records = make_hostile.encode(make_hostile.money(1, "WagerPlaced", 100))
+    data = make_hostile.container(make_hostile.v2(), [(1, records)], "snappy")
+    with pytest.raises(avro.DecodeError, match="pitwatch reads null and deflate"):
+        avro.read_header(io.BytesIO(data))
