@@ -488,7 +488,20 @@ async def status_api(request: web.Request) -> web.Response:
     """What every page's banner shows: sources, silent tables, unhandled CRITICALs."""
     hub, db = request.app[HUB], request.app[DB]
     try:
-        pinned = await db.run(db.data.pinned, 5)
+        pinned: dict[str, Any] | None = await db.run(db.data.pinned, 5)
+        # CRITICALs the topic brought that the store has not (yet): pinned as well
+        assert pinned is not None
+        known = {a["violation_id"] for a in pinned["alerts"]}
+        live = [a for a in hub.recent.values()
+                if a["severity"] == "CRITICAL" and a["violation_id"] not in known]
+        if live:
+            handled = await db.run(db.data.states, [a["violation_id"] for a in live])
+            live = [a for a in live if a["violation_id"] not in handled]
+            stored = await db.run(db.data.stored_ids, [a["violation_id"] for a in live])
+            pinned = {"total": pinned["total"] + sum(
+                1 for a in live if a["violation_id"] not in stored),
+                "alerts": sorted([*pinned["alerts"], *live],
+                                 key=lambda a: -a["detected_at"])[:5]}
     except StoreDown:
         pinned = None
     return _json({**hub.status(), "pinned": pinned, "at": now_ms()})

@@ -332,6 +332,14 @@ class ConsoleData:
                 "offset": offset, "limit": limit, "alerts": found,
                 "states": self.states([a["violation_id"] for a in found])}
 
+    def stored_ids(self, violation_ids: list[str]) -> set[str]:
+        """Which of these violations the store holds."""
+        if not violation_ids:
+            return set()
+        return {r["violation_id"] for r in self.store.query(
+            "SELECT DISTINCT violation_id FROM violations "
+            "WHERE has({ids:Array(String)}, violation_id)", {"ids": violation_ids})}
+
     def pinned(self, limit: int = 50) -> dict[str, Any]:
         """Unhandled CRITICALs (no triage change yet), newest first, and how many."""
         f = Filters(severity="CRITICAL", unhandled=True)

@@ -308,8 +308,13 @@
       const a = JSON.parse(ev.data).alert;
       addAlert(a, true);
       note.textContent = "";
-      if (a.severity === "CRITICAL") say(`CRITICAL ${a.code} at table ${a.table_id}`);
-      else if (a.severity === "HIGH") say(`HIGH ${a.code} at table ${a.table_id}`);
+      if (a.severity === "CRITICAL") {
+        if (!knownCritical || !knownCritical.has(a.violation_id)) {
+          knownCritical = new Set([...(knownCritical || []), a.violation_id]);
+          raise("CRITICAL", `${a.code} at table ${a.table_id}: ${a.message}`);
+          pollStatus(); // the banner now, not at the next tick
+        }
+      } else if (a.severity === "HIGH") say(`HIGH ${a.code} at table ${a.table_id}`);
     });
     source.addEventListener("triage", (ev) => applyState(JSON.parse(ev.data).triage));
     source.addEventListener("bad", (ev) => {
