@@ -35,7 +35,7 @@ from .feed import Hub, KafkaAlerts, SilentWatch, StorePoller, StoreProbe, Webhoo
 from .html import CONTEXT, PageContext
 from .html import context as page_context
 from .sitetime import SiteTime
-from .triage import Change, Refused
+from .triage import Change, Refused, refusal
 
 log = logging.getLogger("pitwatch.console")
 T = TypeVar("T")
@@ -450,7 +450,7 @@ async def add_triage(request: web.Request) -> web.Response:
     change = Change.parse(body)
     s = session_of(request)
     if not may(request, change.action):
-        raise Refused(f"a {s.role} may not {change.action}", 403)
+        raise refusal(s.role, change.action)
     hub, db = request.app[HUB], request.app[DB]
     done: list[dict[str, Any]] = []
     refused: list[dict[str, str]] = []

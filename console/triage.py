@@ -97,11 +97,17 @@ class Change:
         return cls(action, note, assignee, disposition, amount)
 
 
+def refusal(role: str, action: str) -> Refused:
+    """"an operator may not close" (403)."""
+    article = "an" if role[:1] in "aeiou" else "a"
+    return Refused(f"{article} {role} may not {action}", 403)
+
+
 def check(change: Change, role: str, state: State) -> State:
     """The state after the change, or Refused (403: the role may not; 409: the state
     does not allow it)."""
     if change.action not in MAY.get(role, frozenset()):
-        raise Refused(f"a {role} may not {change.action}", 403)
+        raise refusal(role, change.action)
     if change.action == "reopen":
         if state.status != "closed":
             raise Refused("only a closed finding is reopened")

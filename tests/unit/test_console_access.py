@@ -101,7 +101,7 @@ def test_each_role_does_what_it_may_and_no_more(store_dir: Path) -> None:
                 resp = await post(client, {"violation_id": vid, **body})
                 got.append(resp.status)
                 if resp.status == 403:
-                    assert f"a {role} may not" in (await resp.json())["error"]
+                    assert f" {role} may not" in (await resp.json())["error"]
             outcomes[role] = got
         return check
 
