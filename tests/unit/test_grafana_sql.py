@@ -132,8 +132,17 @@ def money_in_dollars(run: Run, db: str, frm: int, to: int) -> None:
     assert wagered["fieldConfig"]["defaults"]["unit"] == "currencyUSD"
     rows = run(expand(wagered["targets"][0]["rawSql"], db, frm, to,
                       variable_values(run, db, {}), {}))
-    cents = int(run(f"SELECT sum(wagered) AS c FROM {db}.rounds FINAL")[0]["c"])
+    # each jurisdiction's currency apart: USD (NJ, PA) in A, NZD (NZ) in B, never summed
+    cents = int(run(f"SELECT sum(wagered) AS c FROM {db}.rounds FINAL "
+                    "WHERE jurisdiction != 'NZ'")[0]["c"])
     assert cents > 0 and float(rows[0]["wagered_usd"]) == cents / 100
+    nzd = run(expand(wagered["targets"][1]["rawSql"], db, frm, to,
+                     variable_values(run, db, {}), {}))
+    nz_cents = int(run(f"SELECT sum(wagered) AS c FROM {db}.rounds FINAL "
+                       "WHERE jurisdiction = 'NZ'")[0]["c"])
+    assert nz_cents > 0 and float(nzd[0]["wagered_nzd"]) == nz_cents / 100
+    assert wagered["fieldConfig"]["overrides"][0]["properties"] == [
+        {"id": "unit", "value": "currencyNZD"}]
     for p in d["panels"]:
         sql = p["targets"][0]["rawSql"]
         money_cols = re.findall(r"(wagered|paid|collected|house_result)\b", sql)
