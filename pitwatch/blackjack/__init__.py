@@ -23,13 +23,16 @@ from .cards import (
 from .dealer import dealer_must_draw, dealer_play
 from .hands import hand_total, is_blackjack, is_bust, is_pair, is_soft
 from .ratio import (
+    CENT_TO_PLAYER,
     EVEN_MONEY,
     ONE_TO_ONE,
     SIX_TO_FIVE,
     THREE_TO_TWO,
     TWO_TO_ONE,
     Ratio,
+    Rounding,
     pay,
+    rounded,
     same_odds,
 )
 from .settlement import (
@@ -67,6 +70,7 @@ from .strategy import DOUBLE, HIT, SPLIT, STAND, SURRENDER, decide, should_switc
 
 __all__ = [
     "BONUS_PAY_TABLE",
+    "CENT_TO_PLAYER",
     "DEALER_22",
     "DOUBLE",
     "DOUBLE_ANY",
@@ -97,6 +101,7 @@ __all__ = [
     "Card",
     "Outcome",
     "Ratio",
+    "Rounding",
     "Settlement",
     "Shoe",
     "ShoeEmptyError",
@@ -119,6 +124,7 @@ __all__ = [
     "match_category",
     "pay",
     "rank_value",
+    "rounded",
     "same_odds",
     "settle_bonus",
     "settle_even_money",

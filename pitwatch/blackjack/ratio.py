@@ -6,13 +6,16 @@ from math import gcd
 from typing import Final, NamedTuple
 
 __all__ = [
+    "CENT_TO_PLAYER",
     "EVEN_MONEY",
     "ONE_TO_ONE",
     "SIX_TO_FIVE",
     "THREE_TO_TWO",
     "TWO_TO_ONE",
     "Ratio",
+    "Rounding",
     "pay",
+    "rounded",
     "same_odds",
 ]
 
@@ -43,14 +46,47 @@ def same_odds(a: Ratio, b: Ratio) -> bool:
     return a.num * b.den == b.num * a.den
 
 
-def pay(amount_cents: int, ratio: Ratio) -> int:
+class Rounding(NamedTuple):
+    """A table's posted rounding rule (`Rules.fraction`; no regulation text fixes one)
+    for an amount the player receives that is not a whole number of cents, or of chips:
+
+    * ``PLAYER`` (the default when none is posted): up to the next cent, the odd cent to
+      the player;
+    * ``HOUSE``: down to the cent;
+    * ``CHIP_UNIT``: to the nearest multiple of ``chip_unit``, a half chip to the player.
+
+    Both directions are judged alike: an amount other than the rule's, a cent more or a
+    cent less, is wrong (docs/procedure.md, "Rounding")."""
+
+    fraction: str = "PLAYER"
+    chip_unit: int = 1
+
+
+CENT_TO_PLAYER: Final = Rounding()
+
+
+def rounded(num: int, den: int, rounding: Rounding = CENT_TO_PLAYER) -> int:
+    """``num / den`` cents, received by the player, rounded by the posted rule."""
+    if num < 0 or den <= 0:
+        raise ValueError(f"cannot round {num} / {den}")
+    fraction, unit = rounding
+    if fraction == "HOUSE":
+        return num // den
+    if fraction == "CHIP_UNIT" and unit > 1:
+        step = unit * den  # chips of `unit` cents: the nearest, a half up
+        return (2 * num + step) // (2 * step) * unit
+    return -(-num // den)  # PLAYER (and chips of one cent): up
+
+
+def pay(amount_cents: int, ratio: Ratio, rounding: Rounding = CENT_TO_PLAYER) -> int:
     """Winnings in cents on a winning wager of ``amount_cents`` at ``ratio``.
 
-    Integer arithmetic only: ``amount_cents * num // den``, i.e. the exact amount
-    floored to the cent. 3 to 2 on 1,001 cents is 1,501 (1,501.5 floored); on chip
+    Integer arithmetic only: the exact amount ``amount_cents * num / den`` rounded by
+    the table's posted rule (`Rounding`; up to the cent by default): 3 to 2 on 1,001
+    cents is 1,502 (1,501.5), 1,501 where the house rounding is posted. On chip
     multiples (the normal case) the division is exact. The stake is not included.
     """
     num, den = ratio
     if amount_cents < 0 or num < 0 or den <= 0:
         raise ValueError(f"cannot pay {amount_cents} at {num} to {den}")
-    return amount_cents * num // den
+    return rounded(amount_cents * num, den, rounding)

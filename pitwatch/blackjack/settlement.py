@@ -14,10 +14,12 @@ A :class:`Settlement` follows the event contract (docs/events.md):
 * a push is a ``WagerReturned`` of the whole stake;
 * a surrender collects half and returns half.
 
-Rounding: every amount computed from a fraction is floored to the cent. Payouts are
-floored by :func:`pitwatch.blackjack.ratio.pay`; on surrender the surrendered half is
-floored, so the odd cent of an odd-cent stake is returned to the player (the house never
-takes more than half). Amounts are normally chip multiples, where nothing is rounded.
+Rounding: no regulation text fixes it, so it is the table's posted rule
+(:class:`pitwatch.blackjack.ratio.Rounding`, ``Rules.fraction``), passed as
+``rounding``: by default an amount the player receives is rounded up to the cent (a
+payout of 1,501.5 cents is 1,502; on surrender the half returned takes the odd cent, so
+the house never takes more than half). Amounts are normally chip multiples, where
+nothing is rounded.
 
 Where a rule is taken from outside the regulation files, the docstring says so
 ("public summary").
@@ -31,7 +33,7 @@ from typing import Final, NamedTuple
 
 from .cards import RANK_VALUES, TEN_VALUE_RANKS, is_valid_suit, rank_value
 from .hands import hand_total
-from .ratio import ONE_TO_ONE, TWO_TO_ONE, Ratio, pay
+from .ratio import CENT_TO_PLAYER, ONE_TO_ONE, TWO_TO_ONE, Ratio, Rounding, pay, rounded
 
 __all__ = [
     "BONUS_PAY_TABLE",
@@ -160,6 +162,7 @@ def settle_hand(
     dealer_22_pushes: bool,
     player_blackjack_allowed: bool,
     dealer_blackjack_possible: bool = True,
+    rounding: Rounding = CENT_TO_PLAYER,
 ) -> Settlement:
     """Settle one main, double or split wager of a finished hand.
 
@@ -204,14 +207,14 @@ def settle_hand(
             not dealer_blackjack_possible
             or (n_dealer == 1 and dealer_ranks[0] != "A" and dealer_ranks[0] not in TEN_VALUE_RANKS)
         ):
-            return _new(Settlement, (_WIN, pay(stake, blackjack_pays), 0, 0))
+            return _new(Settlement, (_WIN, pay(stake, blackjack_pays, rounding), 0, 0))
         raise ValueError(f"the dealer's hand {list(dealer_ranks)!r} does not decide the wager")
     d_total = hand_total(dealer_ranks)[0]
     dealer_bj = d_total == 21 and n_dealer == 2 and dealer_blackjack_possible
     if player_bj:
         if dealer_bj:
             return _new(Settlement, (_PUSH, 0, 0, stake))
-        return _new(Settlement, (_WIN, pay(stake, blackjack_pays), 0, 0))
+        return _new(Settlement, (_WIN, pay(stake, blackjack_pays, rounding), 0, 0))
     if dealer_bj:
         return _new(Settlement, (_LOSE, 0, stake, 0))
     if d_total > 21:
@@ -258,14 +261,15 @@ def settle_free_wager(
 
 
 def settle_insurance(
-    stake: int, dealer_has_blackjack: bool, *, pays: Ratio = TWO_TO_ONE
+    stake: int, dealer_has_blackjack: bool, *, pays: Ratio = TWO_TO_ONE,
+    rounding: Rounding = CENT_TO_PLAYER,
 ) -> Settlement:
     """An insurance wager wins at ``pays`` (2 to 1: N.J.A.C. 13:69F-2A.8(d); PA 672a.8(c)
     refers to the posted odds) when the dealer's hole card makes a blackjack, and is
     collected whole otherwise (13:69F-2A.8(a), (c); PA 672a.8(a), (d); NZ 9.1)."""
     _check_stake(stake)
     if dealer_has_blackjack:
-        return _new(Settlement, (_WIN, pay(stake, pays), 0, 0))
+        return _new(Settlement, (_WIN, pay(stake, pays, rounding), 0, 0))
     return _new(Settlement, (_LOSE, 0, stake, 0))
 
 
@@ -276,20 +280,22 @@ def settle_even_money(stake: int) -> Settlement:
     return _new(Settlement, (_WIN, stake, 0, 0))
 
 
-def settle_surrender(stake: int, dealer_has_blackjack: bool) -> Settlement:
+def settle_surrender(stake: int, dealer_has_blackjack: bool,
+                     rounding: Rounding = CENT_TO_PLAYER) -> Settlement:
     """Late surrender, N.J.A.C. 13:69F-2.8(a)1-2.
 
     Against a dealer blackjack the entire wager is collected (outcome ``LOSE``);
-    otherwise one-half is collected and one-half returned (outcome ``SURRENDER``). An
-    odd cent is returned: collected is ``stake // 2``, returned ``stake - stake // 2``
-    (the regulation is silent; see the module docstring). Whether the dealer can have
-    a blackjack is the caller's question: against a 2-9 first card it cannot (2.8(a)1).
+    otherwise one-half is collected and one-half returned (outcome ``SURRENDER``). The
+    half returned is rounded by the posted rule (the regulation is silent; see the
+    module docstring): by default an odd cent is returned, collected ``stake // 2``.
+    Whether the dealer can have a blackjack is the caller's question: against a 2-9 first
+    card it cannot (2.8(a)1).
     """
     _check_stake(stake)
     if dealer_has_blackjack:
         return _new(Settlement, (_LOSE, 0, stake, 0))
-    half = stake // 2
-    return _new(Settlement, (_SURRENDER, 0, half, stake - half))
+    back = rounded(stake, 2, rounding)
+    return _new(Settlement, (_SURRENDER, 0, stake - back, back))
 
 
 # --- the dealer-bust bonus wager, N.J.A.C. 13:69F-2.25 -----------------------------
@@ -310,6 +316,7 @@ def settle_bonus(
     suits: Sequence[str] | None = None,
     *,
     pay_table: Mapping[str, Ratio] | None,
+    rounding: Rounding = CENT_TO_PLAYER,
 ) -> Settlement:
     """The optional bonus wager that the dealer busts on the third card, 13:69F-2.25.
 
@@ -369,7 +376,7 @@ def settle_bonus(
             THREE_EIGHTS_COLOR in pay_table
         ):
             ratio = pay_table[THREE_EIGHTS_COLOR]
-    return _new(Settlement, (_WIN, pay(stake, ratio), 0, 0))
+    return _new(Settlement, (_WIN, pay(stake, ratio, rounding), 0, 0))
 
 
 # --- side wagers of Blackjack Switch and Free Bet Blackjack ------------------------
@@ -404,6 +411,7 @@ def settle_match(
     player_first_four: Sequence[tuple[str, str]],
     *,
     pay_table: Mapping[str, Ratio] | None,
+    rounding: Rounding = CENT_TO_PLAYER,
 ) -> Settlement:
     """Blackjack Switch match wager on the player's first four cards (the first two of
     each hand, before any switch), as ``(rank, suit)`` pairs.
@@ -424,7 +432,7 @@ def settle_match(
     if category is not None:
         ratio = table.get(category)
         if ratio is not None:
-            return _new(Settlement, (_WIN, pay(stake, ratio), 0, 0))
+            return _new(Settlement, (_WIN, pay(stake, ratio, rounding), 0, 0))
     return _new(Settlement, (_LOSE, 0, stake, 0))
 
 
@@ -433,6 +441,7 @@ def settle_push22(
     dealer_ranks: Sequence[str],
     *,
     pay_table: Mapping[str, Ratio] | None = None,
+    rounding: Rounding = CENT_TO_PLAYER,
 ) -> Settlement:
     """Free Bet Blackjack Push 22 wager: wins when the dealer's final hand totals exactly
     22, else loses (a dealer blackjack included).
@@ -450,7 +459,7 @@ def settle_push22(
     if len(dealer_ranks) < 2:
         raise ValueError(f"the dealer's hand {list(dealer_ranks)!r} is not complete")
     if hand_total(dealer_ranks)[0] == 22:
-        return _new(Settlement, (_WIN, pay(stake, ratio), 0, 0))
+        return _new(Settlement, (_WIN, pay(stake, ratio, rounding), 0, 0))
     return _new(Settlement, (_LOSE, 0, stake, 0))
 
 

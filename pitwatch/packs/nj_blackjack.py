@@ -76,6 +76,8 @@ def _rules(with_insurance: bool) -> tuple[Rule, ...]:
         *(insurance_rules() if with_insurance else []),
         *even_money_rules(OPTION_POSTED, OPTION_POSTED),
         rule("BONUS_WAGER_NOT_AVAILABLE", HIGH, f"{B}(a), (h)", bonus.not_available, WAGER),
+        rule("BONUS_WAGER_NOT_AVAILABLE", HIGH, "N.J.A.C. 13:69F-2.2(a)4",
+             bonus.too_few_decks, WAGER),
         rule("BONUS_WAGER_TOO_LATE", HIGH, f"{B}(b)", bonus.too_late, WAGER),
         rule("BONUS_WAGER_WITHOUT_MAIN", HIGH, f"{B}(b)", bonus.without_main, WAGER),
         rule("BONUS_WAGER_AMOUNT", HIGH, f"{B}(c)", bonus.amount, WAGER),
@@ -96,10 +98,11 @@ def _rules(with_insurance: bool) -> tuple[Rule, ...]:
 POSTING = (
     posting_rule(f"{S}(c)", posting.surrender_barred),
     posting_rule(f"{B}(h)", posting.bonus_barred),
+    posting_rule("N.J.A.C. 13:69F-2.2(a)4", posting.bonus_decks),
 )
 
 PACK = RulePack(
-    name=NAME, version="2024.09-2", jurisdiction="NJ", game="BLACKJACK",
+    name=NAME, version="2024.09-3", jurisdiction="NJ", game="BLACKJACK",
     title=TITLE.format(", insurance as posted"), rules=_rules(with_insurance=True),
     record_citations=RECORD_CITATIONS, posting=POSTING,
 )

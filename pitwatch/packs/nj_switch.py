@@ -32,7 +32,7 @@ from .checks.limits import limit_rules
 I = "N.J.A.C. 13:69F-2A.8"  # noqa: E741
 
 PACK = RulePack(
-    name="nj-blackjack-switch", version="2024.09-2", jurisdiction="NJ", game="BLACKJACK_SWITCH",
+    name="nj-blackjack-switch", version="2024.09-3", jurisdiction="NJ", game="BLACKJACK_SWITCH",
     title="New Jersey Blackjack Switch, N.J.A.C. 13:69F-2A (2A.8 insurance)",
     rules=(
         *early_rules(),

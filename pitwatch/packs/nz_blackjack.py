@@ -36,7 +36,7 @@ PAYOUT = (f"{G} 8.1–8.2 (blackjack 3 to 2, stand-off against a dealer blackjac
           f"other wins 1 to 1 as posted, {POSTED} (b)")
 
 PACK = RulePack(
-    name="nz-blackjack", version="1996.7-2", jurisdiction="NZ", game="BLACKJACK",
+    name="nz-blackjack", version="1996.7-3", jurisdiction="NZ", game="BLACKJACK",
     title="New Zealand blackjack, Gazette 1996 No 7 (8.1–8.3 payment, 9.1–9.4 insurance)",
     rules=(
         *early_rules(PAYOUT),

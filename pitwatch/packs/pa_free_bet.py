@@ -33,7 +33,7 @@ from .checks.limits import limit_rules
 P = "58 Pa. Code § 672a.8"
 
 PACK = RulePack(
-    name="pa-free-bet-blackjack", version="2024.09-2", jurisdiction="PA",
+    name="pa-free-bet-blackjack", version="2024.09-3", jurisdiction="PA",
     game="FREE_BET_BLACKJACK",
     title="Pennsylvania Free Bet Blackjack, 58 Pa. Code 672a (672a.8 insurance, even money)",
     rules=(

@@ -894,21 +894,29 @@ def nz_blackjack(d: Deal) -> None:
         s.card(1, "K", "C")
         s.card(2, "8", "S")
         s.offer_insurance()
-        valid = fault in ("", "odds", "early", "even money odds")
-        if fault in ("", "odds", "early", "even money odds"):
+        even_money = fault in ("even money odds", "even money kept")
+        valid = fault in ("", "odds", "early", "even money odds", "even money kept")
+        if valid:
             s.wager(2, "INSURANCE", insure)
         elif fault == "over":
             out.append(("INSURANCE_OVER_LIMIT", s.wager(2, "INSURANCE", insure), 2, 0))
-        elif fault == "under":
-            out.append(("INSURANCE_UNDER_MINIMUM", s.wager(2, "INSURANCE", insure), 2, 0))
-        if fault == "even money odds":
+        elif fault == "under":  # judged when insurance closes: the next card (9.3)
+            s.wager(2, "INSURANCE", insure)
+        if even_money:
             s.decide(1, "EVEN_MONEY")
-            out.append(("EVEN_MONEY_SETTLEMENT_WRONG", s.pay(1, "MAIN", 3000), 1, 0))
-            s.clear(1)
+            paid = s.pay(1, "MAIN", 3000 if fault == "even money odds" else 2000)
+            if fault == "even money odds":
+                out.append(("EVEN_MONEY_SETTLEMENT_WRONG", paid, 1, 0))
+                s.clear(1)
         if fault == "early":
             out.append(("BLACKJACK_PAID_EARLY", s.pay(1, "MAIN", 3000), 1, 0))
         s.decide(2, "STAND")
-        s.dealer(second, "C")
+        closing = s.dealer(second, "C")
+        if fault == "under":
+            out.append(("INSURANCE_UNDER_MINIMUM", closing, 2, 0))
+        elif fault == "even money kept":  # NZ 8.3: cards still on the layout at a card
+            out.append(("EVEN_MONEY_CARDS_REMOVED", closing, 1, 0))
+            s.clear(1)
         if fault == "too late":
             out.append(("INSURANCE_TOO_LATE", s.wager(2, "INSURANCE", insure), 2, 0))
         bj = second in HIGH_CARDS
@@ -921,7 +929,7 @@ def nz_blackjack(d: Deal) -> None:
                 s.collect(2, "INSURANCE", insure)
         else:
             s.give_back(2, "INSURANCE", insure)
-        if fault not in ("early", "even money odds"):
+        if fault not in ("early", "even money odds", "even money kept"):
             if bj:
                 s.give_back(1, "MAIN", 2000)
             else:
@@ -965,6 +973,7 @@ def nz_blackjack(d: Deal) -> None:
     d.round("BLACKJACK_PAID_LATE", lambda s: low_card(s, fault="late"))
     d.round("BLACKJACK_PAID_EARLY", lambda s: high_card(s, fault="early"))
     d.round("EVEN_MONEY_SETTLEMENT_WRONG", lambda s: high_card(s, fault="even money odds"))
+    d.round("EVEN_MONEY_CARDS_REMOVED", lambda s: high_card(s, fault="even money kept"))
     d.round("EVEN_MONEY_NOT_AVAILABLE", lambda s: not_available(s, what="even money"))
     d.round("INSURANCE_NOT_AVAILABLE", lambda s: not_available(s, what="insurance"))
     d.round("INSURANCE_TOO_EARLY", lambda s: high_card(s, fault="too early"))

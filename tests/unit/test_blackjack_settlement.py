@@ -25,6 +25,7 @@ from pitwatch.blackjack import (
     TWO_PAIR,
     Outcome,
     Ratio,
+    Rounding,
     Settlement,
     can_double,
     dealer_must_draw_third_for_bonus,
@@ -161,8 +162,8 @@ def test_six_to_five_and_odd_cents() -> None:
         dealer_22_pushes=False,
         player_blackjack_allowed=True,
     )
-    assert bj == Settlement(WIN, 1_201, 0, 0)  # 1,201.2 floored
-    assert nj(["A", "J"], ["10", "7"], 1_001) == Settlement(WIN, 1_501, 0, 0)  # 1,501.5
+    assert bj == Settlement(WIN, 1_202, 0, 0)  # 1,201.2: the cent to the player
+    assert nj(["A", "J"], ["10", "7"], 1_001) == Settlement(WIN, 1_502, 0, 0)  # 1,501.5
 
 
 def test_dealer_blackjack_beats_a_multi_card_21() -> None:
@@ -251,7 +252,7 @@ def test_settlement_moves_the_stake_exactly_once(
     )
     if s.outcome is WIN:
         assert (s.collected, s.returned) == (0, 0)
-        assert s.payout in (stake, stake * 3 // 2)
+        assert s.payout in (stake, -(-stake * 3 // 2))  # the odd cent to the player
     elif s.outcome is LOSE:
         assert (s.payout, s.collected, s.returned) == (0, stake, 0)
     else:
@@ -353,8 +354,11 @@ def test_surrender_against_dealer_blackjack_loses_all() -> None:
 
 
 def test_surrender_odd_cent_is_returned() -> None:
-    """The regulation is silent on an odd cent: the surrendered half is floored."""
+    """The regulation is silent on an odd cent: by default (the posted rounding rule,
+    docs/procedure.md "Rounding") it is returned to the player; the house rule keeps it."""
     assert settle_surrender(1_001, False) == Settlement(SURRENDER, 0, 500, 501)
+    assert settle_surrender(1_001, False, Rounding("HOUSE")) == Settlement(SURRENDER, 0, 501,
+                                                                             500)
 
 
 @given(st.integers(min_value=0, max_value=10**12))

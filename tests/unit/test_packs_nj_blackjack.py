@@ -561,9 +561,13 @@ def test_2_25_a_h_bonus_wager_not_available(rules: dict[str, object], why: str) 
 
     > The optional bonus wager authorized by this section may not be offered at a
     > blackjack table that offers multiple action blackjack wagers pursuant to N.J.A.C.
-    > 13:69E-2.18, a progressive blackjack wager pursuant to 13:69F-2.19,
+    > 13:69E-2.18, a progressive blackjack wager pursuant to 13:69F-2.19, a blackjack
+    > bonus wager pursuant to 13:69F-2.20, a streak wager pursuant to 13:69F-2.22, a
+    > match-the-dealer wager pursuant to 13:69F-2.23, a 20 point bonus wager pursuant to
+    > 13:69F-2.24, or the in-between wager authorized by 13:69F-2.26.
 
-    The void wager is handed back at settlement. A table that posts the bonus wager
+    The contract can post two of the seven (docs/procedure.md). The void wager is handed
+    back at settlement. A table that posts the bonus wager
     beside what (h) bars is itself a finding, on its TableOpened.
     """
     sc, bad = _bonus_placement(rules, 2000, 500, void=True)
@@ -574,7 +578,30 @@ def test_2_25_a_h_bonus_wager_not_available(rules: dict[str, object], why: str) 
     v = only([v for v in found if v.code != POSTING], "BONUS_WAGER_NOT_AVAILABLE")
     expect(v, code="BONUS_WAGER_NOT_AVAILABLE", severity="HIGH", citation=f"{B}(a), (h)",
            event=bad, seat=1, hand=0, pack=PACK)
-    assert why in v.message
+    assert why in v.message and all(why in p.message for p in posting)
+
+
+@pytest.mark.parametrize("decks, ok", [(6, True), (8, True), (4, False), (2, False)])
+def test_2_2_a_4_six_or_eight_decks_beside_the_bonus_wager(decks: int, ok: bool) -> None:
+    """N.J.A.C. 13:69F-2.2(a)4
+
+    > The fewest decks a table may use are:
+
+    > 4. six or eight, where the match-the-dealer wager (13:69F-2.23) or the optional bonus
+    > wager (13:69F-2.25) is offered.
+
+    A bonus table that posts fewer decks is a finding on its TableOpened; a bonus wager
+    placed at a shoe of fewer decks is not available (void, handed back)."""
+    sc, bad = _bonus_placement({"decks": decks}, 2000, 500, void=not ok)
+    found = audit(sc.events)
+    if ok:
+        assert found == []
+        return
+    posting = only([v for v in found if v.code == POSTING], POSTING)
+    assert posting.citation == "N.J.A.C. 13:69F-2.2(a)4" and f"{decks} deck(s)" in posting.message
+    v = only([v for v in found if v.code != POSTING], "BONUS_WAGER_NOT_AVAILABLE")
+    expect(v, code="BONUS_WAGER_NOT_AVAILABLE", severity="HIGH",
+           citation="N.J.A.C. 13:69F-2.2(a)4", event=bad, seat=1, hand=0, pack=PACK)
 
 
 def test_2_25_a_bonus_wager_where_offered_stands() -> None:

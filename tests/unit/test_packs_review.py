@@ -109,7 +109,7 @@ def test_nj_blackjack_previous_pack_version_has_no_insurance_checks() -> None:
     re-audit: it raises nothing on the 2,000-on-2,000 insurance paid 3 to 1."""
     old = registry.get("nj-blackjack", "2024.09-1")
     new = registry.get("nj-blackjack")
-    assert new is registry.select("NJ", "BLACKJACK") and new.version == "2024.09-2"
+    assert new is registry.select("NJ", "BLACKJACK") and new.version == "2024.09-3"
     assert not any(c.startswith("INSURANCE_") for c in old.codes())
     assert {"INSURANCE_OVER_LIMIT", "INSURANCE_SETTLEMENT_WRONG"} <= new.codes()
     assert ("nj-blackjack", "2024.09-1") in registry.versions()

@@ -1,4 +1,4 @@
-"""`pitwatch reaudit`: a simulated New Jersey floor, audited under nj-blackjack@2024.09-2
+"""`pitwatch reaudit`: a simulated New Jersey floor, audited under nj-blackjack@2024.09-3
 (which judges insurance against the table's posting), re-audited under 2024.09-1 (the
 composition before the insurance checks): the over-limit insurance findings (and the
 settlement of the wagers they voided) vanish, nothing else changes; and the other way
@@ -24,7 +24,7 @@ from producers.simulate import Floor, simulate_floor
 from replay.case import Selection
 from replay.reaudit import diff, reaudit
 
-OLD, NEW = "2024.09-1", "2024.09-2"
+OLD, NEW = "2024.09-1", "2024.09-3"
 
 
 def _over_insured(events: list[Event], rounds: int) -> tuple[list[Event], set[str]]:
@@ -64,7 +64,7 @@ def data(tmp_path_factory: pytest.TempPathFactory,
     d = tmp_path_factory.mktemp("reaudit") / "data"
     store = EmbeddedStore(d)
     store.setup()
-    audit_events(floor[0], store=store)  # the registry's newest: nj-blackjack@2024.09-2
+    audit_events(floor[0], store=store)  # the registry's newest: nj-blackjack@2024.09-3
     store.close()
     yield d
 

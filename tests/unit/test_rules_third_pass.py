@@ -499,6 +499,33 @@ def test_a_dealer_card_without_the_reveal_takes_the_hand_as_revealed(revealed: b
     assert len(vs) == 1 and v.event_id == card.event_id and "HoleCardRevealed" in v.message
 
 
+# --- 7. rounding as a posted rule -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("paid, ok", [(1502, True), (1501, False), (1503, False)])
+def test_rounding_is_one_stated_rule_judged_both_ways(paid: int, ok: bool) -> None:
+    """procedure: "Rounding is one stated rule"
+
+    A blackjack on 1,001 cents at 3 to 2 is 1,501.5 cents: the odd cent goes to the
+    player, and a cent either side of 1,502 is PAYOUT_WRONG alike (the house's cent no
+    longer passes)."""
+    sc = TableScript.opened("nj_blackjack", "NJ-BJ-51")
+    sc.start(1, [1])
+    sc.wager(1, "MAIN", 1001)
+    sc.deal({1: ("A", "K")}, up="9", hole="8")
+    sc.insert_hole(False)
+    pay = sc.pay(1, "MAIN", paid)
+    sc.clear(1)
+    sc.reveal()
+    sc.finish_round()
+    vs = audit(sc.events)
+    if ok:
+        assert vs == []
+        return
+    v = _by_code(vs)["PAYOUT_WRONG"]
+    assert len(vs) == 1 and v.event_id == pay.event_id and v.severity == "CRITICAL"
+
+
 # --- the quotations -----------------------------------------------------------------------
 
 

@@ -71,8 +71,8 @@ CASES: list[tuple[str, Callable[[], Settlement], tuple[str, int, int, int]]] = [
     # --- blackjack --------------------------------------------------------------------------
     ("blackjack 3 to 2", hand("A K", "10 7", 2000), (W, 3000, 0, 0)),
     ("blackjack 3 to 2 on 2,500", hand("K A", "9 8", 2500), (W, 3750, 0, 0)),
-    ("blackjack 3 to 2 on an odd amount: rounded down", hand("A Q", "10 7", 1005),
-     (W, 1507, 0, 0)),
+    ("blackjack 3 to 2 on an odd amount: the cent to the player", hand("A Q", "10 7", 1005),
+     (W, 1508, 0, 0)),
     ("blackjack beats a three-card dealer 21", hand("A J", "10 6 5", 2000), (W, 3000, 0, 0)),
     ("blackjack against a dealer blackjack stands off", hand("A K", "A Q", 2000),
      (P, 0, 0, 2000)),

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ...blackjack import Ratio, Settlement
+from ...blackjack import Ratio, Rounding, Settlement
 from ...engine.rulepack import Undecidable
-from ...engine.state import Wager
+from ...engine.state import Round, Wager
 from ...events.model import Event, PayoutMade, WagerCollected, WagerReturned
 from ...money import dollars
 
@@ -25,6 +25,12 @@ def odds(r: Ratio) -> str:
 
 def verb(p: Money) -> str:
     return {PayoutMade: "paid", WagerCollected: "collected", WagerReturned: "returned"}[type(p)]
+
+
+def rounding(r: Round) -> Rounding:
+    """The table's rounding rule (docs/procedure.md, "Rounding"): the stated default,
+    since the contract cannot yet carry a posted one."""
+    return Rounding("PLAYER", r.rules.chip_unit)
 
 
 def expected_text(exp: Settlement) -> str:

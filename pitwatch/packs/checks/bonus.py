@@ -11,8 +11,9 @@ from ...blackjack import Ratio, hand_total, settle_bonus
 from ...engine.rulepack import Finding
 from ...engine.state import Round
 from ...events.model import CardDealt, Event, PayoutMade, WagerCollected, WagerPlaced, WagerReturned
-from ._common import c, decided, expected_text, mismatch, money, verb
+from ._common import c, decided, expected_text, mismatch, money, rounding, verb
 from .dealing import shows_dealer_stopped
+from .posting import BONUS_DECKS, bonus_bar
 
 MIN_BONUS = 100  # $1.00, 2.25(c)
 
@@ -27,12 +28,23 @@ def not_available(r: Round, ev: Event) -> Finding | None:
     if p is None:
         return None
     rules = r.rules
+    barred = bonus_bar(rules)
     why = ("the table does not offer it" if not rules.bonus_wager
-           else "the table offers multiple action blackjack (2.25(h))" if rules.multiple_action
-           else "the table offers a progressive wager (2.25(h))" if rules.progressive_wager
-           else None)
+           else f"the table offers {barred} (2.25(h))" if barred is not None else None)
     return None if why is None else Finding(f"bonus wager of {c(p.amount)} but {why}",
                                             p.seat, p.hand)
+
+
+def too_few_decks(r: Round, ev: Event) -> Finding | None:
+    """N.J.A.C. 13:69F-2.2(a)4: where the bonus wager is offered, the fewest decks are six
+    or eight; a bonus wager at a table whose shoe holds fewer is not available."""
+    p = _bonus(ev)
+    decks = r.table.decks or r.rules.decks
+    if p is None or not r.rules.bonus_wager or decks >= BONUS_DECKS:
+        return None
+    return Finding(f"bonus wager of {c(p.amount)} but the shoe holds {decks} deck(s): where "
+                   "the bonus wager is offered the fewest decks are six or eight",
+                   p.seat, p.hand)
 
 
 def too_late(r: Round, ev: Event) -> Finding | None:
@@ -130,7 +142,7 @@ def settlement_wrong(r: Round, ev: Event) -> Finding | None:
         return Finding(f"bonus wager {c(w.amount)} {verb(p)} {c(p.amount)} before the dealer's "
                        "cards decided it", p.seat, p.hand)
     exp = decided(settle_bonus, w.amount, r.dealer_ranks[:3], r.dealer_suits[:3],
-                  pay_table=_pay_table(r))
+                  pay_table=_pay_table(r), rounding=rounding(r))
     if not mismatch(p, w, exp):
         return None
     cards = " ".join(r.dealer_ranks[:3])
@@ -180,7 +192,7 @@ def never_settled(r: Round, ev: Event) -> Finding | None:
     for (seat, hand, _), w in r.open_side("BONUS"):
         try:
             exp = settle_bonus(w.amount, r.dealer_ranks[:3], r.dealer_suits[:3],
-                               pay_table=_pay_table(r))
+                               pay_table=_pay_table(r), rounding=rounding(r))
             tail = f"; expected {expected_text(exp)}"
         except ValueError:
             tail = ""

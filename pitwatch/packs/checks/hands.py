@@ -10,7 +10,7 @@ from ...blackjack import Outcome, Settlement, settle_free_wager, settle_hand
 from ...engine.rulepack import Finding, Undecidable
 from ...engine.state import FREE_KINDS, HAND_KINDS, EarlySettlement, Hand, Round, Wager
 from ...events.model import Event, RoundEnded
-from ._common import c, decided, expected_text, mismatch, money, verb
+from ._common import c, decided, expected_text, mismatch, money, rounding, verb
 
 DEALER_22_GAMES = frozenset({"BLACKJACK_SWITCH", "FREE_BET_BLACKJACK"})
 
@@ -52,7 +52,7 @@ def expected(r: Round, h: Hand, w: Wager, final: bool = False) -> Settlement | N
     return decided(settle_hand, h.ranks, dealer, w.amount,
                    blackjack_pays=r.rules.blackjack_pays, dealer_22_pushes=pushes,
                    dealer_blackjack_possible=possible,
-                   player_blackjack_allowed=not (h.split or h.switched))
+                   player_blackjack_allowed=not (h.split or h.switched), rounding=rounding(r))
 
 
 def payout_wrong(r: Round, ev: Event) -> Finding | None:

@@ -21,7 +21,7 @@ from ...events.model import (
     WagerPlaced,
     WagerReturned,
 )
-from ._common import c, expected_text, mismatch, money, odds, verb
+from ._common import c, expected_text, mismatch, money, odds, rounding, verb
 
 
 def _insurance(ev: Event) -> WagerPlaced | None:
@@ -145,8 +145,9 @@ def under_minimum(r: Round, ev: Event) -> Finding | None:
             return Finding(f"insurance of {c(w.amount)} (its stacks together) is below the "
                            f"table minimum "
                            f"{c(r.rules.min_wager)}", seat, hand, void_wager="INSURANCE")
-        win = pay(w.amount, r.rules.insurance_pays)
-        if win % max(r.rules.chip_unit, 1):
+        num, den = r.rules.insurance_pays
+        win = pay(w.amount, r.rules.insurance_pays, rounding(r))
+        if (w.amount * num) % (den * max(r.rules.chip_unit, 1)):  # the exact win
             return Finding(f"insurance of {c(w.amount)} would win {c(win)}, which cannot "
                            f"be paid in chips of {c(r.rules.chip_unit)}", seat, hand,
                            void_wager="INSURANCE")
@@ -177,7 +178,8 @@ def settlement_wrong(r: Round, ev: Event) -> Finding | None:
     if r.rules.hole_card == "READER" and not (r.hole_inserted or r.revealed):
         return Finding(f"insurance {verb(p)} {c(p.amount)} before the hole card went into "
                        "the reader", p.seat, p.hand)
-    exp = settle_insurance(w.amount, r.dealer_blackjack, pays=r.rules.insurance_pays)
+    exp = settle_insurance(w.amount, r.dealer_blackjack, pays=r.rules.insurance_pays,
+                           rounding=rounding(r))
     if not mismatch(p, w, exp):
         return None
     hole = "a blackjack" if r.dealer_blackjack else f"no blackjack ({r.dealer_ranks[1]} second)"
@@ -268,7 +270,7 @@ def never_paid(r: Round, ev: Event) -> Finding | None:
     if not r.dealer_blackjack:
         return None
     for (seat, hand, _), w in r.open_side("INSURANCE"):
-        exp = pay(w.amount, r.rules.insurance_pays)
+        exp = pay(w.amount, r.rules.insurance_pays, rounding(r))
         return Finding(f"winning insurance {c(w.amount)} never paid (expected {c(exp)})",
                        seat, hand)
     return None

@@ -51,11 +51,35 @@ def surrender_barred(rules: Rules) -> str | None:
                                      "shall not be available")
 
 
+def bonus_bar(rules: Rules) -> str | None:
+    """N.J.A.C. 13:69F-2.25(h): the first of the wagers the bonus wager may not be offered
+    beside that the table posts, or None. The contract carries two of the seven (multiple
+    action, progressive); the other five cannot be posted yet (docs/procedure.md)."""
+    for posted, what in ((rules.multiple_action, "multiple action blackjack (13:69E-2.18)"),
+                         (rules.progressive_wager, "a progressive wager (2.19)")):
+        if posted:
+            return what
+    return None
+
+
 def bonus_barred(rules: Rules) -> str | None:
-    """N.J.A.C. 13:69F-2.25(h): no bonus wager beside multiple action or a progressive."""
+    """N.J.A.C. 13:69F-2.25(h): no bonus wager beside any of seven other wagers."""
     if not rules.bonus_wager:
         return None
-    why = ("offers multiple action blackjack" if rules.multiple_action
-           else "offers a progressive wager" if rules.progressive_wager else None)
-    return None if why is None else (f"the table posts the bonus wager but {why}, beside "
-                                     "which it may not be offered")
+    what = bonus_bar(rules)
+    return None if what is None else (f"the table posts the bonus wager but offers {what}, "
+                                      "beside which it may not be offered")
+
+
+#: N.J.A.C. 13:69F-2.2(a)4: the fewest decks where the bonus wager (or match-the-dealer)
+#: is offered
+BONUS_DECKS = 6
+
+
+def bonus_decks(rules: Rules) -> str | None:
+    """N.J.A.C. 13:69F-2.2(a)4: six or eight decks where the optional bonus wager or the
+    match-the-dealer wager is offered (read as at least six: "the fewest decks")."""
+    if not rules.bonus_wager or rules.decks >= BONUS_DECKS:
+        return None
+    return (f"the table posts the bonus wager with {rules.decks} deck(s); where it is "
+            "offered the fewest decks are six or eight")

@@ -13,7 +13,7 @@ from ...blackjack import Ratio, Settlement, dealer_must_draw, settle_match, sett
 from ...engine.rulepack import Finding, Undecidable
 from ...engine.state import Round
 from ...events.model import Event
-from ._common import c, decided, expected_text, mismatch, money, verb
+from ._common import c, decided, expected_text, mismatch, money, rounding, verb
 
 SIDE_KINDS = frozenset({"MATCH", "PUSH22"})
 
@@ -33,7 +33,8 @@ def _match(r: Round, seat: int, amount: int) -> Settlement | None:
         raise Undecidable(f"seat {seat} split before its match wager settled: the first "
                           "four cards are no longer on hands 0 and 1")
     four = [(rank, "S") for h in (h0, h1) for rank in h.ranks[:2]]
-    return decided(settle_match, amount, four, pay_table=_posted(r, "MATCH"))
+    return decided(settle_match, amount, four, pay_table=_posted(r, "MATCH"),
+                   rounding=rounding(r))
 
 
 def _dealer_final(r: Round) -> bool:
@@ -49,7 +50,8 @@ def _expected(r: Round, seat: int, kind: str, amount: int) -> Settlement | None:
         return _match(r, seat, amount)
     if not _dealer_final(r):
         return None
-    return decided(settle_push22, amount, r.dealer_ranks, pay_table=_posted(r, "PUSH22"))
+    return decided(settle_push22, amount, r.dealer_ranks, pay_table=_posted(r, "PUSH22"),
+                   rounding=rounding(r))
 
 
 def settlement_wrong(r: Round, ev: Event) -> Finding | None:

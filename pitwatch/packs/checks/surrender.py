@@ -15,7 +15,7 @@ from ...events.model import (
     WagerCollected,
     WagerReturned,
 )
-from ._common import c, expected_text, mismatch, money, verb
+from ._common import c, expected_text, mismatch, money, rounding, verb
 
 
 def _surrender(ev: Event) -> PlayerDecision | None:
@@ -74,7 +74,8 @@ def settlement_wrong(r: Round, ev: Event) -> Finding | None:
         return Finding(f"surrendered wager {c(w.amount)} {verb(p)} {c(p.amount)} before the "
                        f"dealer's second card was revealed (up card {r.up_card})",
                        p.seat, p.hand)
-    exp = settle_surrender(w.amount, r.up_ace_or_ten and r.dealer_blackjack)
+    exp = settle_surrender(w.amount, r.up_ace_or_ten and r.dealer_blackjack,
+                           rounding(r))
     if not mismatch(p, w, exp):
         return None
     return Finding(f"surrendered wager {c(w.amount)} {verb(p)} {c(p.amount)}; expected "
@@ -117,7 +118,8 @@ def not_settled_at_once(r: Round, ev: Event) -> Finding | None:
         w = h.wagers.get("MAIN")
         if w is None:
             continue
-        exp = settle_surrender(w.amount, r.up_ace_or_ten and r.dealer_blackjack)
+        exp = settle_surrender(w.amount, r.up_ace_or_ten and r.dealer_blackjack,
+                           rounding(r))
         if w.collected != exp.collected or w.returned != exp.returned:
             when = ("at the end of the round" if at_end
                     else f"when the next {ev.type} came"
