@@ -216,7 +216,7 @@ def render_timeline(events: list[dict[str, Any]], violations: list[dict[str, Any
     at: dict[str, list[dict[str, Any]]] = {}
     for v in violations:
         at.setdefault(v["event_id"], []).append(v)
-    rows = ['<div class="scroll"><table class="timeline"><thead><tr><th>device time</th>'
+    rows = ['<div class="scroll"><table class="timeline"><thead><tr><th>device time (UTC)</th>'
             "<th>device</th><th>seq</th><th>event</th><th>what</th></tr></thead><tbody>"]
     for ev in events:
         found = at.pop(ev["event_id"], [])
