@@ -31,6 +31,7 @@ from pitwatch.events.keys import KeyRegistry
 from pitwatch.packs.registry import all_packs
 from pitwatch.store.base import Store
 from pitwatch.store.history import round_span
+from pitwatch.store.lookup import RoundQuery, round_spans, select_rounds, violations_of
 
 from .rebuild import Fed, Rebuilt, rebuild_span, signature_verdict
 
@@ -79,39 +80,11 @@ class Selection:
 
     def round_ids(self, store: Store) -> list[tuple[str, str]]:
         """(table, round) of each selected round, in table and start order."""
-        where: list[str] = ["1 = 1"]
-        params: dict[str, Any] = {}
-        if self.round_id is not None:
-            where.append("round_id = {r:String}")
-            params["r"] = self.round_id
-        if self.table is not None:
-            where.append("table_id = {t:String}")
-            params["t"] = self.table
-        if self.dealer is not None:
-            where.append("dealer_id = {d:String}")
-            params["d"] = self.dealer
-        if self.game is not None:
-            where.append("jurisdiction = {j:String} AND game = {g:String}")
-            params["j"], params["g"] = self.jurisdiction or "", self.game
-        started = "(toUInt64(toUnixTimestamp(started)) * 1000 + started_ms)"
-        if self.start_ms is not None:
-            where.append(started + " >= {a:UInt64}")
-            params["a"] = self.start_ms
-        if self.end_ms is not None:
-            where.append(started + " < {z:UInt64}")
-            params["z"] = self.end_ms
-        if self.code is not None:
-            where.append("round_id IN (SELECT round_id FROM violations FINAL "
-                         "WHERE code = {c:String})")
-            params["c"] = self.code
-        if self.severity is not None:
-            where.append("round_id IN (SELECT round_id FROM violations FINAL "
-                         "WHERE has({s:Array(String)}, severity))")
-            params["s"] = SEVERITIES[:SEVERITIES.index(self.severity) + 1]
-        rows = store.query("SELECT table_id, round_id FROM rounds FINAL WHERE "
-                           + " AND ".join(where) + " ORDER BY table_id, started, started_ms, "
-                           "round_id", params)
-        found = [(r["table_id"], r["round_id"]) for r in rows]
+        found = select_rounds(store, RoundQuery(
+            self.round_id, self.table, self.start_ms, self.end_ms, self.dealer, self.code,
+            None if self.severity is None
+            else tuple(SEVERITIES[:SEVERITIES.index(self.severity) + 1]),
+            self.jurisdiction, self.game))
         if not found and self.round_id is not None:
             span = round_span(store, self.round_id)  # not closed yet: no summary row
             if span is not None:
@@ -265,11 +238,11 @@ def build_case(store: Store, selection: Selection, store_identity: str,
     for table, rid in picked:
         by_table.setdefault(table, []).append(rid)
     for table, ids in by_table.items():
-        spans = [s for s in (round_span(store, r) for r in ids) if s is not None]
+        spans = [s for s in round_spans(store, ids).values() if s.table_id == table]
         if not spans:
             continue
-        got = rebuild_span(store, table, min(s[1] for s in spans), max(s[2] for s in spans),
-                           ids, keys=keys, fed=fed)
+        got = rebuild_span(store, table, min(s.first for s in spans),
+                           max(s.last for s in spans), ids, keys=keys, fed=fed)
         rounds += [got[r] for r in ids if r in got]
     case = Case(selection, store_identity, rounds, generated_ms=generated_ms, keys=keys,
                 keys_sha256=keys_sha256, fed=fed, provenance=provenance or Provenance(),
@@ -284,9 +257,9 @@ def stored_only(store: Store, rounds: list[Rebuilt]) -> dict[str, list[Violation
                - {v.violation_id for v in rb.violations}}
     if not missing:
         return {}
-    rows = store.query("SELECT * FROM violations FINAL WHERE has({ids:Array(String)}, "
-                       "violation_id) ORDER BY round_id, detected_at, detected_ms, code",
-                       {"ids": sorted(missing)})
+    rows = [r for r in violations_of(store, ((rb.table_id, rb.round_id) for rb in rounds))
+            if r["violation_id"] in missing]
+    rows.sort(key=lambda r: (r["round_id"], r["detected_at"], r["detected_ms"], r["code"]))
     out: dict[str, list[Violation]] = {}
     for r in rows:
         out.setdefault(r["round_id"], []).append(violation_from_row(r))

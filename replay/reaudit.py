@@ -21,7 +21,7 @@ from pitwatch.engine.violation import Violation
 from pitwatch.events.keys import KeyRegistry, KeyRegistryError
 from pitwatch.packs import registry
 from pitwatch.store.base import Store
-from pitwatch.store.history import round_span
+from pitwatch.store.lookup import round_spans, violations_of
 from pitwatch.terminal import printable
 
 from .case import Selection, parse_time, violation_from_row
@@ -83,20 +83,17 @@ def rebuild_selection(store: Store, sel: Selection, pack: RulePack | None,
         by_table.setdefault(table, []).append(rid)
     out: list[Rebuilt] = []
     for table, ids in by_table.items():
-        spans = [s for s in (round_span(store, r) for r in ids) if s is not None]
+        spans = [s for s in round_spans(store, ids).values() if s.table_id == table]
         if spans:
-            got = rebuild_span(store, table, min(s[1] for s in spans),
-                               max(s[2] for s in spans), ids, pack, keys)
+            got = rebuild_span(store, table, min(s.first for s in spans),
+                               max(s.last for s in spans), ids, pack, keys)
             out += [got[r] for r in ids if r in got]
     return out
 
 
-def stored_violations(store: Store, round_ids: list[str]) -> list[Violation]:
-    if not round_ids:
-        return []
-    rows = store.query("SELECT * FROM violations FINAL WHERE has({ids:Array(String)}, "
-                       "round_id)", {"ids": round_ids})
-    return [violation_from_row(r) for r in rows]
+def stored_violations(store: Store, rounds: list[tuple[str, str]]) -> list[Violation]:
+    """The stored violations of (table, round) pairs."""
+    return [violation_from_row(r) for r in violations_of(store, rounds)]
 
 
 def reaudit(store: Store, sel: Selection, pack: RulePack, base: RulePack | None = None,
@@ -107,9 +104,8 @@ def reaudit(store: Store, sel: Selection, pack: RulePack, base: RulePack | None 
     SIGNATURE_INVALID shows as vanished."""
     sel = replace(sel, jurisdiction=pack.jurisdiction, game=pack.game)
     rounds = rebuild_selection(store, sel, pack, keys)
-    ids = [rb.round_id for rb in rounds]
     if base is None:
-        before = stored_violations(store, ids)
+        before = stored_violations(store, [(rb.table_id, rb.round_id) for rb in rounds])
     else:
         before = [v for rb in rebuild_selection(store, sel, base, keys)
                   for v in rb.violations]

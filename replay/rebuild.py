@@ -25,8 +25,16 @@ from pitwatch.events.keys import KeyRegistry
 from pitwatch.events.model import Checkpoint, Event, Rules
 from pitwatch.packs.registry import select
 from pitwatch.store.base import Store
-from pitwatch.store.history import Stored, context_start, primers, round_span, stream
-from pitwatch.store.rows import EVENT_COLUMNS, stored_event
+from pitwatch.store.history import Stored, context_start, primers, stream
+from pitwatch.store.lookup import (
+    checkpoints_before,
+    device_events_back,
+    device_firsts,
+    fetch,
+    round_closed,
+    round_spans,
+    violations_of,
+)
 
 from .chains import Chains, DeviceChain, seq_ranges
 
@@ -299,9 +307,8 @@ def rebuild_span(store: Store, table_id: str, first: int, last: int,
         tail = st.pos, st.event.event_id
     else:
         r = tr.auditor.round
-        tr.fed.finished = r is not None and not r.ended and bool(store.query(
-            "SELECT round_id FROM rounds FINAL WHERE round_id = {r:String}",
-            {"r": r.round_id}))
+        tr.fed.finished = r is not None and not r.ended and round_closed(
+            store, table_id, r.round_id)
     if keys is not None and tail is not None:
         _read_after(store, tr, tail)
     out = tr.end(tr.fed.finished)
@@ -337,37 +344,32 @@ def before(store: Store, table_id: str, begin: int, keys: KeyRegistry | None
         return []
     got: dict[str, Stored] = {s.event.event_id: s for s in primers(store, table_id, begin)}
     if keys is not None:
-        for s in chain_back(store, table_id, begin):
-            if keys.signs(s.event.device_id):
-                got.setdefault(s.event.event_id, s)
+        signing = [d for d in device_firsts(store, table_id) if keys.signs(d)]
+        for s in chain_back(store, table_id, begin, signing):
+            got.setdefault(s.event.event_id, s)
     return [s.event for s in sorted(got.values(), key=lambda s: (s.pos, s.event.event_id))]
 
 
-def chain_back(store: Store, table_id: str, begin: int) -> list[Stored]:
-    """Each device's events before `begin` from the head of its last checkpoint there."""
-    marks = store.query(
-        "SELECT " + EVENT_COLUMNS + ", pos FROM events FINAL WHERE table_id = {t:String} "
-        "AND (device_id, pos) IN (SELECT device_id, max(pos) FROM events FINAL WHERE "
-        "table_id = {t:String} AND pos < {b:UInt64} AND type = 'Checkpoint' "
-        "GROUP BY device_id)", {"t": table_id, "b": begin})
+def chain_back(store: Store, table_id: str, begin: int,
+               devices: Iterable[str] | None = None) -> list[Stored]:
+    """Each device's (of `devices`, else every device's) events before `begin` from the
+    head of its last checkpoint there."""
+    wanted = list(device_firsts(store, table_id)) if devices is None else devices
+    marks = fetch(store, table_id, checkpoints_before(store, table_id, begin, wanted))
     out: list[Stored] = []
-    for m in marks:
-        cp = stored_event(m)
+    for pos, cp in marks:
         assert isinstance(cp.payload, Checkpoint)
-        rows = store.query(
-            "SELECT " + EVENT_COLUMNS + ", pos FROM events FINAL WHERE table_id = {t:String} "
-            "AND device_id = {d:String} AND seq >= {s:UInt64} AND pos < {b:UInt64} "
-            "ORDER BY pos, event_id",
-            {"t": table_id, "d": cp.device_id, "s": cp.payload.head_seq, "b": begin})
-        out += [Stored(int(r["pos"]), stored_event(r)) for r in rows]
-    return out
+        at = device_events_back(store, table_id, cp.device_id, cp.payload.head_seq, pos,
+                                begin)
+        out += [Stored(p, ev) for p, ev in fetch(store, table_id, at)]
+    return sorted(out, key=lambda s: (s.pos, s.event.event_id))
 
 
 def _stored(store: Store, rounds: dict[str, Rebuilt]) -> None:
     if not rounds:
         return
-    rows = store.query("SELECT round_id, violation_id FROM violations FINAL "
-                       "WHERE has({ids:Array(String)}, round_id)", {"ids": list(rounds)})
+    rows = violations_of(store, ((rb.table_id, rid) for rid, rb in rounds.items()),
+                         "table_id, round_id, violation_id")
     for r in rows:
         rounds[r["round_id"]].stored_violation_ids.add(r["violation_id"])
 
@@ -375,8 +377,8 @@ def _stored(store: Store, rounds: dict[str, Rebuilt]) -> None:
 def rebuild(store: Store, round_id: str, pack: RulePack | None = None,
             keys: KeyRegistry | None = None) -> Rebuilt:
     """One round, rebuilt with its table context."""
-    span = round_span(store, round_id)
+    span = round_spans(store, [round_id]).get(round_id)
     if span is None:
         raise LookupError(f"no events of round {round_id} in the store")
-    table_id, first, last = span
-    return rebuild_span(store, table_id, first, last, [round_id], pack, keys)[round_id]
+    return rebuild_span(store, span.table_id, span.first, span.last, [round_id], pack,
+                        keys)[round_id]

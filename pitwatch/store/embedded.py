@@ -338,6 +338,9 @@ class EmbeddedStore:
             self._run(_created(stmt))
         for t in TABLES:
             self._run(f"ALTER TABLE {t} MODIFY SETTING {TABLE_SETTINGS}")
+        from .lookup import migrate  # the index tables of a store made before them
+
+        migrate(self)
 
     def insert(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
         if rows:

@@ -26,12 +26,8 @@ import orjson
 
 from ..engine.auditor import StateError, TableAuditor
 from ..events.model import Event
+from . import lookup
 from .base import Store
-from .rows import EVENT_COLUMNS, stored_event
-
-PAGE = 2000
-#: The start of a select of a table's events (`t`), each with its position.
-_SELECT = f"SELECT pos, {EVENT_COLUMNS} FROM events FINAL WHERE table_id = {{t:String}} AND "
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,19 +36,11 @@ class Stored:
     event: Event
 
 
-def _rows(store: Store, sql: str, params: dict[str, object]) -> list[Stored]:
-    return [Stored(int(r["pos"]), stored_event(r)) for r in store.query(sql, params)]
-
-
 def context_start(store: Store, table_id: str, before: int) -> int:
     """Where the table context of the event at `before` starts: the earlier of the last
     TableOpened and the last ShoeLoaded before it (0, the table's first event, when one
     of them never came: the rules or the counts then go back to the start)."""
-    rows = store.query(
-        "SELECT type, max(pos) AS p FROM events FINAL WHERE table_id = {t:String} "
-        "AND pos < {b:UInt64} AND type IN ('TableOpened', 'ShoeLoaded') GROUP BY type",
-        {"t": table_id, "b": before})
-    found = {r["type"]: int(r["p"]) for r in rows}
+    found = lookup.mark_before(store, table_id, ("TableOpened", "ShoeLoaded"), before)
     if len(found) < 2:
         return 0
     return min(found.values())
@@ -63,27 +51,15 @@ def primers(store: Store, table_id: str, begin: int) -> list[Stored]:
     checks the seq and digest of each device's next event as it was checked then."""
     if begin == 0:
         return []
-    return _rows(store,
-                 _SELECT + "(device_id, pos) IN (SELECT device_id, max(pos) FROM events "
-                 "FINAL WHERE table_id = {t:String} AND pos < {b:UInt64} GROUP BY device_id) "
-                 "ORDER BY pos, event_id", {"t": table_id, "b": begin})
+    at = lookup.last_before(store, table_id, begin)
+    return [Stored(p, ev) for p, ev in lookup.fetch(store, table_id, at)]
 
 
 def stream(store: Store, table_id: str, begin: int, end: int | None = None
            ) -> Iterator[Stored]:
     """The table's events from position `begin` (to `end` inclusive), in order, a page
     at a time (the caller may stop early)."""
-    pos, last_id = begin, ""
-    while True:
-        page = _rows(store,
-                     _SELECT + "(pos > {p:UInt64} OR (pos = {p:UInt64} AND event_id > {e:String}))"
-                     + ("" if end is None else " AND pos <= {z:UInt64}") +
-                     " ORDER BY pos, event_id LIMIT {n:UInt64}",
-                     {"t": table_id, "p": pos, "e": last_id, "z": end or 0, "n": PAGE})
-        yield from page
-        if len(page) < PAGE:
-            return
-        pos, last_id = page[-1].pos, page[-1].event.event_id
+    return (Stored(p, ev) for p, ev in lookup.stream(store, table_id, begin, end))
 
 
 def context(store: Store, table_id: str, before: int) -> Iterator[Stored]:
@@ -97,12 +73,8 @@ def context(store: Store, table_id: str, before: int) -> Iterator[Stored]:
 
 def round_span(store: Store, round_id: str) -> tuple[str, int, int] | None:
     """(table, first position, last position) of a round's stored events."""
-    rows = store.query("SELECT any(table_id) AS t, min(pos) AS a, max(pos) AS z, "
-                       "count() AS n FROM events FINAL WHERE round_id = {r:String}",
-                       {"r": round_id})
-    if not rows or not int(rows[0]["n"]):
-        return None
-    return rows[0]["t"], int(rows[0]["a"]), int(rows[0]["z"])
+    span = lookup.round_spans(store, [round_id]).get(round_id)
+    return None if span is None else (span.table_id, span.first, span.last)
 
 
 class HistoryConflict(ValueError):

@@ -74,6 +74,9 @@ class ServerStore:
             self._admin.disconnect()
         for stmt in ddl_statements():
             self._execute(stmt)
+        from .lookup import migrate  # the index tables of a store made before them
+
+        migrate(self)
 
     def insert(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
         if rows:

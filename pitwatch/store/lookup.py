@@ -1,0 +1,398 @@
+"""Lookups that read as many rows with a year of history as with a day.
+
+Every lookup here finds its rows through a sort key: `events` by (table, device time),
+and the index tables of schemas/clickhouse/005_lookups.sql, filled by materialized
+views as rows land: a table's positions (`event_positions`), its context marks
+(`event_marks`), its devices (`table_devices`), a round's table and span
+(`round_index`), rounds by table and start (`round_starts`) and by dealer
+(`dealer_rounds`), violations by severity and code (`violation_codes`). A stretch of
+positions is read as a window of positions, never as "everything before" or "everything
+after" (ClickHouse 18.16 reads every granule a condition leaves, whatever the LIMIT), and
+a window that finds nothing grows until it meets what it looks for or the table's end.
+
+A store made before these tables gets them when it is next set up (`migrate`: each view's
+SELECT run once over its base table, recorded in `store_migrations`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .base import Store, StoreError, ddl_statements
+from .rows import EVENT_COLUMNS, stored_event
+
+#: A position moves 1,024 an event (pitwatch/store/order.py): a window of this many
+#: positions holds about 4,096 events.
+WINDOW = 1024 * 4096
+#: Events a page of `stream`.
+PAGE = 2000
+#: Device seconds between two events read in one query of `events`: farther apart (a
+#: device whose clock is off, a table closed overnight), they are read apart, each
+#: through the sort key.
+TIME_GAP = 600
+#: The backfills of the index tables, by name, recorded in `store_migrations` when done.
+MIGRATIONS = {"lookups-1": ("event_positions", "event_marks", "table_devices",
+                            "round_index", "round_starts", "dealer_rounds",
+                            "violation_codes")}
+_VIEW = re.compile(r"CREATE MATERIALIZED VIEW IF NOT EXISTS (\w+) TO (\w+) AS\s+(SELECT.*)",
+                   re.S)
+
+
+@dataclass(frozen=True, slots=True)
+class Located:
+    """Where an event is: its position, its id, and its device time (seconds)."""
+
+    pos: int
+    event_id: str
+    ts: int
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A round's table and the first and last positions of its stored events."""
+
+    table_id: str
+    first: int
+    last: int
+
+
+def _ids(values: Iterable[str]) -> tuple[str, ...]:
+    """A set of ids as a query parameter (`x IN {p:Array(String)}`): a tuple, which the
+    server's driver writes as `('a', 'b')` and chDB reads as an array."""
+    return tuple(sorted(set(values)))
+
+
+# ---------------------------------------------------------------- migration
+
+
+def backfills() -> dict[str, str]:
+    """Each index table's backfill: its view's SELECT, as an INSERT into it."""
+    out: dict[str, str] = {}
+    for stmt in ddl_statements():
+        m = _VIEW.match(stmt)
+        if m is not None:
+            out[m.group(2)] = f"INSERT INTO {m.group(2)} {m.group(3)}"
+    return out
+
+
+def migrate(store: Store) -> list[str]:
+    """Fill the index tables of a store made before them from its base tables, once
+    (after `setup` made them; rows stored meanwhile are written twice, which the
+    tables absorb). The migrations it ran, by name."""
+    done = {r["name"] for r in store.query("SELECT name FROM store_migrations")}
+    ran = []
+    fills = backfills()
+    for name, tables in MIGRATIONS.items():
+        if name in done:
+            continue
+        for t in tables:
+            store.query(fills[t])
+        store.query("INSERT INTO store_migrations (name, done) SELECT {n:String}, now()",
+                    {"n": name})
+        ran.append(name)
+    return ran
+
+
+# ---------------------------------------------------------------- events of a table
+
+
+def table_extent(store: Store, table_id: str) -> tuple[int, int] | None:
+    """(first, last) position of the table's stored events; None for none."""
+    rows = store.query("SELECT minMerge(first) AS a, maxMerge(last) AS z, count() AS n "
+                       "FROM table_devices WHERE table_id = {t:String}", {"t": table_id})
+    if not rows or not int(rows[0]["n"]):
+        return None
+    return int(rows[0]["a"]), int(rows[0]["z"])
+
+
+def device_firsts(store: Store, table_id: str) -> dict[str, int]:
+    """Each device of the table and the position of its first stored event."""
+    return {r["device_id"]: int(r["f"]) for r in store.query(
+        "SELECT device_id, minMerge(first) AS f FROM table_devices WHERE table_id = "
+        "{t:String} GROUP BY device_id", {"t": table_id})}
+
+
+def positions(store: Store, table_id: str, lo: int, hi: int, after: str = "",
+              limit: int = PAGE) -> list[Located]:
+    """The table's events at positions lo..hi (at `lo` only those whose id sorts after
+    `after`), in order, `limit` at most."""
+    return [Located(int(r["pos"]), r["event_id"], int(r["t"])) for r in store.query(
+        "SELECT pos, event_id, toUInt32(ts) AS t FROM event_positions FINAL "
+        "WHERE table_id = {t:String} AND pos >= {a:UInt64} AND pos <= {z:UInt64} "
+        "AND (pos > {a:UInt64} OR event_id > {e:String}) "
+        "ORDER BY pos, event_id LIMIT {n:UInt64}",
+        {"t": table_id, "a": lo, "z": hi, "e": after, "n": limit})]
+
+
+def _time_runs(located: Sequence[Located]) -> list[list[Located]]:
+    """`located` in runs of device time no gap in which is over `TIME_GAP` seconds."""
+    runs: list[list[Located]] = []
+    for loc in sorted(located, key=lambda x: x.ts):
+        if runs and loc.ts - runs[-1][-1].ts <= TIME_GAP:
+            runs[-1].append(loc)
+        else:
+            runs.append([loc])
+    return runs
+
+
+def fetch(store: Store, table_id: str, located: Sequence[Located]) -> list[tuple[int, Any]]:
+    """The stored events at `located` as (position, event), in order of record: each
+    run of device time read through `events`' sort key (table, device time)."""
+    got: dict[tuple[int, str], Any] = {}
+    for run in _time_runs(located):
+        rows = store.query(
+            f"SELECT pos, {EVENT_COLUMNS} FROM events FINAL WHERE table_id = {{t:String}} "
+            "AND ts >= toDateTime({a:UInt32}) AND ts <= toDateTime({z:UInt32}) "
+            "AND event_id IN {ids:Array(String)}",
+            {"t": table_id, "a": run[0].ts, "z": run[-1].ts,
+             "ids": _ids(x.event_id for x in run)})
+        for r in rows:
+            got[int(r["pos"]), r["event_id"]] = r
+    want = sorted((x.pos, x.event_id) for x in located)
+    missing = [k for k in want if k not in got]
+    if missing:
+        raise StoreError(f"the store's event_positions name {len(missing)} event(s) of "
+                         f"table {table_id} that events does not hold at that position "
+                         f"(first: {missing[0][1]} at {missing[0][0]}): the index and its "
+                         "table disagree; run `pitwatch audit` on the store again to "
+                         "migrate it, or restore it")
+    return [(k[0], stored_event(got[k])) for k in want]
+
+
+def stream(store: Store, table_id: str, begin: int, end: int | None = None
+           ) -> Iterator[tuple[int, Any]]:
+    """The table's events from position `begin` (to `end` inclusive) as (position,
+    event), in order, a page of at most `PAGE` at a time, each page through a window
+    of positions (the caller may stop early)."""
+    extent = table_extent(store, table_id)
+    if extent is None:
+        return
+    top = extent[1] if end is None else min(end, extent[1])
+    pos, after, width = max(begin, extent[0]), "", WINDOW
+    while pos <= top:
+        hi = min(top, pos + width - 1)
+        page = positions(store, table_id, pos, hi, after)
+        yield from fetch(store, table_id, page)
+        if len(page) == PAGE:
+            pos, after, width = page[-1].pos, page[-1].event_id, WINDOW
+        else:  # the window is read: the next one, wider after an empty one (a gap)
+            pos, after, width = hi + 1, "", width * 2 if not page else WINDOW
+
+
+def last_before(store: Store, table_id: str, before: int,
+                devices: Iterable[str] | None = None) -> list[Located]:
+    """Each device's last event before position `before` (of `devices`, else of every
+    device of the table that has one), read in windows back from `before`."""
+    firsts = device_firsts(store, table_id)
+    wanted = {d for d, f in firsts.items() if f < before
+              and (devices is None or d in set(devices))}
+    found: dict[str, int] = {}
+    hi, width = before, WINDOW
+    low = min((firsts[d] for d in wanted), default=before)
+    while wanted - found.keys() and hi > low:
+        lo = max(low, hi - width)
+        for r in store.query(
+                "SELECT device_id, max(pos) AS p FROM event_positions WHERE table_id = "
+                "{t:String} AND pos >= {a:UInt64} AND pos < {b:UInt64} AND device_id IN "
+                "{d:Array(String)} GROUP BY device_id",
+                {"t": table_id, "a": lo, "b": hi, "d": _ids(wanted - found.keys())}):
+            found[r["device_id"]] = int(r["p"])
+        hi, width = lo, width * 4
+    if not found:
+        return []
+    at = set(found.items())
+    rows = store.query(
+        "SELECT pos, event_id, device_id, toUInt32(ts) AS t FROM event_positions FINAL "
+        "WHERE table_id = {t:String} AND pos IN {p:Array(UInt64)}",
+        {"t": table_id, "p": tuple(sorted(set(found.values())))})
+    return sorted((Located(int(r["pos"]), r["event_id"], int(r["t"])) for r in rows
+                   if (r["device_id"], int(r["pos"])) in at),
+                  key=lambda x: (x.pos, x.event_id))
+
+
+def mark_before(store: Store, table_id: str, kinds: Sequence[str], before: int
+                ) -> dict[str, int]:
+    """The position of the table's last event of each kind (TableOpened, ShoeLoaded,
+    Checkpoint) before position `before`."""
+    return {r["type"]: int(r["p"]) for r in store.query(
+        "SELECT type, max(pos) AS p FROM event_marks WHERE table_id = {t:String} "
+        "AND type IN {k:Array(String)} AND pos < {b:UInt64} GROUP BY type",
+        {"t": table_id, "k": _ids(kinds), "b": before})}
+
+
+def checkpoints_before(store: Store, table_id: str, before: int, devices: Iterable[str]
+                       ) -> list[Located]:
+    """Each of `devices`' last Checkpoint before position `before`, read in windows
+    back from `before`."""
+    firsts = device_firsts(store, table_id)
+    wanted = {d for d in devices if firsts.get(d, before) < before}
+    found: dict[str, Located] = {}
+    hi, width = before, WINDOW
+    low = min((firsts[d] for d in wanted), default=before)
+    while wanted - found.keys() and hi > low:
+        lo = max(low, hi - width)
+        for r in store.query(
+                "SELECT device_id, max(pos) AS p, argMax(event_id, pos) AS e "
+                "FROM event_marks WHERE table_id = {t:String} AND type = 'Checkpoint' "
+                "AND pos >= {a:UInt64} AND pos < {b:UInt64} AND device_id IN "
+                "{d:Array(String)} GROUP BY device_id",
+                {"t": table_id, "a": lo, "b": hi, "d": _ids(wanted - found.keys())}):
+            found[r["device_id"]] = Located(int(r["p"]), r["e"], 0)
+        hi, width = lo, width * 4
+    return sorted(found.values(), key=lambda x: (x.pos, x.event_id))
+
+
+def device_events_back(store: Store, table_id: str, device_id: str, since_seq: int,
+                       start: int, before: int) -> list[Located]:
+    """The device's events from its seq `since_seq` on and before position `before`,
+    in order, read in windows back from `start` (the position of one of them) until
+    one at or below `since_seq` is met, or the device's first event."""
+    first = device_firsts(store, table_id).get(device_id, 0)
+    out: dict[tuple[int, str], Located] = {}
+    hi, width, met = before, max(WINDOW, before - start), False
+    while not met and hi > first:
+        lo = max(first, hi - width)
+        for r in store.query(
+                "SELECT pos, event_id, seq, toUInt32(ts) AS t FROM event_positions FINAL "
+                "WHERE table_id = {t:String} AND pos >= {a:UInt64} AND pos < {b:UInt64} "
+                "AND device_id = {d:String}",
+                {"t": table_id, "a": lo, "b": hi, "d": device_id}):
+            if int(r["seq"]) <= since_seq:
+                met = True
+            if int(r["seq"]) >= since_seq:
+                out[int(r["pos"]), r["event_id"]] = Located(int(r["pos"]), r["event_id"],
+                                                            int(r["t"]))
+        hi, width = lo, width * 4
+    return [out[k] for k in sorted(out)]
+
+
+# ---------------------------------------------------------------- rounds
+
+
+def round_spans(store: Store, round_ids: Iterable[str]) -> dict[str, Span]:
+    """Each round's table and first and last positions, from its stored events (a round
+    with none is left out). A round id two tables' events carry is that of the table
+    whose id sorts first."""
+    ids = _ids(round_ids)
+    if not ids:
+        return {}
+    out: dict[str, Span] = {}
+    for r in store.query(
+            "SELECT round_id, table_id, minMerge(first) AS a, maxMerge(last) AS z "
+            "FROM round_index WHERE round_id IN {r:Array(String)} GROUP BY round_id, table_id "
+            "ORDER BY round_id, table_id", {"r": ids}):
+        out.setdefault(r["round_id"], Span(r["table_id"], int(r["a"]), int(r["z"])))
+    return out
+
+
+def round_closed(store: Store, table_id: str, round_id: str) -> bool:
+    """Whether the store holds the round's summary (the run that stored it closed it)."""
+    return bool(store.query("SELECT round_id FROM rounds FINAL WHERE table_id = {t:String} "
+                            "AND round_id = {r:String}", {"t": table_id, "r": round_id}))
+
+
+def violations_of(store: Store, rounds: Iterable[tuple[str, str]],
+                  columns: str = "*") -> list[dict[str, Any]]:
+    """The stored violations of (table, round) pairs, through `violations`' sort key
+    (table, round), in table and round order."""
+    pairs = set(rounds)
+    if not pairs:
+        return []
+    rows = store.query(
+        f"SELECT {columns} FROM violations FINAL WHERE table_id IN {{t:Array(String)}} "
+        "AND round_id IN {r:Array(String)} ORDER BY table_id, round_id, detected_at, "
+        "detected_ms, code, violation_id",
+        {"t": _ids(t for t, _ in pairs), "r": _ids(r for _, r in pairs)})
+    return [r for r in rows if (r["table_id"], r["round_id"]) in pairs]
+
+
+@dataclass(frozen=True, slots=True)
+class RoundQuery:
+    """What selects rounds: any together, at least one (or only `game`, which is every
+    round of one rule pack: a whole-history read by its nature)."""
+
+    round_id: str | None = None
+    table: str | None = None
+    start_ms: int | None = None  # started at or after (device time, ms)
+    end_ms: int | None = None  # started before
+    dealer: str | None = None
+    code: str | None = None
+    severities: tuple[str, ...] | None = None  # a violation of one of these
+    jurisdiction: str | None = None
+    game: str | None = None
+
+
+def _time_params(q: RoundQuery) -> tuple[str, dict[str, Any]]:
+    """The start-time condition on `started`/`started_ms`, whole seconds through the sort
+    key, the milliseconds exactly."""
+    where, params = "", {}
+    started = "(toUInt64(toUnixTimestamp(started)) * 1000 + started_ms)"
+    if q.start_ms is not None:
+        where += " AND started >= toDateTime({as:UInt32}) AND " + started + " >= {a:UInt64}"
+        params["as"], params["a"] = q.start_ms // 1000, q.start_ms
+    if q.end_ms is not None:
+        where += " AND started <= toDateTime({zs:UInt32}) AND " + started + " < {z:UInt64}"
+        params["zs"], params["z"] = q.end_ms // 1000, q.end_ms
+    return where, params
+
+
+def select_rounds(store: Store, q: RoundQuery) -> list[tuple[str, str]]:
+    """(table, round) of each stored round summary `q` selects, in table and start
+    order: the candidates from an index (a round id, a table and its hours, a dealer, a
+    code or severity), then their summaries through `rounds`' sort key (table, round)."""
+    candidates: set[tuple[str, str]] | None = None
+
+    def narrow(found: Iterable[tuple[str, str]]) -> None:
+        nonlocal candidates
+        got = set(found)
+        candidates = got if candidates is None else candidates & got
+
+    when, tparams = _time_params(q)
+    if q.round_id is not None:
+        narrow((s.table_id, q.round_id) for s in round_spans(store, [q.round_id]).values())
+    if q.table is not None and candidates is None:
+        narrow((r["table_id"], r["round_id"]) for r in store.query(
+            "SELECT table_id, round_id FROM round_starts WHERE table_id = {t:String}" + when
+            + ("" if q.dealer is None else " AND dealer_id = {d:String}"),
+            {"t": q.table, "d": q.dealer or "", **tparams}))
+    if q.dealer is not None and candidates is None:
+        narrow((r["table_id"], r["round_id"]) for r in store.query(
+            "SELECT table_id, round_id FROM dealer_rounds WHERE dealer_id = {d:String}"
+            + when, {"d": q.dealer, **tparams}))
+    if q.code is not None or q.severities is not None:
+        from ..engine.violation import Severity
+
+        sev = q.severities or tuple(s.value for s in Severity)
+        cond = "severity IN {s:Array(String)}"
+        params: dict[str, Any] = {"s": _ids(sev)}
+        if q.code is not None:
+            cond += " AND code = {c:String}"
+            params["c"] = q.code
+        if q.table is not None:
+            cond += " AND table_id = {t:String}"
+            params["t"] = q.table
+        narrow((r["table_id"], r["round_id"]) for r in store.query(
+            "SELECT DISTINCT table_id, round_id FROM violation_codes WHERE " + cond, params))
+    if candidates is not None and not candidates:
+        return []
+    where, params = ["1 = 1"], dict(tparams)
+    if candidates is not None:
+        where.append("table_id IN {ts:Array(String)} AND round_id IN {rs:Array(String)}")
+        params["ts"] = _ids(t for t, _ in candidates)
+        params["rs"] = _ids(r for _, r in candidates)
+    for col, val in (("round_id", q.round_id), ("table_id", q.table),
+                     ("dealer_id", q.dealer), ("game", q.game)):
+        if val is not None:
+            where.append(f"{col} = {{{col}:String}}")
+            params[col] = val
+    if q.game is not None:
+        where.append("jurisdiction = {jurisdiction:String}")
+        params["jurisdiction"] = q.jurisdiction or ""
+    rows = store.query("SELECT table_id, round_id FROM rounds FINAL WHERE "
+                       + " AND ".join(where) + when + " ORDER BY table_id, started, "
+                       "started_ms, round_id", params)
+    found = [(r["table_id"], r["round_id"]) for r in rows]
+    return found if candidates is None else [p for p in found if p in candidates]
