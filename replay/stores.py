@@ -8,6 +8,7 @@ from pathlib import Path
 
 from pitwatch.connect import add_connection_flags
 from pitwatch.store.base import Store
+from pitwatch.store.lookup import ensure
 
 
 def add_store_options(p: argparse.ArgumentParser) -> None:
@@ -28,13 +29,17 @@ def open_store(args: argparse.Namespace) -> Store:
         host, _, port = args.clickhouse.rpartition(":")
         if not host or not port.isdigit():
             raise ValueError(f"--clickhouse takes HOST:PORT, not {args.clickhouse!r}")
-        return ServerStore(host, int(port), args.clickhouse_db)
+        server = ServerStore(host, int(port), args.clickhouse_db)
+        ensure(server)  # a store made before its index tables is migrated first
+        return server
     from pitwatch.store.embedded import EmbeddedStore, holds_store
 
     if not holds_store(args.data):
         raise FileNotFoundError(f"no store at {args.data}: run `pitwatch audit` or "
                                 "`pitwatch demo` first, or pass --data or --clickhouse")
-    return EmbeddedStore(args.data)
+    store = EmbeddedStore(args.data)
+    ensure(store)
+    return store
 
 
 def store_identity(args: argparse.Namespace) -> str:

@@ -96,6 +96,16 @@ def migrate(store: Store) -> list[str]:
     return ran
 
 
+def ensure(store: Store) -> None:
+    """Set up a store opened to be read (replay, investigate, reaudit) that has no index
+    tables yet, or whose backfill has not run: what `setup` does for the writers."""
+    have = store.query("SELECT count() AS n FROM system.tables WHERE database = "
+                       "currentDatabase() AND name = 'store_migrations'")
+    if not int(have[0]["n"]) or {r["name"] for r in store.query(
+            "SELECT name FROM store_migrations")} < MIGRATIONS.keys():
+        store.setup()
+
+
 # ---------------------------------------------------------------- events of a table
 
 

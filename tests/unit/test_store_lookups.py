@@ -1,0 +1,99 @@
+"""The lookups replay, investigate and reaudit make read as many rows with 41 times the
+history as with the floor alone: issue 33, "Tests check that the rows a round lookup
+reads (ClickHouse reports them) stay bounded as history grows".
+
+ClickHouse counts the rows a query reads and refuses one that reads more than
+`max_rows_to_read` (chDB and the 18.16 server alike): every lookup runs under a bound
+that the floor's own history passes and 41 times the history is well over, so a lookup
+that read the history (the `events FINAL WHERE round_id = ...` scan it replaced) is
+refused there, and one that reads through a sort key passes both."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pitwatch.audit.run import audit_events
+from pitwatch.store import lookup
+from pitwatch.store.base import StoreError
+from pitwatch.store.embedded import EmbeddedStore
+from producers.history import copy_floor
+from producers.simulate import simulate_floor
+from replay.case import Selection
+from replay.rebuild import rebuild
+
+#: Rows a query may read: more than a few granules of each table (events 2,048 rows a
+#: granule in chDB, the index tables 8,192), far less than 41 floors' events.
+BOUND = 20_000
+COPIES = 40
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedStore]:
+    s = EmbeddedStore(Path(tmp_path_factory.mktemp("lookups")) / "data")
+    s.setup()
+    audit_events(simulate_floor(2, 12, 11, 0.3)[0], store=s)
+    s.sync()
+    yield s
+    s.close()
+
+
+def _bounded(store: EmbeddedStore, rows: int) -> None:
+    store.sync()
+    store._run(f"SET max_rows_to_read = {rows}")
+
+
+def _lookups(store: EmbeddedStore) -> dict[str, object]:
+    """What a replay of three rounds, a one-table-hour investigation, a dealer's and a
+    code's selection find, each under `BOUND`."""
+    rounds = [r["round_id"] for r in store.query(
+        "SELECT round_id FROM rounds FINAL WHERE position(round_id, '~') = 0 "
+        "ORDER BY table_id, started LIMIT 3 OFFSET 8")]
+    first = store.query("SELECT table_id, dealer_id, toUInt64(started) * 1000 AS s FROM "
+                        "rounds FINAL WHERE round_id = {r:String}", {"r": rounds[0]})[0]
+    code = store.query("SELECT code FROM violations FINAL WHERE position(round_id, '~') = 0 "
+                       "ORDER BY code LIMIT 1")[0]["code"]
+    _bounded(store, BOUND)
+    try:
+        rebuilt = {r: rebuild(store, r) for r in rounds}
+        hour = Selection(table=first["table_id"], start_ms=int(first["s"]),
+                         end_ms=int(first["s"]) + 3_600_000)
+        return {
+            "spans": lookup.round_spans(store, rounds),
+            "replayed": {r: (rb.matches_store, sorted(v.violation_id for v in rb.violations))
+                         for r, rb in rebuilt.items()},
+            "hour": hour.round_ids(store),
+            "dealer": [p for p in lookup.select_rounds(store, lookup.RoundQuery(
+                dealer=first["dealer_id"], start_ms=int(first["s"]),
+                end_ms=int(first["s"]) + 3_600_000))],
+            "code": sorted(p for p in lookup.select_rounds(store, lookup.RoundQuery(
+                code=code)) if "~" not in p[1]),
+        }
+    finally:
+        _bounded(store, 0)
+
+
+def test_round_and_table_hour_lookups_read_no_more_rows_with_41_times_the_history(
+        store: EmbeddedStore) -> None:
+    small = _lookups(store)
+    assert all(ok for ok, _ in small["replayed"].values())  # type: ignore[attr-defined]
+    assert small["hour"] and small["dealer"] and small["code"]
+    before = int(store.query("SELECT count() AS n FROM events")[0]["n"])
+
+    copy_floor(store, 1, COPIES)
+    assert int(store.query("SELECT count() AS n FROM events")[0]["n"]) == \
+        before * (COPIES + 1) > 2 * BOUND
+    big = _lookups(store)
+    assert big == small
+    # the bound is one the scans of the history fail: the round lookup replaced, and a
+    # table's events selected by position alone
+    rid = next(iter(small["spans"]))  # type: ignore[call-overload]
+    _bounded(store, BOUND)
+    try:
+        with pytest.raises(StoreError, match="max_rows_to_read"):
+            store.query("SELECT min(pos) AS a FROM events FINAL WHERE round_id = {r:String}",
+                        {"r": rid})
+    finally:
+        _bounded(store, 0)
