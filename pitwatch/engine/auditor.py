@@ -649,11 +649,12 @@ class TableAuditor:
         if not self.table.opened:
             self._whole = False
         ep = self._episode
-        if ep is not None and ev.device_id not in ep:
-            self._heard(ev.device_id)  # not heard from since the break: the same break
-            return
-        if ep is None and self._from_break and dev.last_digest is None:
-            return  # first seen past seq 1 at a table read from its middle: that break
+        if self._lost is None:  # else the caller knows of a loss: a break of its own
+            if ep is not None and ev.device_id not in ep:
+                self._heard(ev.device_id)  # not heard from since the break: the same one
+                return
+            if ep is None and self._from_break and dev.last_digest is None:
+                return  # first seen past seq 1 at a table read from its middle: that break
         if not self.devices.keys() - {ev.device_id} and dev.last_digest is None:
             self._from_break = True
         self._episode = {ev.device_id}

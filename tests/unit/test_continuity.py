@@ -145,11 +145,14 @@ def round_no_of_id(rid: str) -> int:
 # --- hand-built streams -------------------------------------------------------------------
 
 
-def plain(sc: TableScript, n: int, paid: int = 2000) -> None:
-    """A clean round at an NJ blackjack table: seat 1 stands on 19, the dealer busts."""
+def plain(sc: TableScript, n: int, paid: int = 2000, reader: bool = False) -> None:
+    """A clean round at an NJ blackjack table: seat 1 stands on 19, the dealer busts
+    (the hole card read by the reader with `reader`)."""
     sc.start(n, [1])
     sc.wager(1, "MAIN", 2000)
     sc.deal({1: ("10", "9")}, up="9", hole="7")
+    if reader:
+        sc.insert_hole(False)
     sc.decide(1, "STAND")
     sc.reveal()
     sc.dealer("10", "C")
@@ -456,3 +459,30 @@ def test_digest_prefixes_are_what_the_record_compares() -> None:
     for x in sc.events:
         a.feed(x)
     assert a.devices[e.device_id].recorded(e.seq) == digest(e)[:8]
+
+
+def test_a_loss_the_caller_knows_of_is_reported_though_a_break_is_open() -> None:
+    """A break episode still open (the reader not heard from since) does not swallow a
+    loss the worker reports: the next break is EVENTS_LOST with its text."""
+    sc = TableScript.opened("nj_blackjack", "T-01")
+    plain(sc, 1, reader=True)
+    sc.start(2, [1])
+    sc.wager(1, "MAIN", 2000)
+    sc.skip("shoe", 2)
+    first = sc.card(1, "10", "S")
+    sc.skip("reader", 3)
+    sc.insert_hole(False)
+    sc.emit(RoundEnded())
+    plain(sc, 3)
+    at = sc.events.index(first) + 1
+    found: list[Violation] = []
+    a = auditor(found)
+    for e in sc.events[:at]:
+        a.feed(e)
+    a.lost("partition 1 offsets 7–9")
+    for e in sc.events[at:]:
+        a.feed(e)
+    a.finish()
+    assert codes(found) == ["EVENTS_LOST", "EVENTS_LOST"]
+    assert "partition 1 offsets 7–9" in found[1].message
+    assert found[1].message.startswith("T-01-reader seq ")
