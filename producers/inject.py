@@ -277,20 +277,42 @@ def _em_not_available_apply(ctx: InjectContext, seat: int) -> Step:
     return step
 
 
-def _em_wrong_apply(ctx: InjectContext, step: Step) -> Step:
+def _em_wrong_apply(ctx: InjectContext, target: Any) -> Step:
+    if isinstance(target, tuple):  # elected and never paid: found when the round ends
+        s = ctx.script
+        s.remove([target[1]])
+        end = s.first("end")
+        assert end is not None
+        return end
+    step: Step = target
     p = step.payload
     assert isinstance(p, PayoutMade)
     step.payload = PayoutMade(p.seat, p.hand, p.kind, p.amount // 2)
     return step
 
 
+def _card_after(s: RoundScript, step: Step) -> Step | None:
+    return next((st for st in s.steps[s.index(step) + 1:]
+                 if isinstance(st.payload, CardDealt)), None)
+
+
 def _em_removed_targets(ctx: InjectContext) -> list[Any]:
-    return [st for st in ctx.script.find("em_pay")
-            if not ctx.script.find("em_clear", st.tag[1])]
-
-
-def _em_removed_apply(ctx: InjectContext, pay: Step) -> Step:
     s = ctx.script
+    if ctx.cfg.jurisdiction == "NZ":  # 8.3: removed before any further card
+        return [("kept", st) for st in s.find("em_clear") if _card_after(s, st) is not None]
+    return [st for st in s.find("em_pay") if not s.find("em_clear", st.tag[1])]
+
+
+def _em_removed_apply(ctx: InjectContext, target: Any) -> Step:
+    s = ctx.script
+    if isinstance(target, tuple):
+        clear = target[1]
+        card = _card_after(s, clear)
+        assert card is not None
+        s.remove([clear])
+        s.insert_after(card, clear)
+        return card
+    pay: Step = target
     seat = pay.tag[1]
     assert isinstance(seat, int)
     s.remove(s.find("clear", seat, 0))
@@ -341,11 +363,36 @@ def _bj_late_apply(ctx: InjectContext, seat: int) -> Step:
     return third
 
 
+def _first_draw(s: RoundScript) -> Step | None:
+    """The dealer's first card drawn after the reveal (the dealer's turn)."""
+    if not s.facts.play_phase:
+        return None  # a dealer blackjack at a reader table: no dealer's turn
+    start = s.marker_index("dealer_start")
+    return next((st for st in s.steps[start:] if st.tag[:1] == ("dealer_draw",)), None)
+
+
 def _payout_wrong_targets(ctx: InjectContext) -> list[Any]:
-    return [st for st in ctx.script.find("hand_settle") if st.tag[3] in HAND_WAGERS]
+    s = ctx.script
+    out: list[Any] = [st for st in s.find("hand_settle") if st.tag[3] in HAND_WAGERS]
+    if _first_draw(s) is not None:  # a losing hand paid before the dealer drew
+        out += [("early", st) for st in s.find("hand_settle")
+                if st.tag[3] == "MAIN" and isinstance(st.payload, WagerCollected)]
+    return out
 
 
-def _payout_wrong_apply(ctx: InjectContext, step: Step) -> Step:
+def _payout_wrong_apply(ctx: InjectContext, target: Any) -> Step:
+    if isinstance(target, tuple):  # judged against the dealer's final hand, not the 16
+        s = ctx.script
+        _, collect = target
+        p = collect.payload
+        assert isinstance(p, WagerCollected)
+        draw = _first_draw(s)
+        assert draw is not None
+        s.remove([collect])
+        early = _rfid(PayoutMade(p.seat, p.hand, "MAIN", p.amount))
+        s.insert_before(draw, early)
+        return early
+    step: Step = target
     p = step.payload
     if isinstance(p, PayoutMade):  # a win overpaid by a chip
         step.payload = PayoutMade(p.seat, p.hand, p.kind, p.amount + ctx.cfg.rules.chip_unit)
@@ -595,10 +642,23 @@ def _card_count_apply(ctx: InjectContext, t: tuple[Step, str]) -> Step:
 
 
 def _out_of_order_targets(ctx: InjectContext) -> list[Any]:
-    return _free_seats(ctx) if ctx.script.facts.play_phase else []
+    s = ctx.script
+    out: list[Any] = _free_seats(ctx) if s.facts.play_phase else []
+    first = s.first("switch_offer")
+    if first is not None and s.find("switch", first.tag[1]):
+        out.append(("unoffered", first))  # the first seat offered switches, unannounced
+    return out
 
 
-def _out_of_order_apply(ctx: InjectContext, seat: int) -> Step:
+def _out_of_order_apply(ctx: InjectContext, target: Any) -> Step:
+    if isinstance(target, tuple):
+        s = ctx.script
+        offer = target[1]
+        switch = s.first("switch", offer.tag[1])
+        assert switch is not None
+        s.remove([offer])
+        return switch
+    seat: int = target
     step = _console(PlayerDecision(seat, 0, "STAND"))
     ctx.script.insert_after_marker("play_start", steps=[step])
     return step
@@ -757,7 +817,10 @@ def _side_wrong_apply(ctx: InjectContext, step: Step) -> Step:
 
 
 def _em_pays(ctx: InjectContext) -> list[Any]:
-    return ctx.script.find("em_pay")
+    pays = ctx.script.find("em_pay")
+    if ctx.cfg.jurisdiction != "PA":
+        return list(pays)
+    return [*pays, *(("never", st) for st in pays)]
 
 
 CATALOGUE: Final[tuple[Fault, ...]] = (
@@ -773,7 +836,7 @@ CATALOGUE: Final[tuple[Fault, ...]] = (
     Fault("EVEN_MONEY_NOT_AVAILABLE", EVEN_MONEY_TABLES, _em_not_available_targets,
           _em_not_available_apply),
     Fault("EVEN_MONEY_SETTLEMENT_WRONG", EVEN_MONEY_TABLES, _em_pays, _em_wrong_apply),
-    Fault("EVEN_MONEY_CARDS_REMOVED", frozenset({PA_FB}), _em_removed_targets,
+    Fault("EVEN_MONEY_CARDS_REMOVED", EVEN_MONEY_TABLES, _em_removed_targets,
           _em_removed_apply),
     Fault("BLACKJACK_PAID_EARLY", frozenset({NZ_BJ}), _bj_early_targets, _bj_early_apply),
     Fault("BLACKJACK_PAID_LATE", frozenset({NZ_BJ}), _bj_late_targets, _bj_late_apply),

@@ -93,7 +93,7 @@ def test_rate() -> None:
 
 
 #: The event each fault is seen on: payload type, and the wager kind or decision.
-SEEN_ON: dict[str, tuple[type, str | None]] = {
+SEEN_ON: dict[str, tuple[type | tuple[type, ...], str | None]] = {
     "INSURANCE_NOT_AVAILABLE": (WagerPlaced, "INSURANCE"),
     "INSURANCE_OVER_LIMIT": (WagerPlaced, "INSURANCE"),
     "INSURANCE_UNDER_MINIMUM": (CardDealt, None),  # insurance closes: 9.3
@@ -102,8 +102,10 @@ SEEN_ON: dict[str, tuple[type, str | None]] = {
     "INSURANCE_ON_MATCH_WAGER": (WagerPlaced, "INSURANCE"),
     "INSURANCE_SETTLEMENT_WRONG": (PayoutMade, "INSURANCE"),
     "EVEN_MONEY_NOT_AVAILABLE": (PlayerDecision, "EVEN_MONEY"),
-    "EVEN_MONEY_SETTLEMENT_WRONG": (PayoutMade, "MAIN"),
-    "EVEN_MONEY_CARDS_REMOVED": (CardsCleared, None),
+    # paid at other odds, or never paid (seen when the round ends)
+    "EVEN_MONEY_SETTLEMENT_WRONG": ((PayoutMade, RoundEnded), None),
+    # PA: removed with a Push 22 open; NZ 8.3: still there at the next card
+    "EVEN_MONEY_CARDS_REMOVED": ((CardsCleared, CardDealt), None),
     "BLACKJACK_PAID_EARLY": (PayoutMade, "MAIN"),
     "BLACKJACK_PAID_LATE": (CardDealt, None),
     "SURRENDER_NOT_AVAILABLE": (PlayerDecision, "SURRENDER"),
@@ -214,7 +216,7 @@ def test_faults_by_table_and_game(floors: list[Floor]) -> None:
         for t in truth:
             where[t["code"]].add(t["table_id"][:5])
     assert where["INSURANCE_ON_MATCH_WAGER"] == {"AC-SW"}
-    assert where["EVEN_MONEY_CARDS_REMOVED"] == {"PH-FB"}
+    assert where["EVEN_MONEY_CARDS_REMOVED"] == {"PH-FB", "AK-BJ"}  # 672a.8(e), NZ 8.3
     assert where["BLACKJACK_PAID_LATE"] == where["INSURANCE_UNDER_MINIMUM"] == {"AK-BJ"}
     assert where["SURRENDER_TOO_EARLY"] == where["BONUS_WAGER_AMOUNT"] == {"AC-BJ"}
     assert where["EVENTS_LOST"] == {"AC-BJ", "AC-SW", "PH-FB", "AK-BJ"}

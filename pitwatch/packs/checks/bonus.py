@@ -10,9 +10,17 @@ from __future__ import annotations
 from ...blackjack import Ratio, hand_total, settle_bonus
 from ...engine.rulepack import Finding
 from ...engine.state import Round
-from ...events.model import CardDealt, Event, PayoutMade, WagerCollected, WagerPlaced, WagerReturned
+from ...events.model import (
+    CardDealt,
+    CardsCleared,
+    Event,
+    PayoutMade,
+    RoundEnded,
+    WagerCollected,
+    WagerPlaced,
+    WagerReturned,
+)
 from ._common import c, decided, expected_text, mismatch, money, rounding, verb
-from .dealing import shows_dealer_stopped
 from .posting import BONUS_DECKS, bonus_bar
 
 MIN_BONUS = 100  # $1.00, 2.25(c)
@@ -112,18 +120,23 @@ def _two_under_17(r: Round) -> bool:
 def third_card_not_drawn(r: Round, ev: Event) -> Finding | None:
     """2.25(d): with a bonus wager standing and two dealer cards under 17, the dealer
     draws a third card. Only an event that shows the dealer stopped drawing says it was
-    not drawn: the round's end, the dealer's cards cleared, a hand still in play (or a
-    Push 22 wager) settled or cleared, or a bonus wager settled on two cards. A
-    surrender, an insurance or a blackjack settled right after the reveal does not."""
+    not drawn: the round's end, the dealer's cards cleared, or a bonus wager settled on
+    two cards. A hand settled before may have been settled early (the dealer then
+    draws): when the dealer never moved after it, the finding cites it, the first event
+    that showed the stop. A surrender, an insurance or a blackjack settled right after
+    the reveal shows nothing."""
     if not _two_under_17(r) or not r.open_side("BONUS"):
         return None
     p = ev.payload
     bonus_money = isinstance(p, PayoutMade | WagerCollected | WagerReturned) \
         and p.kind == "BONUS"
-    if not bonus_money and not shows_dealer_stopped(r, ev):
+    stopped = isinstance(p, RoundEnded) or (isinstance(p, CardsCleared) and p.seat is None)
+    if not (bonus_money or stopped):
         return None
+    shown = [e for e in r.early if e.seen == r.seen]
     return Finding(f"bonus wagers stand and the dealer's first two cards total "
-                   f"{r.dealer_total}, but no third card was drawn")
+                   f"{r.dealer_total}, but no third card was drawn",
+                   at=shown[0].event if shown else None)
 
 
 def _pay_table(r: Round) -> dict[str, Ratio] | None:

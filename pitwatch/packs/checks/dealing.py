@@ -53,25 +53,6 @@ def dealer_drew(r: Round, ev: Event) -> Finding | None:
     return Finding(f"dealer drew on {_describe(r.dealer_ranks)}; the table {_soft17(r)}")
 
 
-def shows_dealer_stopped(r: Round, ev: Event) -> bool:
-    """The event shows the dealer has stopped drawing: the round's end, the dealer's
-    cards cleared, or a hand still in play (or a Push 22 wager) settled or cleared."""
-    p = ev.payload
-    if isinstance(p, RoundEnded):
-        return True
-    if isinstance(p, CardsCleared):
-        if p.seat is None:
-            return True
-        h = r.hands.get((p.seat, p.hand or 0))
-        return h is not None and h.live
-    if isinstance(p, PayoutMade | WagerCollected | WagerReturned):
-        if p.kind == "PUSH22":
-            return True
-        h = r.hands.get((p.seat, p.hand))
-        return p.kind in HAND_KINDS and h is not None and h.live
-    return False
-
-
 def dealer_stood(r: Round, ev: Event) -> Finding | None:
     """The dealer stopped on a total the posted rule draws on, with hands or a Push 22
     wager waiting on the dealer. Only the dealer's cards cleared or the round's end show
