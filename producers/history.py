@@ -36,7 +36,7 @@ def extent(store: Store) -> Extent:
 
 
 def _copies(first: int, last: int) -> str:
-    return f"arrayJoin(range({first}, {last + 1})) AS k"
+    return f"arrayJoin(arrayMap(x -> x + {first}, range({last - first + 1}))) AS k"
 
 
 def copy_floor(store: Store, first: int, last: int, day_s: int = DAY_S,
