@@ -24,7 +24,7 @@ $CC -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 
 # Python is not instrumented: ASan's runtime must be loaded first. Leaks are Python's.
 export LD_PRELOAD="$($CC -print-file-name=libasan.so) $($CC -print-file-name=libubsan.so)"
-export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:halt_on_error=1
+export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:halt_on_error=1:quarantine_size_mb=64
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export PITWATCH_NATIVE="$SO"
 export PYTHONMALLOC=malloc  # ASan sees every object's memory, not pymalloc's arenas
