@@ -104,6 +104,44 @@ def test_the_compliant_order_raises_nothing() -> None:
     assert audit(sc.events) == []
 
 
+@pytest.mark.parametrize("third", ["9", None])
+def test_2_25_d_a_hand_paid_before_the_third_card_is_not_the_dealer_stopping(
+        third: str | None) -> None:
+    """N.J.A.C. 13:69F-2.25(d)
+
+    > If the dealer's first two cards have a point total of less than 17 and any player
+    > has placed an optional bonus wager under this section, the dealer shall be required
+    > to draw a third card
+
+    A bonus wager stands and the dealer holds 10 6; seat 1's 20 is paid before the third
+    card. If the dealer then draws (a 9: 25, the bonus wins 5 to 1), the payment was
+    early and right, not a stop; if the dealer never draws, the stop is the finding, on
+    the payment that showed it."""
+    sc = TableScript.opened("nj_blackjack", "NJ-BJ-34")
+    sc.start(1, [1])
+    sc.wager(1, "MAIN", 2000)
+    sc.wager(1, "BONUS", 500)
+    sc.deal({1: ("10", "K")}, up="10", hole="6")
+    sc.insert_hole(False)
+    sc.decide(1, "STAND")
+    sc.reveal()
+    pay = sc.pay(1, "MAIN", 2000)
+    if third is not None:
+        sc.dealer(third, "C")
+        sc.pay(1, "BONUS", 2500)
+    else:
+        sc.collect(1, "BONUS", 500)
+    sc.clear(1)
+    sc.finish_round()
+    v = _by_code(audit(sc.events))
+    if third is not None:
+        assert set(v) == {"PROCEDURE_OUT_OF_ORDER"}  # paid before the dealer finished
+        assert v["PROCEDURE_OUT_OF_ORDER"].event_id == pay.event_id
+    else:
+        assert set(v) == {"BONUS_THIRD_CARD_NOT_DRAWN"}
+        assert v["BONUS_THIRD_CARD_NOT_DRAWN"].event_id == pay.event_id
+
+
 def _nz_early(*, second: str, paid: int) -> tuple[TableScript, dict[str, object]]:
     """NZ: seat 1's blackjack against a 10 is paid `paid` before the dealer's second card;
     seat 2 stands on 19."""
