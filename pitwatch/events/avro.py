@@ -360,9 +360,10 @@ class ContainerError(DecodeError):
     """A container file (or one of its blocks) refused: the reason says why."""
 
 
-#: Bytes a deflate stream may add to what it holds (5 a stored block of 64 KiB, and its
-#: end), so that a block of stored records is not refused for them.
 def _deflate_slack(cap: int) -> int:
+    """The bytes a deflate stream of `cap` bytes may add to them (5 a stored block of
+    64 KiB, its end, zlib's checksum), so that a block of stored records is not refused
+    for them."""
     return 5 * (cap // 65_535 + 1) + 64
 
 

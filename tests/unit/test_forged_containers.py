@@ -278,3 +278,19 @@ def test_a_codec_but_null_or_deflate_is_refused(tmp_path: Path) -> None:
     data = make_hostile.container(make_hostile.v2(), [(1, records)], "snappy")
     with pytest.raises(avro.DecodeError, match="pitwatch reads null and deflate"):
         avro.read_header(io.BytesIO(data))
+
+
+def test_a_stored_deflate_block_at_its_bound_is_not_refused_for_its_framing() -> None:
+    """Incompressible records are stored by deflate in slightly more bytes than they
+    hold: a block of exactly records x 64 KiB of them is inflated, not refused."""
+    import random
+    import zlib
+
+    raw = random.Random(5).randbytes(2 * limits.MAX_MESSAGE_BYTES)
+    c = zlib.compressobj(0, zlib.DEFLATED, -15)
+    stored = c.compress(raw) + c.flush()
+    assert len(stored) > len(raw)
+    data = make_hostile.container(make_hostile.v2(), [(2, stored)], "deflate")
+    src = io.BytesIO(data)
+    header = avro.read_header(src)
+    assert list(avro.read_blocks(src, header)) == [(2, raw)]
