@@ -8,7 +8,7 @@ days (`producers/history.py`) until the store holds each size in turn; the same 
 ROUND` runs) and `build_case` (what `pitwatch investigate --table T --from --to` runs
 before it writes the folder). Each figure is the median of --repeat runs.
 
-    .venv/bin/python bench/scale.py [--sizes 250000,1000000,10000000] [--repeat 5]
+    .venv/bin/python bench/scale.py [--sizes 250000,1000000,10000000] [--repeat 7]
         [--clickhouse 127.0.0.1:39000] [--data DIR]
 
 Target (issue 33, done when): with 40x the history, a replay and a one-table-hour
@@ -18,14 +18,14 @@ investigation take at most 1.3x as long.
 from __future__ import annotations
 
 import argparse
+import multiprocessing as mp
 import shutil
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -38,16 +38,6 @@ from replay.rebuild import rebuild
 
 #: Copies stored in one statement: an insert's rows stay a few hundred thousand.
 COPIES_A_STATEMENT = 10
-
-
-def median_time(fn: Callable[[], Any], repeat: int) -> float:
-    fn()  # warm: the first read of a part loads its index
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def targets(store: Store) -> tuple[list[str], Selection]:
@@ -64,94 +54,127 @@ def targets(store: Store) -> tuple[list[str], Selection]:
     return rounds, Selection(table=tid, start_ms=start, end_ms=start + 3_600_000)
 
 
-def measure(store: Store, rounds: list[str], hour: Selection, repeat: int
-            ) -> tuple[float, float, int]:
-    replay = median_time(lambda: [rebuild(store, r) for r in rounds], repeat) / len(rounds)
-    n = len(hour.round_ids(store))
-    investigate = median_time(lambda: build_case(store, hour, "bench", 0, 500), repeat)
-    return replay, investigate, n
+def once(store: Store, rounds: list[str], hour: Selection) -> tuple[float, float]:
+    """One replay of each round (the mean a round) and one investigation of the hour."""
+    t0 = time.perf_counter()
+    for r in rounds:
+        rebuild(store, r)
+    t1 = time.perf_counter()
+    build_case(store, hour, "bench", 0, 500)
+    return (t1 - t0) / len(rounds), time.perf_counter() - t1
 
 
-def run(name: str, store: Store, sizes: list[int], tables: int, rounds: int,
-        repeat: int) -> list[tuple[int, float, float, int]]:
+def settle(store: Store, deadline_s: float = 600) -> None:
+    """Wait until the store's merges are done (a store in its steady state), or the
+    deadline passes."""
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end and int(store.query(
+            "SELECT count() AS n FROM system.merges")[0]["n"]):
+        time.sleep(1)
+
+
+def open_side(backend: str, where: str) -> Store:
+    if backend == "chDB":
+        from pitwatch.store.embedded import EmbeddedStore
+
+        return EmbeddedStore(where)
+    from pitwatch.store.server import ServerStore
+
+    host, port, db = where.split(":")
+    return ServerStore(host, int(port), db)
+
+
+def side(conn: Connection, backend: str, where: str, size: int, tables: int,
+         rounds: int) -> None:
+    """A worker holding one store of `size` events: builds it, then measures on demand."""
+    store = open_side(backend, where)
+    if backend != "chDB":
+        store._admin.execute(f"DROP DATABASE IF EXISTS {where.split(':')[2]}")  # type: ignore[attr-defined]
     store.setup()
     t0 = time.perf_counter()
     audit_events(simulate_floor(tables, rounds, 33, 0.05)[0], store=store)
-    sync = getattr(store, "sync", None)
-    if sync is not None:
-        sync()
+    getattr(store, "sync", lambda: None)()
     floor = int(store.query("SELECT count() AS n FROM events")[0]["n"])
-    print(f"{name}: floor of {floor:,} events simulated and audited in "
-          f"{time.perf_counter() - t0:.1f} s", flush=True)
-    at = extent(store)
-    copies = 0
+    at, copies, want = extent(store), 0, max(0, size // floor - 1)
+    while copies < want:
+        last = min(want, copies + COPIES_A_STATEMENT)
+        copy_floor(store, copies + 1, last, at=at)
+        copies = last
+    settle(store)
+    held = int(store.query("SELECT count() AS n FROM events")[0]["n"])
     picked = targets(store)
-    out = []
-    for size in sizes:
-        want = max(0, size // floor - 1)
-        t0 = time.perf_counter()
-        while copies < want:
-            last = min(want, copies + COPIES_A_STATEMENT)
-            copy_floor(store, copies + 1, last, at=at)
-            copies = last
-        held = int(store.query("SELECT count() AS n FROM events")[0]["n"])
-        built = time.perf_counter() - t0
-        replay, investigate, n = measure(store, *picked, repeat)
-        out.append((held, replay, investigate, n))
-        print(f"{name}: {held:>12,} events (built in {built:6.1f} s)  replay one round "
-              f"{replay * 1000:8.1f} ms  investigate one table's hour ({n} rounds) "
-              f"{investigate * 1000:8.1f} ms", flush=True)
-    return out
+    once(store, *picked)  # warm: the first read of a part loads its index
+    conn.send((held, time.perf_counter() - t0, len(picked[1].round_ids(store))))
+    while conn.recv() == "measure":
+        conn.send(once(store, *picked))
+    if backend != "chDB":
+        store._admin.execute(f"DROP DATABASE IF EXISTS {where.split(':')[2]}")  # type: ignore[attr-defined]
+    store.close()
 
 
-def report(name: str, rows: list[tuple[int, float, float, int]]) -> None:
-    base = rows[0]
-    print(f"\n{name}: against {base[0]:,} events")
-    print(f"  {'events':>12}  {'history':>8}  {'replay':>7}  {'investigate':>11}")
-    for held, replay, investigate, _ in rows:
-        print(f"  {held:>12,}  {held / base[0]:>7.1f}x  {replay / base[1]:>6.2f}x  "
-              f"{investigate / base[2]:>10.2f}x")
+def run(backend: str, wheres: list[str], sizes: list[int], tables: int, rounds: int,
+        repeat: int) -> None:
+    """Build a store of each size (one after the other), then measure them in turns,
+    `repeat` rounds, each round every size once (the order turning): on a shared host
+    that drifts, a round's sizes meet the same host. Ratios: each round's own against
+    its smallest size, the median of the rounds."""
+    ctx = mp.get_context("spawn")
+    sides = []
+    for size, where in zip(sizes, wheres, strict=True):
+        mine, theirs = ctx.Pipe()
+        proc = ctx.Process(target=side, args=(theirs, backend, where, size, tables, rounds))
+        proc.start()
+        held, built, n = mine.recv()
+        print(f"{backend}: {held:>12,} events built in {built:6.1f} s "
+              f"(the hour: {n} rounds)", flush=True)
+        sides.append((held, mine, proc))
+    times: list[list[tuple[float, float]]] = [[] for _ in sides]
+    for k in range(repeat):
+        order = list(range(len(sides)))
+        order = order[k % len(order):] + order[:k % len(order)]
+        for i in order:
+            sides[i][1].send("measure")
+            times[i].append(sides[i][1].recv())
+    for _, conn, proc in sides:
+        conn.send("stop")
+        proc.join()
+    print(f"\n{backend}: the median of {repeat} rounds; ratios against {sides[0][0]:,} "
+          "events, each round's own")
+    print(f"  {'events':>12}  {'history':>8}  {'replay ms':>9}  {'ratio':>6}  "
+          f"{'investigate ms':>14}  {'ratio':>6}")
+    for (held, _, _), ts in zip(sides, times, strict=True):
+        rep = statistics.median(t[0] for t in ts)
+        inv = statistics.median(t[1] for t in ts)
+        r_rep = statistics.median(t[0] / b[0] for t, b in zip(ts, times[0], strict=True))
+        r_inv = statistics.median(t[1] / b[1] for t, b in zip(ts, times[0], strict=True))
+        print(f"  {held:>12,}  {held / sides[0][0]:>7.1f}x  {rep * 1000:>9.1f}  "
+              f"{r_rep:>5.2f}x  {inv * 1000:>14.1f}  {r_inv:>5.2f}x", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", default="250000,1000000,10000000")
-    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--repeat", type=int, default=7)
     p.add_argument("--tables", type=int, default=12)
     p.add_argument("--rounds", type=int, default=45)
     p.add_argument("--clickhouse", metavar="HOST:PORT",
-                   help="also a ClickHouse server (a database of its own, dropped after)")
+                   help="also a ClickHouse server (a database a size, dropped after)")
     p.add_argument("--no-chdb", action="store_true")
-    p.add_argument("--data", type=Path, help="where chDB's store goes (default a temp dir)")
+    p.add_argument("--data", type=Path, help="where chDB's stores go (default a temp dir)")
     args = p.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
-    results = {}
     if not args.no_chdb:
-        from pitwatch.store.embedded import EmbeddedStore
-
         where = Path(tempfile.mkdtemp(prefix="pitwatch-scale-", dir=args.data))
         try:
-            store = EmbeddedStore(where)
-            results["chDB"] = run("chDB", store, sizes, args.tables, args.rounds, args.repeat)
-            store.close()
+            run("chDB", [str(where / f"s{i}") for i in range(len(sizes))], sizes,
+                args.tables, args.rounds, args.repeat)
         finally:
             shutil.rmtree(where, ignore_errors=True)
     if args.clickhouse:
-        from pitwatch.store.server import ServerStore
-
-        host, _, port = args.clickhouse.rpartition(":")
-        db = "pitwatch_scale"
-        server = ServerStore(host, int(port), db)
-        server._admin.execute(f"DROP DATABASE IF EXISTS {db}")
-        try:
-            results["server"] = run("ClickHouse server", server, sizes, args.tables,
-                                    args.rounds, args.repeat)
-        finally:
-            server._admin.execute(f"DROP DATABASE IF EXISTS {db}")
-            server.close()
-    for name, rows in results.items():
-        report(name, rows)
+        run("ClickHouse server", [f"{args.clickhouse}:pitwatch_scale_{i}"
+                                  for i in range(len(sizes))],
+            sizes, args.tables, args.rounds, args.repeat)
     return 0
 
 
