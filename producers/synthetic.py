@@ -149,7 +149,7 @@ def _template(cfg: TableConfig, seed: int, inject: float) -> Kind:
             tail = line[cut + len(b'"prev_digest":'):]
             tail = tail[tail.index(b",") if b"," in tail else len(tail) - 1:]
             chained = (None if ev.prev_digest is None
-                       else ev.prev_digest == last_digest.get(ev.device_id))
+                       else ev.prev_digest == last_digest.get(f"{ev.device_id}/{ev.seq - 1}"))
             head = b'{"type":"' + type(ev.payload).__name__.encode() + b'","event_id":"'
             assert line.startswith(head) and len(ev.event_id) == 36
             tpls.append(_Tpl(ev, ev.event_id.encode()[:24], ev.seq, ev.ts,
@@ -157,7 +157,7 @@ def _template(cfg: TableConfig, seed: int, inject: float) -> Kind:
                              chained, head,
                              tail.replace(tid, b"{T}"), tid in tail, raw[len(env):],
                              tid in raw[len(env):]))
-            last_digest[ev.device_id] = hashlib.sha256(raw).digest()
+            last_digest.setdefault(f"{ev.device_id}/{ev.seq}", hashlib.sha256(raw).digest())
             seq_at[rk][ev.device_id] = ev.seq
         if rk == 0:
             kind.opening = tpls
@@ -179,8 +179,13 @@ class SyntheticFloor:
     """`tables` tables of `rounds` rounds each, events in the simulator's order (every
     table's opening, then round 1 of every table, and so on)."""
 
-    def __init__(self, tables: int, rounds: int, seed: int, inject: float = 0.0) -> None:
-        self.configs = floor_tables(tables)
+    def __init__(self, tables: int, rounds: int, seed: int, inject: float = 0.0, *,
+                 jurisdiction: str | None = None, game: str | None = None) -> None:
+        if rounds < 1:
+            raise ValueError(f"--rounds must be at least 1, not {rounds}")
+        if not 0.0 <= inject <= 1.0:
+            raise ValueError(f"--inject is a share of rounds, 0 to 1, not {inject}")
+        self.configs = floor_tables(tables, jurisdiction=jurisdiction, game=game)
         self.rounds, self.seed = rounds, seed
         kinds: dict[tuple[str, str, str, int], Kind] = {}
         self.kind_of: list[Kind] = []
@@ -244,7 +249,9 @@ class _Table:
         self.tid = cfg.table_id.encode()
         tpl = kind.cfg.table_id.encode()
         self.devices = [d.encode().replace(tpl, self.tid) for d in kind.devices]
-        self.digest: list[bytes | None] = [None] * len(kind.devices)
+        #: each device's digests of its recent seqs (an event out of order, or sent
+        #: twice, chains to its seq's predecessor, not to the event sent before it)
+        self.digest: list[dict[int, bytes]] = [{} for _ in kind.devices]
         self.payloads: dict[int, bytes] = {}
         self.count = 0
         self.head = b'","table_id":"' + self.tid + b'","device_id":"'
@@ -286,14 +293,19 @@ class _Table:
             if t.chained is None:
                 prev = None
             elif t.chained:
-                prev = digest[d]
+                prev = digest[d].get(seq - 1)
             else:  # broken on purpose in the template: broken here too
                 prev = sha256(b"broken/" + eid).digest()
             raw = b"".join((b"\x48", eid, env_mid[d], _varint(seq), _varint(ts),
                             rid_avro if t.in_round else b"\x00",
                             b"\x00" if prev is None else b"\x02\x40" + prev,
                             self._payload(t) if t.payload_has_table else t.payload))
-            digest[d] = sha256(raw).digest()
+            mine = digest[d]
+            if seq not in mine:  # a second event under a seq: the first stands
+                mine[seq] = sha256(raw).digest()
+            if len(mine) > 64:
+                for old in sorted(mine)[:32]:
+                    del mine[old]
             yield b"".join((t.json_head, eid, head, devices[d], b'","seq":',
                             b"%d" % seq, b',"ts":', b"%d" % ts, b',"round_id":',
                             rid_json if t.in_round else b"null", b',"prev_digest":',
