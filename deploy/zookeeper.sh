@@ -34,7 +34,7 @@ Apache ZooKeeper $ZOOKEEPER_VERSION, one standalone server on $LOOPBACK:$ZOOKEEP
 
 Commands:
   fetch    download the ZooKeeper jars from Maven Central once (needs mvn)
-  start    fetch if needed, start, wait until it answers 'ruok' with 'imok'
+  start    fetch if needed, start, wait until it serves ('srvr' names its mode)
   stop     stop the server (SIGTERM, then SIGKILL after \$ZOOKEEPER_STOP_TIMEOUT s)
   status   print state; exit 0 when running, 3 when stopped
   help     this text
@@ -51,7 +51,8 @@ Environment (defaults in brackets):
 EOF
 }
 
-have_libs() { [[ -f $LIBS/zookeeper-$ZOOKEEPER_VERSION.jar ]] && compgen -G "$LIBS/metrics-core-*.jar" >/dev/null; }
+have_libs() { [[ -f $LIBS/zookeeper-$ZOOKEEPER_VERSION.jar ]] && compgen -G "$LIBS/metrics-core-*.jar" >/dev/null &&
+    compgen -G "$LIBS/snappy-java-*.jar" >/dev/null; }
 
 cmd_fetch() {
     if have_libs; then
@@ -83,11 +84,17 @@ cmd_fetch() {
       <artifactId>zookeeper</artifactId>
       <version>$ZOOKEEPER_VERSION</version>
     </dependency>
-    <!-- the server's metrics, which ZooKeeper's pom leaves to the release tarball -->
+    <!-- the server's metrics and its snapshot codec, which ZooKeeper's pom leaves to
+         the release tarball -->
     <dependency>
       <groupId>io.dropwizard.metrics</groupId>
       <artifactId>metrics-core</artifactId>
       <version>4.1.12.1</version>
+    </dependency>
+    <dependency>
+      <groupId>org.xerial.snappy</groupId>
+      <artifactId>snappy-java</artifactId>
+      <version>1.1.10.5</version>
     </dependency>
   </dependencies>
 </project>
@@ -135,11 +142,12 @@ EOF
 
 is_running() { pid_alive "$PIDFILE" "$CONFIG"; }
 
-# ruok: the four-letter word a live server answers 'imok' to.
+# srvr: a server that serves requests names its mode ('ruok' says 'imok' even while
+# the server behind the port has failed to load its database).
 answers() {
     local reply
-    reply=$(timeout 3 bash -c "exec 3<>/dev/tcp/$LOOPBACK/$ZOOKEEPER_PORT; printf ruok >&3; cat <&3" 2>/dev/null) || return 1
-    [[ $reply == imok ]]
+    reply=$(timeout 3 bash -c "exec 3<>/dev/tcp/$LOOPBACK/$ZOOKEEPER_PORT; printf srvr >&3; cat <&3" 2>/dev/null) || return 1
+    [[ $reply == *"Mode: standalone"* ]]
 }
 
 fail_start() {
@@ -179,7 +187,7 @@ cmd_start() {
     local deadline=$((SECONDS + ZOOKEEPER_START_TIMEOUT))
     until answers; do
         started_alive "$pid" || fail_start "ZooKeeper exited during startup"
-        ((SECONDS < deadline)) || fail_start "ZooKeeper did not answer ruok within ${ZOOKEEPER_START_TIMEOUT}s"
+        ((SECONDS < deadline)) || fail_start "ZooKeeper did not serve within ${ZOOKEEPER_START_TIMEOUT}s"
         sleep 0.3
     done
     log "ready on $LOOPBACK:$ZOOKEEPER_PORT (pid $pid, $((SECONDS - t0))s)"
