@@ -13,6 +13,11 @@ Environment (a flag of the same name, where a command has one, wins: see
     PITWATCH_CLICKHOUSE_PASSWORD      its password, or PITWATCH_CLICKHOUSE_PASSWORD_FILE
     PITWATCH_CLICKHOUSE_SECURE        1: TLS to the secure native port (tcp_port_secure)
     PITWATCH_CLICKHOUSE_CA_FILE       PEM file of the CA that signed the server's cert
+    PITWATCH_CLICKHOUSE_CLUSTER       the cluster (remote_servers) whose Distributed
+                                      tables the store is: its DDL goes ON CLUSTER
+
+A ClickHouse address is a list, `HOST:PORT[,HOST:PORT...]` (`clickhouse_hosts`): a
+client connects to the first that answers and, when that one dies, to the next.
 
 Passwords are never taken from a flag (a flag shows in the process list): only from
 the environment or a file, and a file that its group or others may read is refused.
@@ -26,6 +31,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import os
+import re
 import ssl
 import stat
 from collections.abc import Mapping
@@ -201,6 +207,8 @@ class ClickHouseAuth:
     password: Secret | None = None
     secure: bool = False
     ca_file: str = ""
+    #: the cluster whose Distributed tables the store is ('' for one server)
+    cluster: str = ""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ClickHouseAuth:
@@ -208,9 +216,13 @@ class ClickHouseAuth:
         secure = env.get("PITWATCH_CLICKHOUSE_SECURE", "0").lower()
         if secure not in ("0", "1", "true", "false", ""):
             raise ConnectionConfigError(f"PITWATCH_CLICKHOUSE_SECURE={secure}: use 1 or 0")
+        cluster = env.get("PITWATCH_CLICKHOUSE_CLUSTER", "")
+        if cluster and not _NAME.fullmatch(cluster):
+            raise ConnectionConfigError(f"PITWATCH_CLICKHOUSE_CLUSTER={cluster!r}: a cluster "
+                                        "name is letters, digits and _")
         return cls(env.get("PITWATCH_CLICKHOUSE_USER") or "default",
                    _password(env, "CLICKHOUSE"), secure in ("1", "true"),
-                   _ca_file(env, "PITWATCH_CLICKHOUSE_CA_FILE"))
+                   _ca_file(env, "PITWATCH_CLICKHOUSE_CA_FILE"), cluster)
 
     def driver(self, host: str) -> dict[str, Any]:
         """Keyword arguments for clickhouse-driver's Client to `host`. A password goes
@@ -227,6 +239,25 @@ class ClickHouseAuth:
             if self.ca_file:
                 out["ca_certs"] = self.ca_file
         return out
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+
+
+def clickhouse_hosts(spec: str, default_port: int = 9000) -> list[tuple[str, int]]:
+    """`HOST[:PORT][,HOST[:PORT]...]` as (host, port) pairs, in the order given: the
+    servers a client tries, first to last. An IPv6 address goes in brackets."""
+    out: list[tuple[str, int]] = []
+    for item in spec.split(","):
+        item = item.strip()
+        host, sep, port = item.rpartition(":")
+        if not sep or (host.count(":") and not host.endswith("]")):
+            host, port = item, str(default_port)  # no port, or a bare IPv6 address
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ConnectionConfigError(
+                f"ClickHouse address {item!r} in {spec!r}: use HOST:PORT[,HOST:PORT...]")
+        out.append((host, int(port)))
+    return out
 
 
 def is_loopback(host: str) -> bool:

@@ -9,7 +9,7 @@ from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from ..connect import ClickHouseAuth
+from ..connect import ClickHouseAuth, clickhouse_hosts
 from .base import TABLES, Params, StoreError, columns, ddl_statements
 
 _TIME_COLUMNS = frozenset({"ts", "started", "ended", "detected_at"})
@@ -43,18 +43,35 @@ def _utc(seconds: int) -> datetime:
 class ServerStore:
     def __init__(self, host: str = "127.0.0.1", port: int = 19000,
                  database: str = "pitwatch", connect_timeout: float = 5.0,
-                 auth: ClickHouseAuth | None = None) -> None:
-        """`auth`: user, password and TLS; by default from the environment
-        (PITWATCH_CLICKHOUSE_*, see pitwatch.connect)."""
+                 auth: ClickHouseAuth | None = None,
+                 alt_hosts: Sequence[tuple[str, int]] = ()) -> None:
+        """`auth`: user, password, TLS and cluster; by default from the environment
+        (PITWATCH_CLICKHOUSE_*, see pitwatch.connect). `alt_hosts`: the servers tried
+        after `host`, in order, when it does not answer (a replica that died)."""
         from clickhouse_driver import Client
 
         self.database = database
-        login = (auth or ClickHouseAuth.from_env()).driver(host)
-        self.client = Client(host=host, port=port, database=database,
-                             connect_timeout=connect_timeout, send_receive_timeout=30, **login)
-        self._admin = Client(host=host, port=port, database="default",
+        auth = auth or ClickHouseAuth.from_env()
+        self.cluster = auth.cluster
+        login = self._login = auth.driver(host)
+        for other, _ in alt_hosts:
+            auth.driver(other)  # a password goes in clear to none of them either
+        alt = ",".join(f"{h}:{p}" for h, p in alt_hosts) or None
+        # on a cluster, an insert returns once every shard holds its rows
+        settings = {"insert_distributed_sync": 1} if self.cluster else {}
+        self.client = Client(host=host, port=port, database=database, alt_hosts=alt,
+                             connect_timeout=connect_timeout, send_receive_timeout=30,
+                             settings=settings, **login)
+        self._admin = Client(host=host, port=port, database="default", alt_hosts=alt,
                              connect_timeout=connect_timeout, send_receive_timeout=30, **login)
         self._cols = {t: columns(t) for t in TABLES}
+
+    @classmethod
+    def at(cls, hosts: str, database: str = "pitwatch") -> ServerStore:
+        """The store on the servers `HOST:PORT[,HOST:PORT...]` (the first that answers;
+        the next when it dies)."""
+        (host, port), *alt = clickhouse_hosts(hosts)
+        return cls(host, port, database, alt_hosts=alt)
 
     def _execute(self, sql: str, params: Any = None) -> Any:
         try:
@@ -65,18 +82,38 @@ class ServerStore:
             raise StoreError(f"ClickHouse: {reason(e)}") from e
 
     def setup(self) -> None:
-        try:
-            self._admin.execute(f"CREATE DATABASE IF NOT EXISTS {self.database}")
-        except Exception as e:
-            self._admin.disconnect()
-            raise StoreError(f"ClickHouse: {reason(e)}") from e
-        finally:
-            self._admin.disconnect()
-        for stmt in ddl_statements():
-            self._execute(stmt)
+        if self.cluster:
+            self._setup_cluster()
+        else:
+            self._admin_execute(f"CREATE DATABASE IF NOT EXISTS {self.database}")
+            for stmt in ddl_statements():
+                self._execute(stmt)
         from .lookup import migrate  # the index tables of a store made before them
 
         migrate(self)
+
+    def _admin_execute(self, sql: str) -> Any:
+        try:
+            return self._admin.execute(sql)
+        except Exception as e:
+            raise StoreError(f"ClickHouse: {reason(e)}") from e
+        finally:
+            self._admin.disconnect()
+
+    def _setup_cluster(self) -> None:
+        """The cluster's tables, made ON CLUSTER once: a store whose every table the
+        server it reached already has is left as it is (a DDL ON CLUSTER waits for every
+        server, and a sink starting again while one is down must not)."""
+        from .cluster import cluster_statements, table_names
+
+        have = {r[0] for r in self._admin_execute(
+            f"SELECT name FROM system.tables WHERE database = '{self.database}'")}
+        if set(table_names()) <= have:
+            return
+        self._admin_execute(f"CREATE DATABASE IF NOT EXISTS {self.database} "
+                            f"ON CLUSTER {self.cluster}")
+        for stmt in cluster_statements(self.database, self.cluster):
+            self._execute(stmt)
 
     def insert(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
         if rows:
@@ -122,7 +159,35 @@ class ServerStore:
         for t in TABLES:
             if t == "events" and events_of is not None and not events_of:
                 continue
-            self._execute(f"OPTIMIZE TABLE {t} FINAL")
+            if self.cluster:
+                self._optimize_shards(t)
+            else:
+                self._execute(f"OPTIMIZE TABLE {t} FINAL")
+
+    def _optimize_shards(self, table: str) -> None:
+        """OPTIMIZE FINAL on one live replica of each shard (which puts the merge in the
+        replication log for the others): ClickHouse 18.16 fails it ON CLUSTER."""
+        from clickhouse_driver import Client
+
+        rows = self.query("SELECT shard_num, host_address, port FROM system.clusters "
+                          "WHERE cluster = {c:String} ORDER BY shard_num, replica_num",
+                          {"c": self.cluster})
+        shards: dict[int, list[str]] = {}
+        for r in rows:
+            shards.setdefault(int(r["shard_num"]), []).append(f"{r['host_address']}:{r['port']}")
+        for hosts in shards.values():
+            (host, port), *alt = clickhouse_hosts(",".join(hosts))
+            c = Client(host=host, port=port, database=self.database, connect_timeout=5,
+                       alt_hosts=",".join(f"{h}:{p}" for h, p in alt) or None, **self._login)
+            try:  # 18.16 fails OPTIMIZE of a replicated table that has no part yet
+                if c.execute("SELECT count() FROM system.parts WHERE active AND database = "
+                             "%(d)s AND table = %(t)s", {"d": self.database,
+                                                         "t": f"{table}_local"})[0][0]:
+                    c.execute(f"OPTIMIZE TABLE {table}_local FINAL")
+            except Exception as e:
+                raise StoreError(f"ClickHouse: {reason(e)}") from e
+            finally:
+                c.disconnect()
 
     def close(self) -> None:
         self.client.disconnect()
