@@ -11,15 +11,6 @@ from pitwatch.connect import add_connection_flags
 from pitwatch.store.base import Store
 
 
-def host_port(value: str, default_port: int) -> tuple[str, int]:
-    host, _, port = value.rpartition(":")
-    if not host:
-        return value, default_port
-    if not port.isdigit():
-        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {value!r}")
-    return host, int(port)
-
-
 class _Serve:
     name = "serve"
     help = "the surveillance console: live alerts, triage, floor board, round views"
@@ -57,8 +48,9 @@ Host is one it is served as (--allow-host)."""
         src = p.add_mutually_exclusive_group()
         src.add_argument("--data", metavar="DIR", default="pitwatch-data",
                          help="embedded store directory (default ./%(default)s)")
-        src.add_argument("--clickhouse", metavar="HOST:PORT",
-                         help="a ClickHouse server (native port) instead of the embedded store")
+        src.add_argument("--clickhouse", metavar="HOST:PORT[,HOST:PORT...]",
+                         help="a ClickHouse server (native port) instead of the embedded "
+                         "store; a list: the next when one does not answer")
         p.add_argument("--clickhouse-db", default="pitwatch", metavar="DB",
                        help="its database (default %(default)s)")
         p.add_argument("--kafka", metavar="HOST:PORT",
@@ -132,8 +124,7 @@ Host is one it is served as (--allow-host)."""
         if args.clickhouse:
             from pitwatch.store.server import ServerStore
 
-            host, port = host_port(args.clickhouse, 9000)
-            store = ServerStore(host, port, args.clickhouse_db)
+            store = ServerStore.at(args.clickhouse, args.clickhouse_db)
             where = f"ClickHouse {args.clickhouse}/{args.clickhouse_db}"
             poll: float | None = args.poll
         else:

@@ -16,6 +16,8 @@ class Settings:
     clickhouse_host: str = "127.0.0.1"
     clickhouse_port: int = 19000
     clickhouse_db: str = "pitwatch"
+    #: the servers tried after clickhouse_host:clickhouse_port, in order, when it dies
+    clickhouse_alt_hosts: tuple[tuple[str, int], ...] = ()
     app_id: str = "pitwatch"
     topic_prefix: str = ""
     events_topic: str = "table-events"

@@ -312,6 +312,6 @@ def sink_process(settings: Settings, loglevel: str) -> None:
 
     def store() -> Store:
         return ServerStore(settings.clickhouse_host, settings.clickhouse_port,
-                           settings.clickhouse_db)
+                           settings.clickhouse_db, alt_hosts=settings.clickhouse_alt_hosts)
 
     asyncio.run(run_sink(settings, store, stopping))

@@ -8,7 +8,7 @@ import sys
 import threading
 from typing import Any
 
-from pitwatch.connect import add_connection_flags
+from pitwatch.connect import add_connection_flags, clickhouse_hosts
 
 from .settings import Settings, env_default
 from .topics import replication
@@ -53,8 +53,8 @@ examples:
                        help="bootstrap server (env PITWATCH_KAFKA; default %(default)s)")
         p.add_argument("--clickhouse",
                        default=env("clickhouse", f"{d.clickhouse_host}:{d.clickhouse_port}"),
-                       help="ClickHouse native host:port (env PITWATCH_CLICKHOUSE; "
-                            "default %(default)s)")
+                       help="ClickHouse native host:port, or a list host:port,host:port "
+                            "tried in order (env PITWATCH_CLICKHOUSE; default %(default)s)")
         p.add_argument("--clickhouse-db", default=env("clickhouse_db", d.clickhouse_db),
                        help="ClickHouse database (created if missing; default %(default)s)")
         p.add_argument("--app-id", default=env("app_id", d.app_id),
@@ -125,9 +125,9 @@ examples:
         else:
             print(f"pitwatch worker: {NOT_CHECKED}: no key registry (--keys FILE or "
                   f"${KEYS_ENV})", file=sys.stderr)
-        host, _, port = args.clickhouse.rpartition(":")
-        settings = Settings(kafka=args.kafka, clickhouse_host=host or "127.0.0.1",
-                            clickhouse_port=int(port), clickhouse_db=args.clickhouse_db,
+        (host, port), *alt = clickhouse_hosts(args.clickhouse)
+        settings = Settings(kafka=args.kafka, clickhouse_host=host, clickhouse_port=port,
+                            clickhouse_alt_hosts=tuple(alt), clickhouse_db=args.clickhouse_db,
                             app_id=args.app_id,
                             partitions=args.partitions, store=args.store,
                             data_dir=args.data_dir, web_port=args.web_port, web_bind=args.web_bind,

@@ -15,8 +15,9 @@ def add_store_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("store")
     g.add_argument("--data", default="pitwatch-data", metavar="DIR",
                    help="embedded store (default ./%(default)s)")
-    g.add_argument("--clickhouse", metavar="HOST:PORT",
-                   help="read from a ClickHouse server instead (e.g. 127.0.0.1:19000)")
+    g.add_argument("--clickhouse", metavar="HOST:PORT[,HOST:PORT...]",
+                   help="read from a ClickHouse server instead (e.g. 127.0.0.1:19000); "
+                   "a list: the next when one does not answer")
     g.add_argument("--clickhouse-db", default="pitwatch", metavar="DB",
                    help="its database (default %(default)s)")
     add_connection_flags(p, kafka=False)
@@ -26,10 +27,7 @@ def open_store(args: argparse.Namespace) -> Store:
     if args.clickhouse:
         from pitwatch.store.server import ServerStore
 
-        host, _, port = args.clickhouse.rpartition(":")
-        if not host or not port.isdigit():
-            raise ValueError(f"--clickhouse takes HOST:PORT, not {args.clickhouse!r}")
-        server = ServerStore(host, int(port), args.clickhouse_db)
+        server = ServerStore.at(args.clickhouse, args.clickhouse_db)
         ensure(server)  # a store made before its index tables is migrated first
         return server
     from pitwatch.store.embedded import EmbeddedStore, holds_store

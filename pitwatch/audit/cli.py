@@ -278,7 +278,7 @@ examples:
         p.add_argument("--format", choices=("table", "csv", "json", "jsonl"), default="table",
                        help="table for people (default); csv with a header; json: one "
                        "array; jsonl: one object a line")
-        p.add_argument("--clickhouse", metavar="HOST:PORT",
+        p.add_argument("--clickhouse", metavar="HOST:PORT[,HOST:PORT...]",
                        help="read a ClickHouse server's native port instead, in a read-only "
                        "session (log in as a read-only user: see the README's Security)")
         p.add_argument("--clickhouse-db", default="pitwatch", metavar="DB",
@@ -290,10 +290,7 @@ examples:
         if args.clickhouse:
             from ..store.server import ServerStore
 
-            host, _, port = args.clickhouse.rpartition(":")
-            if not host or not port.isdigit():
-                raise ValueError(f"--clickhouse takes HOST:PORT, not {args.clickhouse!r}")
-            server = ServerStore(host, int(port), args.clickhouse_db)
+            server = ServerStore.at(args.clickhouse, args.clickhouse_db)
             try:
                 server.read_only()
                 return export(server.query(args.sql), args.format)
