@@ -96,7 +96,8 @@ def create_app(settings: Settings) -> BatchApp:
         logging.getLogger(name).setLevel(logging.WARNING)
     app = BatchApp(
         settings.app_id,
-        broker=f"kafka://{settings.kafka}",
+        # Faust's list of brokers is `;`-separated; PITWATCH_KAFKA's is `,` as Kafka's
+        broker=";".join(f"kafka://{b.strip()}" for b in settings.kafka.split(",")),
         store=settings.store,
         datadir=str(Path(settings.data_dir) / "faust"),
         topic_partitions=settings.partitions,

@@ -158,7 +158,7 @@ class Writer:
             await self._insert(table, [r for r, _ in rows])
             return
         except StoreError as e:
-            if not await self._answers():
+            if e.outage or not await self._answers():
                 raise  # an outage: the caller backs off and retries
             if len(rows) == 1:
                 await self.dead(rows[0][1], f"ClickHouse rejected the {table} row: {e}")

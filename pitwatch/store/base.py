@@ -16,7 +16,13 @@ Params = Mapping[str, Any]
 
 
 class StoreError(RuntimeError):
-    """The store could not be reached or refused a statement."""
+    """The store could not be reached or refused a statement. `outage`: it refused for
+    a reason of its own that passes (a replica cut off from its coordination service,
+    a shard out of reach), not for the rows: a writer retries them, never dead-letters."""
+
+    def __init__(self, message: str, outage: bool = False) -> None:
+        super().__init__(message)
+        self.outage = outage
 
 
 class Store(Protocol):

@@ -35,6 +35,20 @@ def reason(e: BaseException) -> str:
     return f"{first} (code {code})" if isinstance(code, int) else first
 
 
+#: ClickHouse's codes for a refusal that passes: the table read-only without ZooKeeper
+#: (242), ZooKeeper itself (225, 999), every replica of a shard out of reach (279), the
+#: network (209, 210), an insert whose fate is not known (319)
+OUTAGE_CODES = frozenset({209, 210, 225, 242, 279, 319, 999})
+
+
+def is_outage(e: BaseException) -> bool:
+    """Whether a driver error says the server cannot take rows now, rather than that it
+    refused these: any error but the server's own answer, or one of OUTAGE_CODES."""
+    from clickhouse_driver.errors import ServerException
+
+    return not isinstance(e, ServerException) or getattr(e, "code", None) in OUTAGE_CODES
+
+
 def _utc(seconds: int) -> datetime:
     """A DateTime column's value: naive UTC (the driver sends naive times as they are)."""
     return datetime.fromtimestamp(seconds, UTC).replace(tzinfo=None)
@@ -133,7 +147,7 @@ class ServerStore:
                                 columnar=True)
         except Exception as e:  # network errors and server exceptions alike
             self.client.disconnect()
-            raise StoreError(f"ClickHouse: {reason(e)}") from e
+            raise StoreError(f"ClickHouse: {reason(e)}", is_outage(e)) from e
 
     def query(self, sql: str, params: Params | None = None) -> list[dict[str, Any]]:
         try:
