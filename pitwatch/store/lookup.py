@@ -149,8 +149,15 @@ def _time_runs(located: Sequence[Located]) -> list[list[Located]]:
 
 
 def fetch(store: Store, table_id: str, located: Sequence[Located]) -> list[tuple[int, Any]]:
-    """The stored events at `located` as (position, event), in order of record: each
-    run of device time read through `events`' sort key (table, device time)."""
+    """The stored events at `located` as (position, event), in order of record."""
+    return [(int(r["pos"]), stored_event(r)) for r in fetch_rows(store, table_id, located)]
+
+
+def fetch_rows(store: Store, table_id: str, located: Sequence[Located]
+               ) -> list[dict[str, Any]]:
+    """The rows of `events` at `located` (`pos` and `rows.EVENT_COLUMNS`), in order of
+    record: each run of device time read through `events`' sort key (table, device
+    time)."""
     got: dict[tuple[int, str], Any] = {}
     for run in _time_runs(located):
         rows = store.query(
@@ -169,7 +176,7 @@ def fetch(store: Store, table_id: str, located: Sequence[Located]) -> list[tuple
                          f"(first: {missing[0][1]} at {missing[0][0]}): the index and its "
                          "table disagree; run `pitwatch audit` on the store again to "
                          "migrate it, or restore it")
-    return [(k[0], stored_event(got[k])) for k in want]
+    return [got[k] for k in want]
 
 
 def stream(store: Store, table_id: str, begin: int, end: int | None = None
@@ -296,6 +303,25 @@ def round_spans(store: Store, round_ids: Iterable[str]) -> dict[str, Span]:
             "ORDER BY round_id, table_id", {"r": ids}):
         out.setdefault(r["round_id"], Span(r["table_id"], int(r["a"]), int(r["z"])))
     return out
+
+
+def round_rows(store: Store, round_id: str) -> list[dict[str, Any]]:
+    """The rows of `events` (`pos` and `rows.EVENT_COLUMNS`) of a round, in order of
+    record: its span from `round_index`, then its positions and events through their
+    sort keys (what the console's round view reads)."""
+    span = round_spans(store, [round_id]).get(round_id)
+    if span is None:
+        return []
+    rows: list[dict[str, Any]] = []
+    pos, after = span.first, ""
+    while pos <= span.last:
+        page = positions(store, span.table_id, pos, span.last, after)
+        rows += [r for r in fetch_rows(store, span.table_id, page)
+                 if r["round_id"] == round_id]
+        if len(page) < PAGE:
+            break
+        pos, after = page[-1].pos, page[-1].event_id
+    return rows
 
 
 def round_closed(store: Store, table_id: str, round_id: str) -> bool:

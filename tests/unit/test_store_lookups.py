@@ -64,6 +64,8 @@ def _lookups(store: EmbeddedStore) -> dict[str, object]:
             "spans": lookup.round_spans(store, rounds),
             "replayed": {r: (rb.matches_store, sorted(v.violation_id for v in rb.violations))
                          for r, rb in rebuilt.items()},
+            "round rows": [(int(r["pos"]), r["event_id"])
+                           for r in lookup.round_rows(store, rounds[0])],
             "hour": hour.round_ids(store),
             "dealer": [p for p in lookup.select_rounds(store, lookup.RoundQuery(
                 dealer=first["dealer_id"], start_ms=int(first["s"]),
@@ -80,6 +82,10 @@ def test_round_and_table_hour_lookups_read_no_more_rows_with_41_times_the_histor
     small = _lookups(store)
     assert all(ok for ok, _ in small["replayed"].values())  # type: ignore[attr-defined]
     assert small["hour"] and small["dealer"] and small["code"]
+    rid = next(iter(small["spans"]))  # type: ignore[call-overload]
+    assert small["round rows"] == [(int(r["pos"]), r["event_id"]) for r in store.query(
+        "SELECT pos, event_id FROM events FINAL WHERE round_id = {r:String} "
+        "ORDER BY pos, event_id", {"r": rid})]
     before = int(store.query("SELECT count() AS n FROM events")[0]["n"])
 
     copy_floor(store, 1, COPIES)
@@ -87,9 +93,7 @@ def test_round_and_table_hour_lookups_read_no_more_rows_with_41_times_the_histor
         before * (COPIES + 1) > 2 * BOUND
     big = _lookups(store)
     assert big == small
-    # the bound is one the scans of the history fail: the round lookup replaced, and a
-    # table's events selected by position alone
-    rid = next(iter(small["spans"]))  # type: ignore[call-overload]
+    # the bound is one the scan of the history fails: the round lookup replaced
     _bounded(store, BOUND)
     try:
         with pytest.raises(StoreError, match="max_rows_to_read"):
