@@ -10,6 +10,7 @@ import pytest
 
 from console.data import Filters, alert, pack_jurisdictions
 from console.feed import Hub, KafkaAlerts, StorePoller
+from console.feed_types import Polled
 from pitwatch.engine.alerts import encode_violation
 from pitwatch.engine.violation import Violation
 
@@ -74,25 +75,28 @@ def test_filters_match_what_they_name() -> None:
     assert params == {"code": "PAYOUT_WRONG", "packs": ["pa-free-bet-blackjack"]}
 
 
-def test_the_store_poller_reads_only_the_recent_past_after_its_first_read() -> None:
+def test_the_store_poller_reads_what_arrived_since_its_last_read() -> None:
+    """After the first read, the poller asks for what the store received since (its own
+    clock, a few seconds of overlap), whatever the findings' device time: a finding that
+    lands late still reaches the feed."""
     async def main() -> None:
         hub = Hub()
         asked: list[int | None] = []
         first = [alert_of(violation(event_id="a")), alert_of(violation(event_id="b"))]
+        late = alert_of(violation(event_id="c"))
+        late["detected_at"] -= 86_400_000  # a day behind on the device's clock
 
-        async def fetch(since: int | None) -> list[dict[str, Any]]:
+        async def fetch(since: int | None, after: int | None) -> Polled:
             asked.append(since)
             if len(asked) == 3:
                 raise asyncio.CancelledError
-            return first if since is None else [alert_of(violation(event_id="c"))]
+            return Polled(first if since is None else [late], [], 5000 + len(asked))
 
         poller = StorePoller(hub, fetch, every=0.001)
         with pytest.raises(asyncio.CancelledError):  # how the fake ends the loop
             await poller.run()
-        newest = 1796064572723
-        assert asked == [None, newest - StorePoller.LOOKBACK_MS,
-                         newest - StorePoller.LOOKBACK_MS]
-        assert len(hub.recent) == 3
+        assert asked == [None, 5001 - StorePoller.OVERLAP_S, 5002 - StorePoller.OVERLAP_S]
+        assert len(hub.recent) == 3 and late["violation_id"] in hub.recent
 
     asyncio.run(main())
 
