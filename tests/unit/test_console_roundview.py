@@ -59,3 +59,21 @@ def test_cards_and_money_read_as_people_read_them() -> None:
     assert "$12.50" in describe(ev("WagerReturned", seat=3, hand=0, kind="MAIN", amount=1250))
     assert "seat 3 hand 1" in describe(ev("PlayerDecision", seat=3, hand=1, decision="HIT"))
     assert "&lt;b&gt;" in describe(ev("RoundStarted", dealer_id="<b>", seats=[1]))
+
+
+def test_a_citation_of_the_gazette_and_the_posted_rules_quotes_both() -> None:
+    """the NZ citation quoting both texts"""
+    from console.roundview import quotes, render_quote
+
+    citation = ("NZ Gazette 1996 No 7, Blackjack 8.1–8.2 (blackjack 3 to 2, stand-off "
+                "against a dealer blackjack); other wins 1 to 1 as posted, "
+                "docs/regulations/posted-rules.txt (b)")
+    got = quotes(citation)
+    assert [q.source for q in got] == [
+        "docs/regulations/nz-gazette-1996-blackjack-payment-insurance.txt",
+        "docs/regulations/posted-rules.txt"]
+    assert [label for label, _ in got[0].paragraphs] == ["8.1", "8.2"]
+    assert [label for label, _ in got[1].paragraphs] == ["(b)"]
+    assert render_quote(citation).count('<blockquote class="regulation"') == 2
+    # one text: quoted once
+    assert len(quotes("NZ Gazette 1996 No 7, Blackjack 8.1")) == 1
