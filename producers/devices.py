@@ -28,11 +28,17 @@ from typing import Final
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from pitwatch.events.avro import digest
-from pitwatch.events.keys import CHECKPOINT_EVERY, DeviceKey, public_bytes, sign_checkpoint
+from pitwatch.events.avro import digest, writer_schema_sha256
+from pitwatch.events.keys import (
+    CHECKPOINT_EVERY,
+    DeviceKey,
+    order_digest,
+    public_bytes,
+    sign_checkpoint,
+)
 from pitwatch.events.model import Checkpoint, Event, Payload
 
-from .script import DEVICES, Step
+from .script import CONSOLE, DEVICES, Step
 
 #: Milliseconds between two events of a table, drawn uniformly.
 EVENT_GAP_MS: Final = (150, 650)
@@ -94,14 +100,19 @@ class Device:
             self.unsigned += 1
         return ev
 
-    def checkpoint(self, round_id: str | None, ts: int, event_id: str) -> Event:
-        """The device signs its chain head. After a forgery the signature is over the
-        device's own head, and the checkpoint that goes out names the forged one."""
-        assert self.key is not None and self.last_digest is not None
+    def checkpoint(self, round_id: str | None, ts: int, event_id: str, *,
+                   order: bytes | None = None, end: bool = False) -> Event:
+        """The device signs its chain head, sealed: with the SHA-256 of the schema its
+        events are written under, and, for the table's order signer, the table's order
+        (`order`) and whether its record ends here. After a forgery the signature is over
+        the device's own head, and the checkpoint that goes out names the forged one."""
+        assert self.key is not None and self.last_digest is not None and self.last
         own = self.honest_digest or self.last_digest
-        sig = sign_checkpoint(self.key, self.table_id, self.device_id, self.seq, own)
-        honest = Checkpoint(self.seq, own, self.key_id, sig)
-        sent = Checkpoint(self.seq, self.last_digest, self.key_id, sig)
+        schema = writer_schema_sha256(self.last)
+        sig = sign_checkpoint(self.key, self.table_id, self.device_id, self.seq, own, schema,
+                              order, end)
+        honest = Checkpoint(self.seq, own, self.key_id, sig, schema, order, end)
+        sent = Checkpoint(self.seq, self.last_digest, self.key_id, sig, schema, order, end)
         self.unsigned = 0
         return self.emit(honest, round_id, ts, event_id,
                          forged=None if own == self.last_digest else sent)
@@ -147,8 +158,10 @@ def restarted(events: Iterable[Event], device_id: str, at: str,
         seq += 1
         p = ev.payload
         if type(p) is Checkpoint and key is not None and prev is not None:
-            sig = sign_checkpoint(key, ev.table_id, device_id, seq - 1, prev)
-            p = Checkpoint(seq - 1, prev, key_id or p.key_id, sig)
+            sig = sign_checkpoint(key, ev.table_id, device_id, seq - 1, prev, p.schema_sha256,
+                                  p.order, p.end)
+            p = Checkpoint(seq - 1, prev, key_id or p.key_id, sig, p.schema_sha256, p.order,
+                           p.end)
         new = Event(ev.event_id, ev.table_id, device_id, seq, ev.ts, ev.round_id, prev, p)
         prev = digest(new)
         out.append(new)
@@ -177,14 +190,37 @@ class TableDevices:
         #: (event id, round id) of each checkpoint whose signature does not match what
         #: went out (after a forgery): the simulator's ground truth
         self.bad_checkpoints: list[tuple[str, str | None]] = []
+        #: the device that signs the table's order across devices (the dealer's console)
+        self.order_signer = self.devices[CONSOLE]
+        #: the device ids of the table's events since the order signer's last checkpoint,
+        #: in the order they went out (what the table records; a conflicting copy of a
+        #: recorded seq is not recorded)
+        self.order: list[str] = []
 
-    def _checkpoint(self, dev: Device, round_id: str | None) -> Event:
+    def _checkpoint(self, dev: Device, round_id: str | None, end: bool = False) -> Event:
         self.now += 1  # a table's events keep rising in ts
-        ev = dev.checkpoint(round_id, self.now,
-                            str(uuid.UUID(int=self.checkpoint_ids.getrandbits(128), version=4)))
+        event_id = str(uuid.UUID(int=self.checkpoint_ids.getrandbits(128), version=4))
+        if dev is self.order_signer:
+            ev = dev.checkpoint(round_id, self.now, event_id, order=order_digest(self.order),
+                                end=end)
+            self.order = []
+        else:
+            ev = dev.checkpoint(round_id, self.now, event_id)
+            self.order.append(dev.device_id)
         if dev.forged:
             self.bad_checkpoints.append((ev.event_id, round_id))
         return ev
+
+    def close(self) -> list[Event]:
+        """The end of the table's shift: every device signs what it has not, and the
+        order signer signs the table's order and that its record ends here (so a record
+        cut short, or cut at a checkpoint, shows it)."""
+        if self.order_signer.key is None or self.order_signer.last is None:
+            return []
+        out = [self._checkpoint(dev, None) for dev in self.devices.values()
+               if dev.key is not None and dev.unsigned and dev is not self.order_signer]
+        out.append(self._checkpoint(self.order_signer, None, end=True))
+        return out
 
     def new_id(self) -> str:
         return str(uuid.UUID(int=self.ids.getrandbits(128), version=4))
@@ -212,6 +248,7 @@ class TableDevices:
                           forged=step.forged)
             step.event_id = ev.event_id
             out.append(ev)
+            self.order.append(dev.device_id)
             if step.conflict is not None:
                 twin = dev.conflicting(step.conflict, self.tick(cap), self.new_id())
                 step.conflict_id = twin.event_id

@@ -83,6 +83,10 @@ class Floor:
                 yield from batch
                 if on_round is not None:
                     on_round()
+        for run in self._runs:  # each table's shift ends, signed
+            batch = run.close()
+            n += len(batch)
+            yield from batch
         self.event_count = n
 
     def faults_by_code(self) -> Counter[str]:

@@ -94,6 +94,10 @@ class TableRun:
                  self._shoe_loaded()]
         return self.devices.render(steps, None)
 
+    def close(self) -> list[Event]:
+        """The end of the shift: the console signs where the table's record ends."""
+        return self.devices.close()
+
     def dealer_id(self, k: int) -> str:
         return f"D{(self.cfg.index * 37 + (k - 1) // DEALER_SHIFT) % 900 + 100:03d}"
 

@@ -164,9 +164,8 @@ class Chains:
             return
         p = ev.payload
         links[ev.seq] = _Link(ev.event_id, digest(ev), ev.prev_digest, type(p) is Checkpoint)
-        if type(p) is Checkpoint and self.keys is not None and self.keys.check(
-                self.table_id, ev.device_id, p.head_seq, p.head_digest, p.key_id,
-                p.signature) is None:
+        if type(p) is Checkpoint and self.keys is not None and self.keys.check_checkpoint(
+                self.table_id, ev.device_id, p) is None:
             self.heads.setdefault(key, []).append((p.head_seq, p.head_digest))
 
     def covered(self, device_id: str, gen: int) -> set[int]:

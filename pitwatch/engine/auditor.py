@@ -20,12 +20,20 @@ A check that raises anything but `Undecidable` is an engine error: counted in
 from __future__ import annotations
 
 import base64
+import functools
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..events.avro import decode_single, digest, message_bytes, rules_from_dict, rules_to_dict
+from ..events.avro import (
+    decode_single,
+    digest,
+    message_bytes,
+    rules_from_dict,
+    rules_to_dict,
+    writer_schema,
+)
 from ..events.keys import KeyRegistry
 from ..events.model import (
     Checkpoint,
@@ -36,10 +44,12 @@ from ..events.model import (
     TableOpened,
     WagerReturned,
 )
+from ..events.schema import writer_schemas
 from .errors import FOLD, EngineErrorSink, engine_error
 from .record import HISTORY_SEQS, HOLE, PREFIX, Fed
 from .record import Device as _Device
 from .rulepack import Finding, PostingRule, Rule, RulePack, Undecidable
+from .signed_order import TableOrder
 from .state import Round, TableState
 from .violation import Severity, Violation, violation_id
 
@@ -118,6 +128,12 @@ class TableAuditor:
         #: the device keys: with them, a device in the registry must sign its chain
         #: (docs/events.md, "Signed checkpoints"); without, checkpoints are not judged
         self.keys = keys
+        #: the table's order across devices and its end, as sealed checkpoints sign them
+        self._order = TableOrder()
+        #: signing device -> SHA-256s of the writer schemas of its events since its
+        #: checkpoint (events read from Avro bytes; a JSON Lines event's meaning is its
+        #: field names)
+        self._writers: dict[str, set[bytes]] = {}
         #: the round id (or None) of the table's last event other than a checkpoint
         self._rid: str | None = None
         #: the device-clock time-out (None: only the next round or a table event ends one)
@@ -209,6 +225,7 @@ class TableAuditor:
             return
         dev.start(ev.seq, digest(ev))
         dev.unsigned, dev.unsigned_round = 0, None
+        self._order.lost()  # the order before the audit's first event is not known
 
     def lost(self, where: str) -> None:
         """The caller knows events that may be this table's were lost before the audit
@@ -330,7 +347,8 @@ class TableAuditor:
         the end of a file (the same violation ids). Returns whether any was found."""
         if self.keys is None:
             return False
-        found = False
+        found = self._no_end(f"nothing arrived for the table for {timeout_ms / 1000:g} s "
+                             "after it")
         for device_id, dev in self.devices.items():
             if dev.unsigned:
                 self._missing(device_id, dev, f"nothing arrived for the table for "
@@ -350,6 +368,7 @@ class TableAuditor:
             self._incomplete(r, r.last_ts, "the input ended before RoundEnded")
         self._flush()
         if self.keys is not None:
+            self._no_end("the input ended after it")
             for device_id, dev in self.devices.items():
                 if dev.unsigned:
                     self._missing(device_id, dev, "the input ended after it (a "
@@ -383,6 +402,7 @@ class TableAuditor:
             "closed": list(self.closed),
             "clock": self.clock,
             "rid": self._rid,
+            "order": self._order.to_json(),
             "record": {
                 "episode": None if self._episode is None else sorted(self._episode),
                 "awaiting": sorted(self._awaiting),
@@ -432,12 +452,14 @@ class TableAuditor:
             cut_at = None if rec["cut_at"] is None else int(rec["cut_at"])
             cut_next = None if rec["cut_next"] is None else str(rec["cut_next"])
             held = [_violation_from_json(v) for v in rec["held"]]
+            order = TableOrder.from_json(state.get("order"))
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise StateError(f"damaged snapshot: {e!r}") from e
         self.table, self.pending_open, self.early = table, pending, early
         self.pack = self.select_pack(table.jurisdiction, table.game) if table.opened \
             else self.select_pack("OTHER", "OTHER")
         self.devices, self.closed, self.clock = devices, closed, clock
+        self._order, self._writers = order, {}
         rid = state.get("rid")
         self._rid = None if rid is None else str(rid)
         self.round, self._base, self._since = None, None, []
@@ -482,24 +504,111 @@ class TableAuditor:
                 f"({p.head_digest.hex()[:12]}…), the chain's head is seq {head_seq} "
                 f"({head.hex()[:12]}…)")
         else:
-            why = keys.check(ev.table_id, ev.device_id, p.head_seq, p.head_digest, p.key_id,
-                             p.signature)
+            why = self._schema_bound(ev, p) or keys.check_checkpoint(ev.table_id,
+                                                                     ev.device_id, p)
+        if why is None and p.end and p.order is None:
+            why = f"{ev.device_id} seq {ev.seq} says the table's record ends, signing no order"
         if why is not None:
             self._raise_record("SIGNATURE_INVALID", ev, ev.round_id, why)
+        elif p.order is not None:
+            self._judge_order(ev, p.order)
         dev.unsigned, dev.unsigned_round = 0, None
+        self._writers.pop(ev.device_id, None)
+        if keys.signs(ev.device_id):  # the order of the signed chains' events
+            o = self._order
+            o.note(ev.device_id, ev.event_id, ev.ts, ev.round_id, ev.seq)
+            if p.order is not None:
+                o.signed_here(ev.device_id)
+            o.ended = p.end
         return fed
+
+    def _schema_bound(self, ev: Event, p: Checkpoint) -> str | None:
+        """Why the checkpoint does not bind the writer schema of the events it covers
+        (None: it does). A checkpoint read from Avro bytes under a version that has the
+        sealed form must be sealed, and name that schema's SHA-256, the schema of its
+        device's events since its last checkpoint too; one read from JSON Lines (its
+        meaning is its field names) names a released schema when sealed."""
+        bound = p.schema_sha256
+        if ev.raw is None:
+            if bound is None or bound in _released_sha256():
+                return None
+            return (f"{ev.device_id} seq {ev.seq} binds schema {bound.hex()[:12]}…, "
+                    "not a released one")
+        w = writer_schema(ev)
+        if bound is None:
+            if not _seals(w.canonical):
+                return None  # the version 2 form, under a version 2 writer
+            return (f"{ev.device_id} seq {ev.seq} is written under schema "
+                    f"{w.sha256.hex()[:12]}…, which signs checkpoints sealed, and binds no "
+                    "schema: its bytes' meaning is not signed")
+        under = {w.sha256} | self._writers.get(ev.device_id, set())
+        other = sorted(x.hex()[:12] for x in under if x != bound)
+        if other:
+            return (f"{ev.device_id} seq {ev.seq} binds schema {bound.hex()[:12]}…, its "
+                    f"events are under {', '.join(other)}…: the signed bytes would mean "
+                    "something else")
+        return None
+
+    def _judge_order(self, ev: Event, order: bytes) -> None:
+        """A verified checkpoint's signed order across devices against the record's:
+        a contradiction is held until the signer's next order or the end of input (a
+        break found before then explains it: `TableOrder.held`)."""
+        self._order_held()
+        got = self._order.matches(ev.device_id, order)
+        if got is None or got[0]:
+            return  # unknown after a break (its own finding), or the order signed
+        self._order.held = (
+            ev.event_id, ev.ts, ev.round_id,
+            f"{ev.device_id} seq {ev.seq} signed the table's order across devices since its "
+            f"previous signed order, and the record's {got[1]} events since then are in "
+            "another order (or are other events): how the devices' chains interleave was "
+            "changed, so no judgement of order across devices since then is vouched for")
+
+    def _order_held(self) -> bool:
+        """Report a held order contradiction no break explained."""
+        held, self._order.held = self._order.held, None
+        if held is None:
+            return False
+        self._raise_record_at("SIGNATURE_INVALID", *held)
+        return True
+
+    def _no_end(self, why: str) -> bool:
+        """At the end of a table's input: a table whose order is signed must end on a
+        signed end (a sealed checkpoint with `end`); else its record may be truncated.
+        One finding, on the table's last event, naming the events no checkpoint covers
+        (they are not reported again one device at a time)."""
+        held = self._order_held()
+        o = self._order
+        if not o.signed or o.ended or o.end_reported or o.last is None:
+            return held
+        event_id, ts, rid, device_id, seq = o.last
+        tails = []
+        for d, dev in self.devices.items():
+            if dev.unsigned:
+                tails.append(f"{d} {_seqs(dev.unsigned_from, dev.unsigned_last[0])}")
+                dev.unsigned, dev.unsigned_round = 0, None
+        o.end_reported = True
+        self._raise_record_at(
+            "SIGNATURE_INVALID", event_id, ts, rid,
+            f"table {self.table.table_id}'s record has no signed end: {why} ({device_id} "
+            f"seq {seq}), with no end-of-shift checkpoint (a truncated record: what came "
+            "after it may be missing)"
+            + (f"; covered by no checkpoint: {', '.join(tails)}" if tails else ""))
+        return True
 
     def _unsigned(self, ev: Event) -> None:
         """Count a signing device's events since its checkpoint: more than the posted
         number, or a table that moved on with some of them unsigned, is a missing one."""
         rid = ev.round_id
+        keys = self.keys
+        assert keys is not None
+        if keys.signs(ev.device_id):  # the order of the signed chains' events
+            self._order.note(ev.device_id, ev.event_id, ev.ts, rid, ev.seq)
         if rid != self._rid:  # the table moves on: what came before must be signed
             for device_id, d in self.devices.items():
                 if d.unsigned and d.unsigned_round != rid and device_id != ev.device_id:
                     self._missing(device_id, d, _moved(rid))
             self._rid = rid
-        keys = self.keys
-        assert keys is not None
         if not keys.signs(ev.device_id):
             if not keys.knows(ev.device_id):
                 self._stranger(ev)
@@ -512,6 +621,8 @@ class TableAuditor:
                           f"it sent more than {keys.checkpoint_every} events")
         if not dev.unsigned:
             dev.unsigned_from = ev.seq
+        if ev.raw is not None:
+            self._writers.setdefault(ev.device_id, set()).add(writer_schema(ev).sha256)
         dev.unsigned += 1
         dev.unsigned_last = (ev.seq, ev.event_id, ev.ts)
         dev.unsigned_round = rid
@@ -644,6 +755,7 @@ class TableAuditor:
         record decides them again."""
         dev.broke_at = ev.seq
         dev.unsigned, dev.unsigned_round = 0, None  # the chain (and its signing) resumes here
+        self._order.lost()  # the order across devices is judged again from the next signed one
         self._drop_held()
         self.table.counts_known = False  # until the next ShoeLoaded
         if not self.table.opened:
@@ -874,6 +986,17 @@ def _violation_from_json(d: dict[str, Any]) -> Violation:
                      tuple(str(x) for x in d["evidence"]), str(d["citation"]),
                      str(d["message"]), str(d["pack"]), str(d["pack_version"]),
                      int(d["detected_at"]))
+
+
+@functools.cache
+def _seals(canonical: str) -> bool:
+    """Whether a writer schema (by its canonical form) has the sealed checkpoint."""
+    return '"name":"pitwatch.events.SealedCheckpoint"' in canonical
+
+
+@functools.cache
+def _released_sha256() -> frozenset[bytes]:
+    return frozenset(w.sha256 for w in writer_schemas().values())
 
 
 def _seqs(first: int, last: int) -> str:

@@ -760,9 +760,10 @@ static int out_field(Out *o, PyObject *obj, PyObject *name, int kind) {
 
 static const char *ENVELOPE[] = {"event_id", "table_id", "device_id", "seq", "ts",
                                  "round_id", "prev_digest", NULL};
-/* the payload fields written as hex: Checkpoint's (jsonl._HEX) */
-static const char *CHECKPOINT_HEX[] = {"head_digest", "signature", NULL};
-static PyObject *envelope_names[8], *hex_names[3], *payload_name, *slots_name,
+/* the payload fields written as hex (or null): Checkpoint's (jsonl._HEX, _HEX_OR_NULL) */
+static const char *CHECKPOINT_HEX[] = {"head_digest", "signature", "schema_sha256", "order",
+                                       NULL};
+static PyObject *envelope_names[8], *hex_names[5], *payload_name, *slots_name,
     *checkpoint_name;
 
 static int is_hex(PyObject *name) {
@@ -803,7 +804,8 @@ static int write_body(Out *o, PyObject *ev, int in_row) {
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(slots); i++) {
         PyObject *name = PyTuple_GET_ITEM(slots, i);
         if (!PyUnicode_CheckExact(name)
-            || out_field(o, payload, name, is_checkpoint && is_hex(name) ? HEX : PLAIN) < 0)
+            || out_field(o, payload, name,
+                         is_checkpoint && is_hex(name) ? HEX_OR_NONE : PLAIN) < 0)
             goto done;
     }
     r = out_raw(o, "}", 1);
@@ -1338,7 +1340,7 @@ static Branch *direct_branch(Direct *d, int64_t v, Py_ssize_t rpc) {
             PyObject *field = PyTuple_GET_ITEM(slots, i);
             ok = PyUnicode_CheckExact(field);
             br->column[i] = -1;
-            br->mode[i] = ok && checkpoint && is_hex(field) ? HEX : PLAIN;
+            br->mode[i] = ok && checkpoint && is_hex(field) ? HEX_OR_NONE : PLAIN;
             for (int k = C_SEAT; ok && k <= C_AMOUNT; k++)
                 if (PyUnicode_Compare(field, column_attr[k]) == 0) br->column[i] = (int8_t)k;
         }

@@ -129,7 +129,21 @@ def _payload_to_avro(p: object) -> dict[str, Any]:
         return {"jurisdiction": p.jurisdiction, "game": p.game, "rules": rules_to_dict(p.rules)}
     if isinstance(p, RoundStarted):
         return {"dealer_id": p.dealer_id, "seats": list(p.seats)}
+    if isinstance(p, Checkpoint) and p.schema_sha256 is None:  # the version 2 form
+        if p.order is not None or p.end:
+            raise ValueError("a Checkpoint signs an order or an end only with its "
+                             "schema_sha256 (a SealedCheckpoint)")
+        return {"head_seq": p.head_seq, "head_digest": p.head_digest, "key_id": p.key_id,
+                "signature": p.signature}
     return {name: getattr(p, name) for name in p.__slots__}  # type: ignore[attr-defined]
+
+
+def _branch(p: object) -> str:
+    """The union branch of a payload: its class's name, but a Checkpoint with a schema
+    hash is a SealedCheckpoint."""
+    if type(p) is Checkpoint and p.schema_sha256 is not None:
+        return _PREFIX + "SealedCheckpoint"
+    return _PREFIX + type(p).__name__
 
 
 def to_datum(ev: Event) -> dict[str, Any]:
@@ -137,7 +151,7 @@ def to_datum(ev: Event) -> dict[str, Any]:
     return {
         "event_id": ev.event_id, "table_id": ev.table_id, "device_id": ev.device_id,
         "seq": ev.seq, "ts": ev.ts, "round_id": ev.round_id, "prev_digest": ev.prev_digest,
-        "payload": (_PREFIX + type(ev.payload).__name__, _payload_to_avro(ev.payload)),
+        "payload": (_branch(ev.payload), _payload_to_avro(ev.payload)),
     }
 
 
@@ -165,6 +179,9 @@ _FROM_AVRO: Final[dict[str, Any]] = {
     _PREFIX + "RoundEnded": lambda d: RoundEnded(),
     _PREFIX + "Checkpoint": lambda d: Checkpoint(d["head_seq"], d["head_digest"], d["key_id"],
                                                  d["signature"]),
+    _PREFIX + "SealedCheckpoint": lambda d: Checkpoint(
+        d["head_seq"], d["head_digest"], d["key_id"], d["signature"], d["schema_sha256"],
+        d["order"], d["end"]),
 }
 
 
@@ -201,7 +218,7 @@ _TYPED: Final[dict[str, Any]] = {
                 InsuranceOffered, SwitchOffered, HoleCardInserted, HoleCardRevealed,
                 PlayerDecision, PayoutMade, WagerCollected, WagerReturned, CardsCleared,
                 RoundEnded, Checkpoint, Rules, PayTable, PayEntry, Ratio)
-} | {_PREFIX + "TableEvent": Event}
+} | {_PREFIX + "TableEvent": Event, _PREFIX + "SealedCheckpoint": Checkpoint}
 
 
 #: Enums built as other values than their symbols.
@@ -215,6 +232,8 @@ def _typed(name: str, fields: list[str], top: bool) -> Any:
     names = list(cls._fields) if hasattr(cls, "_fields") else [
         f.name for f in dataclasses.fields(cls)]
     expected = fields + ["raw"] * top
+    if not top and cls is Checkpoint and names[:len(fields)] == fields:
+        return cls  # the version 2 form: its later fields keep their defaults
     return cls if names[:len(expected)] == expected and (top or names == fields) else None
 
 

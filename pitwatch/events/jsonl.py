@@ -56,10 +56,13 @@ _FIELDS: Final[dict[str, dict[str, Any]]] = {
     "WagerReturned": _WAGER,
     "CardsCleared": {"seat": (_INT, None), "hand": (_INT, None)},
     "RoundEnded": {},
-    "Checkpoint": {"head_seq": _INT, "head_digest": _STR, "key_id": _STR, "signature": _STR},
+    "Checkpoint": {"head_seq": _INT, "head_digest": _STR, "key_id": _STR, "signature": _STR,
+                   "schema_sha256": (_STR, None), "order": (_STR, None)},
 }
 #: payload fields carried as hex in JSON (bytes in Avro)
 _HEX: Final = ("head_digest", "signature")
+#: nullable payload fields carried as hex in JSON
+_HEX_OR_NULL: Final = ("schema_sha256", "order")
 
 
 def _check(type_name: str, name: str, value: Any, check: Any) -> None:
@@ -131,11 +134,19 @@ def from_json(d: Any) -> Event:
             raise InvalidEvent("RoundStarted.seats: not a list of seat numbers")
         values["seats"] = tuple(values["seats"])
     elif type_name == "Checkpoint":
-        for name in _HEX:
+        for name in _HEX + _HEX_OR_NULL:
+            if values[name] is None:
+                continue
             try:
                 values[name] = bytes.fromhex(values[name])
             except ValueError as e:
                 raise InvalidEvent(f"Checkpoint.{name}: not hex") from e
+        end = d.get("end", False)  # absent in the version 2 form
+        _check(type_name, "end", end, _BOOL)
+        if values["schema_sha256"] is None and (values["order"] is not None or end):
+            raise InvalidEvent("Checkpoint: an order or an end is signed only with a "
+                               "schema_sha256 (a SealedCheckpoint)")
+        values["end"] = end
     digest_hex = d.get("prev_digest")
     try:
         prev = None if digest_hex is None else bytes.fromhex(digest_hex)
@@ -165,6 +176,9 @@ def to_json(ev: Event) -> dict[str, Any]:
     elif isinstance(p, Checkpoint):
         for name in _HEX:
             d[name] = getattr(p, name).hex()
+        for name in _HEX_OR_NULL:
+            v = getattr(p, name)
+            d[name] = None if v is None else v.hex()
     return d
 
 

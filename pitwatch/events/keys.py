@@ -3,7 +3,9 @@
 A device signs its own chain with Ed25519 (docs/events.md, "Signed checkpoints"): every
 `checkpoint_every` events and after its last event of every round it emits a
 `Checkpoint` naming the chain head it covers (`head_seq`, `head_digest`), the key that
-signed, and the signature over `checkpoint_message(...)`. The auditor holds only public
+signed, and the signature over `checkpoint_message(...)`; a sealed one (schema version
+3) also signs the writer schema's SHA-256, the table's order (`order_digest`) and
+whether the table's record ends there. The auditor holds only public
 keys, so it can check a signature and cannot make one.
 
 The registry is a JSON file:
@@ -30,7 +32,7 @@ import base64
 import hashlib
 import itertools
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -42,9 +44,16 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import (
     Ed25519PublicKey,
 )
 
+from .model import Checkpoint
+
 #: The domain tag that starts every signed checkpoint message (so a signature made for
 #: anything else never passes for a checkpoint).
 DOMAIN: Final = b"pitwatch checkpoint v1\x00"
+#: The domain tag of a sealed checkpoint's message (schema version 3: it also binds the
+#: writer schema, the table's order and its end), so neither form passes for the other.
+SEALED_DOMAIN: Final = b"pitwatch checkpoint v2\x00"
+#: The domain tag before the device ids of a table's order (`order_digest`).
+ORDER_DOMAIN: Final = b"pitwatch table order v1\x00"
 ALGORITHM: Final = "Ed25519"
 REGISTRY_VERSION: Final = 1
 #: How many events a device emits at most between two checkpoints, unless the
@@ -128,19 +137,45 @@ def registry_path(given: str | None, inputs: Sequence[str | Path] = ()) -> Path 
     return next(iter(found.values()), None)
 
 
-def checkpoint_message(table_id: str, device_id: str, head_seq: int,
-                       head_digest: bytes) -> bytes:
+def checkpoint_message(table_id: str, device_id: str, head_seq: int, head_digest: bytes,
+                       schema_sha256: bytes | None = None, order: bytes | None = None,
+                       end: bool = False) -> bytes:
     """The exact bytes a checkpoint signs: DOMAIN, then table and device ids (UTF-8, each
     after its length as 4 bytes big-endian), head_seq (8 bytes big-endian, signed) and
-    the 32-byte head digest."""
+    the 32-byte head digest. A sealed checkpoint (`schema_sha256` given) signs
+    SEALED_DOMAIN and the same, then the 32-byte schema hash, the order (a 0 byte when
+    none, else a 1 byte and its 32 bytes) and the end (one byte, 0 or 1). ValueError for
+    an order or an end without a schema hash (the version 2 form binds neither)."""
     t, d = table_id.encode(), device_id.encode()
-    return b"".join((DOMAIN, struct.pack(">I", len(t)), t, struct.pack(">I", len(d)), d,
-                     struct.pack(">q", head_seq), head_digest))
+    head = (struct.pack(">I", len(t)), t, struct.pack(">I", len(d)), d,
+            struct.pack(">q", head_seq), head_digest)
+    if schema_sha256 is None:
+        if order is not None or end:
+            raise ValueError("an order or an end is signed only with a schema_sha256")
+        return b"".join((DOMAIN, *head))
+    return b"".join((SEALED_DOMAIN, *head, schema_sha256,
+                     b"\x00" if order is None else b"\x01" + order,
+                     b"\x01" if end else b"\x00"))
 
 
 def sign_checkpoint(key: Ed25519PrivateKey, table_id: str, device_id: str, head_seq: int,
-                    head_digest: bytes) -> bytes:
-    return key.sign(checkpoint_message(table_id, device_id, head_seq, head_digest))
+                    head_digest: bytes, schema_sha256: bytes | None = None,
+                    order: bytes | None = None, end: bool = False) -> bytes:
+    return key.sign(checkpoint_message(table_id, device_id, head_seq, head_digest,
+                                       schema_sha256, order, end))
+
+
+def order_digest(device_ids: Iterable[str]) -> bytes:
+    """What a checkpoint's `order` signs: SHA-256 of ORDER_DOMAIN and the device id of
+    each of the table's events in the order recorded (UTF-8, each after its length as 4
+    bytes big-endian). With each device's own chain signed, the sequence of device ids
+    fixes how the chains interleave (the k-th id of a device is its k-th event)."""
+    h = hashlib.sha256(ORDER_DOMAIN)
+    for device_id in device_ids:
+        b = device_id.encode()
+        h.update(struct.pack(">I", len(b)))
+        h.update(b)
+    return h.digest()
 
 
 def public_bytes(key: Ed25519PrivateKey) -> bytes:
@@ -195,8 +230,15 @@ class KeyRegistry:
         """Whether the registry names the device, as signing or as let unsigned."""
         return device_id in self.devices or device_id in self.unsigned_devices
 
+    def check_checkpoint(self, table_id: str, device_id: str, p: Checkpoint) -> str | None:
+        """`check` of a checkpoint payload, in whichever form it came (sealed or not)."""
+        return self.check(table_id, device_id, p.head_seq, p.head_digest, p.key_id,
+                          p.signature, schema_sha256=p.schema_sha256, order=p.order,
+                          end=p.end)
+
     def check(self, table_id: str, device_id: str, head_seq: int, head_digest: bytes,
-              key_id: str, signature: bytes) -> str | None:
+              key_id: str, signature: bytes, *, schema_sha256: bytes | None = None,
+              order: bytes | None = None, end: bool = False) -> str | None:
         """None when the signature is good; else why not (for the violation's message)."""
         keys = self.devices.get(device_id)
         if keys is None:
@@ -212,9 +254,12 @@ class KeyRegistry:
         if pub is None:
             pub = self._loaded[key.public_key] = Ed25519PublicKey.from_public_bytes(
                 key.public_key)
+        if schema_sha256 is None and (order is not None or end):
+            return (f"{device_id} seq {head_seq}: an order or an end signed without a "
+                    "schema hash")
         try:
             pub.verify(signature, checkpoint_message(table_id, device_id, head_seq,
-                                                     head_digest))
+                                                     head_digest, schema_sha256, order, end))
         except InvalidSignature:
             return f"the signature of {device_id} seq {head_seq} by key {key_id!r} is not valid"
         return None

@@ -144,7 +144,9 @@ FIELDS: Final[dict[type, tuple[native.Field, ...]]] = {
     ShoeLoaded: (("shoe_id", "str", *_ID, False), ("decks", "int", 1, MAX_DECKS, False)),
     Checkpoint: (("head_seq", "int", 1, MAX_SEQ, False), ("key_id", "str", *_ID, False),
                  ("head_digest", "bytes", DIGEST_BYTES, DIGEST_BYTES, False),
-                 ("signature", "bytes", SIGNATURE_BYTES, SIGNATURE_BYTES, False)),
+                 ("signature", "bytes", SIGNATURE_BYTES, SIGNATURE_BYTES, False),
+                 ("schema_sha256", "bytes", DIGEST_BYTES, DIGEST_BYTES, True),
+                 ("order", "bytes", DIGEST_BYTES, DIGEST_BYTES, True)),
     InsuranceOffered: (), HoleCardInserted: (), HoleCardRevealed: (), RoundEnded: (),
 }
 

@@ -191,12 +191,23 @@ class RoundEnded:
 @dataclass(slots=True)
 class Checkpoint:
     """A device signs its own chain up to `head_seq` (docs/events.md, "Signed
-    checkpoints"); part of the device's record, never of a round's play."""
+    checkpoints"); part of the device's record, never of a round's play. Avro writes it
+    as the union's `Checkpoint` (version 2) or `SealedCheckpoint` (version 3: with
+    `schema_sha256`), so a version 2 checkpoint keeps its bytes and digest."""
 
     head_seq: int
     head_digest: bytes
     key_id: str
     signature: bytes
+    #: SHA-256 of the writer schema the device's covered events are under; set, the
+    #: checkpoint is a `SealedCheckpoint` (schema version 3), which also signs `order`
+    #: and `end`; None, the version 2 form, which binds neither
+    schema_sha256: bytes | None = None
+    #: SHA-256 of the table's order across devices since the device's previous
+    #: checkpoint that signed one (`keys.order_digest`); None: it signs no order
+    order: bytes | None = None
+    #: the table's record ends here (end of shift)
+    end: bool = False
 
 
 Payload = (

@@ -158,12 +158,14 @@ def test_a_rewritten_chain_is_a_high_digest_mismatch() -> None:
 
 def test_a_truncated_chain_is_caught_at_the_end_of_input() -> None:
     """The last events of a device, after its last checkpoint, protected by nothing:
-    cut the final checkpoint and the input ends with them unsigned."""
+    cut the input at the device's final checkpoint (and the table's signed end after
+    it) and the input ends with them unsigned: one finding, the record's missing end,
+    naming them."""
     events, keys = floor()
     evs = list(events)
     last = max(k for k, e in enumerate(evs)
                if e.device_id == DEVICE and isinstance(e.payload, Checkpoint))
-    del evs[last]
+    del evs[last:]
     rep = audit(evs, keys)
     sig = [v for v in rep.violations if v.code == "SIGNATURE_INVALID"]
     assert len(sig) == 1 and "truncated" in sig[0].message
@@ -342,7 +344,7 @@ def test_the_worker_finds_a_truncated_chain_by_processing_time() -> None:
     evs = list(events)
     last = max(k for k, e in enumerate(evs)
                if e.device_id == DEVICE and isinstance(e.payload, Checkpoint))
-    del evs[last]
+    del evs[last:]  # the device's last checkpoint and the table's signed end after it
     log = [(i, e.table_id.encode(), encode_single(e)) for i, e in enumerate(evs)]
     states = TableStates({}, select, 15 * 60 * 1000, keys)
 
