@@ -223,7 +223,11 @@ async def guard(request: web.Request, handler: Any) -> web.StreamResponse:
 async def feed_page(request: web.Request) -> web.Response:
     f = Filters.parse(dict(request.query))
     db = request.app[DB]
-    tables = await held(request, db.data.tables)
+    try:
+        tables = await held(request, db.data.tables)
+    except StoreDown as e:  # the live feed works without the store: only its table list
+        tables = []         # is missing
+        CONTEXT.set(replace(page_context(), as_of=now_ms(), store_error=str(e)[:120]))
     jurisdictions = sorted(set(db.data.jurisdictions.values()))
     return _html(pages.feed(f, tables, catalogue_codes(), jurisdictions,
                             request.app[SETTINGS].group_window_ms))

@@ -195,6 +195,9 @@ async def login_post(request: web.Request) -> web.Response:
         return web.Response(text=login(token, nxt, "Wrong user name or password."),
                             status=401, content_type="text/html")
     cfg.failures.pop(name, None)
+    for token, old in list(cfg.sessions.items()):  # ended sessions leave memory here
+        if now - old.seen > IDLE_S:
+            del cfg.sessions[token]
     sid = secrets.token_urlsafe(32)
     cfg.sessions[sid] = Session(acct.name, acct.role, secrets.token_urlsafe(32), now)
     resp = web.HTTPFound(nxt)

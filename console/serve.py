@@ -19,15 +19,18 @@ A web console for surveillance, over the embedded store (--data, the default) or
 ClickHouse server (--clickhouse), plus the alerts topic when streaming (--kafka):
 
   /            live alert feed: violations pushed the moment they reach the alerts topic
-               (server-sent events), filters by severity, code, table and jurisdiction;
-               acknowledge an alert with who and a note
-  /floor       every table: game, jurisdiction, open round, age of its last event
-               (a silent table is flagged), violations today by severity
+               (server-sent events), repeats grouped, unhandled CRITICALs pinned, filters;
+               triage one finding or a selection
+  /floor       every table: game, jurisdiction, open round, how long since its last event
+               ARRIVED (a silent table is flagged), violations this gaming day
+  /search      findings by round, table, dealer, seat, code, severity, time; counts, pages
+  /shift       a shift by table and dealer, as CSV and PDF (--tz, --gaming-day-start,
+               --shifts)
   /tables/T    a table's rounds and dealers
   /rounds/R    a round as it happened: cards, wagers, decisions, money, each finding at
-               its event with the cited paragraph quoted from docs/regulations/
-  /triage      the triage log: every acknowledgement, append-only, apart from the
-               violations (which it never changes)
+               its event with the cited texts quoted from docs/regulations/
+  /triage      the triage record: every change, who, when, the state it replaced
+  /api/health  the store, Kafka and the worker group's lag (503 when one is down)
 
 examples:
   pitwatch demo --serve                  a shift with faults, then the console on it

@@ -249,9 +249,12 @@ def shot(driver: Any, name: str) -> None:
 
 
 def wait(driver: Any, timeout: float = 30.0) -> Any:
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(driver, timeout, poll_frequency=0.05)
+    # a row the feed has just drawn again is looked up again
+    return WebDriverWait(driver, timeout, poll_frequency=0.05,
+                         ignored_exceptions=(StaleElementReferenceException,))
 
 
 def css(driver: Any, selector: str) -> list[Any]:
