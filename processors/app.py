@@ -63,7 +63,6 @@ from .metrics import Metrics
 from .settings import Settings
 from .state import Found, Moved, TableStates, lost_where, utc_now
 from .supervise import Frozen, Stalled, log_tasks, restart_self
-from .topics import partition_counts
 
 #: The audit takes a fetch at a time, at most BATCH records (processors/faust_batch.py):
 #: one wait for Kafka's acknowledgements and one snapshot per table per fetch, instead
@@ -390,12 +389,10 @@ def create_app(settings: Settings) -> BatchApp:
     async def partitions_watch() -> None:
         """The events topic's partition count, from Kafka: a change stops the audit."""
         try:
-            counts = await asyncio.to_thread(partition_counts, settings.kafka,
-                                             [settings.events_topic])
+            n = await probe.partition_count(settings.events_topic)
         except Exception as e:  # Kafka away: nothing to judge now
             log.info("could not ask Kafka for %s's partitions (%s)", settings.events_topic, e)
             return
-        n = counts.get(settings.events_topic)
         metrics.partitions = n
         if n is not None and n != partitions:
             refuse(f"{settings.events_topic} has {n} partitions, not the {partitions} "

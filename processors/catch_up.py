@@ -98,6 +98,14 @@ class PartitionReader:
         consumer = await self._started()
         return int((await consumer.beginning_offsets([tp]))[tp])
 
+    async def partition_count(self, topic: str) -> int | None:
+        """The topic's partition count as the brokers' metadata says now (None: no such
+        topic). aiokafka's client has no public call that refreshes it on demand."""
+        consumer = await self._started()
+        cluster = await consumer._client.fetch_all_metadata()
+        parts = cluster.partitions_for_topic(topic)
+        return None if parts is None else len(parts)
+
     async def committed(self, topic: str, partition: int) -> int | None:
         """The group's committed offset on the partition (None: nothing committed)."""
         from aiokafka import TopicPartition
