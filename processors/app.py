@@ -206,6 +206,8 @@ def create_app(settings: Settings) -> BatchApp:
         """One message of the events topic, in its partition's order: the decode (or a
         dead letter) and the fold; what it found goes to the producer without waiting,
         and a table that wants a snapshot goes into `due`."""
+        if metrics.refusal is not None:  # stopped auditing: nothing more is handled
+            return
         position[(topic, partition)] = offset
         metrics.events += 1
         if value is None:
