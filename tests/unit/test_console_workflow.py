@@ -257,3 +257,33 @@ def test_users_command_adds_lists_and_removes(tmp_path: Path, monkeypatch: Any,
     monkeypatch.setattr("sys.stdin", io.StringIO("short\n"))
     assert users_command.run(p.parse_args(["add", "cy", "--role", "viewer", "--users", path,
                                            "--password-stdin"])) == 2
+
+
+def test_a_finding_that_arrives_late_is_polled_by_its_arrival(tmp_path: Path) -> None:
+    """A table's silence is measured on the processing clock ... never its device time
+    against the wall clock; the feed's poller likewise reads findings by arrival."""
+    from console.data import ConsoleData, refresh_aggregates
+    from pitwatch.audit.run import audit_events
+    from pitwatch.store.embedded import EmbeddedStore
+    from producers.simulate import Floor
+
+    store = EmbeddedStore(tmp_path / "s")
+    try:
+        store.setup()
+        refresh_aggregates(store)
+        events = list(Floor(2, 6, seed=5, inject=0.5).events())
+        audit_events(events, store=store)
+        data = ConsoleData(store)
+        now_s = data.store_now_ms() // 1000
+        first = data.poll(None, None)
+        assert first.alerts and first.store_now_s >= now_s
+        # everything arrived just now, though dealt at a simulated time long ago
+        since = data.found_since(now_s - 60)
+        assert {a["violation_id"] for a in since} == {
+            r["violation_id"] for r in store.query("SELECT violation_id FROM violations")}
+        assert data.found_since(now_s + 3600) == []
+        board = data.floor(data.store_now_ms(), 60_000, 0, "arrival")
+        assert board and not any(t["silent"] for t in board)
+        assert all(t["age_ms"] is not None and t["age_ms"] < 60_000 for t in board)
+    finally:
+        store.close()
