@@ -18,7 +18,7 @@ log = logging.getLogger("pitwatch.topics")
 DAY_MS = 24 * 3600 * 1000
 #: topic -> configs. table-events: one table = one partition = one order.
 TOPIC_CONFIGS: dict[str, dict[str, str]] = {
-    "table-events": {"retention.ms": str(90 * DAY_MS), "min.insync.replicas": "1"},
+    "table-events": {"retention.ms": str(90 * DAY_MS)},
     "alerts": {"retention.ms": str(30 * DAY_MS)},
     "rounds": {"retention.ms": str(30 * DAY_MS)},
     "dead-letters": {"retention.ms": str(365 * DAY_MS)},
@@ -33,6 +33,14 @@ def replication() -> int:
     return int(raw)
 
 
+def topic_configs(name: str, replication_factor: int) -> dict[str, str]:
+    """A topic's configs: TOPIC_CONFIGS', and the replicas that must hold a record before
+    an acks=all write is acknowledged: 2 of 3 or more (one broker may die, and no
+    acknowledged record is on one disk only), 1 with fewer replicas."""
+    insync = 2 if replication_factor >= 3 else 1
+    return {**TOPIC_CONFIGS[name], "min.insync.replicas": str(insync)}
+
+
 def ensure_topics(bootstrap: str, partitions: int = 4, prefix: str = "",
                   replication_factor: int | None = None) -> list[str]:
     """Create the pipeline's topics that do not exist yet and set every one's configs;
@@ -45,15 +53,17 @@ def ensure_topics(bootstrap: str, partitions: int = 4, prefix: str = "",
                              **KafkaAuth.from_env().kafka_python())
     try:
         existing = set(admin.list_topics())
-        new = [NewTopic(prefix + name, partitions, replication_factor, topic_configs=cfg)
-               for name, cfg in TOPIC_CONFIGS.items() if prefix + name not in existing]
+        new = [NewTopic(prefix + name, partitions, replication_factor,
+                        topic_configs=topic_configs(name, replication_factor))
+               for name in TOPIC_CONFIGS if prefix + name not in existing]
         if new:
             with contextlib.suppress(TopicAlreadyExistsError):  # another creator won
                 admin.create_topics(new)
         old = [prefix + name for name in TOPIC_CONFIGS if prefix + name in existing]
         if old:
             admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, name,
-                                                configs=TOPIC_CONFIGS[name[len(prefix):]])
+                                                configs=topic_configs(name[len(prefix):],
+                                                                      replication_factor))
                                  for name in old])
             for name, n in _counts(admin, old).items():
                 if n != partitions:
