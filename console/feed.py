@@ -24,8 +24,9 @@ from .feed_types import Polled
 
 log = logging.getLogger("pitwatch.console")
 
-RECENT = 1000  # alerts kept for pages that open
-QUEUE = 1000  # messages a slow page may fall behind before it is told to reload
+RECENT = 5000  # alerts kept for pages that open
+QUEUE = 10000  # messages a slow page may fall behind before it is told to reload (a
+#                flood of a few thousand findings reaches an open page whole)
 
 
 class Hub:
@@ -193,8 +194,8 @@ class KafkaAlerts:
                 await asyncio.wait_for(admin.close(), 5)
             await asyncio.wait_for(consumer.stop(), 5)
 
-    CHECK_EVERY = 3.0  # seconds between asking the broker whether it answers
-    CHECK_TIMEOUT = 4.0
+    CHECK_EVERY = 2.0  # seconds between asking the broker whether it answers
+    CHECK_TIMEOUT = 3.0  # with the page's 3 s status poll: a banner within 10 s
 
     async def _check(self, consumer: Any) -> None:
         """The broker answers (its metadata, within CHECK_TIMEOUT) or the reader is down;
@@ -220,7 +221,9 @@ class KafkaAlerts:
             self.hub.kafka_lag = lag
             self.hub.kafka_checked_ms = time.time_ns() // 1_000_000
         except (TimeoutError, ConnectionError) as e:
-            raise ConnectionError(f"the broker does not answer ({e or 'timed out'})") from e
+            why = f"the broker does not answer ({e or 'timed out'})"
+            self.hub.set_kafka(f"down: {why}")  # now, before the reader's slow goodbye
+            raise ConnectionError(why) from e
 
     async def _committed(self, tps: list[Any]) -> dict[Any, int]:
         from aiokafka.admin import AIOKafkaAdminClient

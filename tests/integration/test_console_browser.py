@@ -21,6 +21,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -275,8 +276,16 @@ def open_feed(driver: Any, url: str) -> None:
     wait(driver).until(lambda d: d.find_element("id", "feed").get_attribute("data-ready"))
 
 
+_NEXT_TS = [1796150972723]  # 2026-12-01 18:49:32.723 UTC, after the floor's shift
+
+
 def new_violation(severity: str = "CRITICAL", code: str = "PAYOUT_WRONG",
-                  table: str = "AC-BJ-01", ts: int = 1796064572723) -> Violation:
+                  table: str = "AC-BJ-01", ts: int | None = None) -> Violation:
+    """A finding as the worker sends it; each one 20 minutes after the last (past the
+    feed's 10-minute grouping window) unless `ts` is given."""
+    if ts is None:
+        ts = _NEXT_TS[0]
+        _NEXT_TS[0] += 1_200_000
     return Violation(code, severity, table, f"{table}-000777", 3, 0,
                      str(uuid.uuid4()), (), "N.J.A.C. 13:69F-2.8(a)1–2",
                      "MAIN $20.00 collected whole after a surrender; expected $10.00",
@@ -359,7 +368,8 @@ def test_feed_shows_a_new_alert_within_2s_and_a_bad_message_does_not_stop_it(
         lambda d: d.find_elements("css selector", f'tr[data-id="{v.violation_id}"]'))
     assert "MAIN $20.00 collected whole" in row[0].text
     assert "AC-BJ-01" in row[0].text and "N.J.A.C. 13:69F-2.8(a)1–2" in row[0].text
-    assert "2026-11-30 18:49:32.723 UTC" in row[0].text  # device time, to the ms
+    stamp = datetime.fromtimestamp(v.detected_at / 1000, UTC)
+    assert f"{stamp:%Y-%m-%d %H:%M:%S}.{v.detected_at % 1000:03d} UTC" in row[0].text
     wait(browser).until(lambda d: "undecodable" in d.find_element("id", "feed-bad").text)
     assert len(css(browser, "#feed tbody tr")) == before + 1
     # announced to a screen reader
@@ -435,7 +445,7 @@ def test_an_acknowledgement_is_seen_in_a_second_console_process(
     browser.get(second.url + "/triage")
     assert "payout checked on camera 12" in browser.find_element("css selector", "main").text
     shot(browser, "triage")
-    # and one the second console records now reaches a page of the first, live
+    # and one the second console records, the first console shows too
     open_feed(browser, second.url + "/?severity=HIGH")
     row = browser.find_element("css selector", f'tr[data-id="{vid}"]')
     row.find_element("css selector", "button.act").click()
@@ -488,7 +498,7 @@ def test_a_flood_of_low_findings_cannot_bury_a_critical(
         console: Serve, browser: Any, site: Site) -> None:
     login(browser, console.url, "operator")
     open_feed(browser, console.url)
-    base = 1796070000000
+    base = 1796400000000  # 2026-12-04, apart from every other finding here
     crit = new_violation("CRITICAL", "PAYOUT_WRONG", "AK-BJ-04", base + 500_000)
     flood = [new_violation("LOW", "CHECKPOINT_LATE", "AC-SW-02", base + i * 300)
              for i in range(1000)]
