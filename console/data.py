@@ -324,7 +324,7 @@ class ConsoleData:
             "GROUP BY severity", params)}
         rows = self.store.query(
             f"SELECT {_VIOLATION_COLS} FROM violations FINAL WHERE {where} "
-            f"ORDER BY detected DESC, violation_id LIMIT {int(limit)} OFFSET {int(offset)}",
+            f"ORDER BY detected DESC, violation_id LIMIT {int(offset)}, {int(limit)}",
             params)
         found = [alert(r, self.jurisdictions) for r in rows]
         return {"total": sum(counts.values()),
