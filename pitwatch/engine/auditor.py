@@ -622,7 +622,10 @@ class TableAuditor:
         if not dev.unsigned:
             dev.unsigned_from = ev.seq
         if ev.raw is not None:
-            self._writers.setdefault(ev.device_id, set()).add(writer_schema(ev).sha256)
+            sha = _WRITER_SHA256.get(ev.writer)
+            if sha is None:
+                sha = _WRITER_SHA256[ev.writer] = writer_schema(ev).sha256
+            self._writers.setdefault(ev.device_id, set()).add(sha)
         dev.unsigned += 1
         dev.unsigned_last = (ev.seq, ev.event_id, ev.ts)
         dev.unsigned_round = rid
@@ -986,6 +989,10 @@ def _violation_from_json(d: dict[str, Any]) -> Violation:
                      tuple(str(x) for x in d["evidence"]), str(d["citation"]),
                      str(d["message"]), str(d["pack"]), str(d["pack_version"]),
                      int(d["detected_at"]))
+
+
+#: the SHA-256 of each writer schema by the CRC bytes an event names (None: the current)
+_WRITER_SHA256: dict[bytes | None, bytes] = {}
 
 
 @functools.cache
