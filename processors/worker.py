@@ -143,7 +143,7 @@ examples:
         logging.basicConfig(level=args.loglevel.upper(),
                             format="[%(asctime)s] [%(process)d] [%(levelname)s] %(message)s")
         Path(settings.data_dir).mkdir(parents=True, exist_ok=True)
-        from .topics import ensure_topics
+        from .topics import ensure_changelog, ensure_topics
 
         try:  # the project's topic configs, whoever starts first
             ensure_topics(settings.kafka, settings.partitions, settings.topic_prefix,
@@ -155,6 +155,12 @@ examples:
         except PartitionsChanged as e:
             print(f"pitwatch worker: refusing to start: {e}", file=sys.stderr)
             return 2
+        try:  # the changelog made and seen before Faust looks for it
+            ensure_changelog(settings.kafka,
+                             f"{settings.app_id}-{settings.topic_prefix}open-rounds-changelog",
+                             settings.partitions, settings.replication_factor)
+        except Exception as e:  # Kafka not up yet: Faust declares it later
+            log.warning("could not create the changelog topic now (%s); Faust declares it", e)
         stop = threading.Event()
         if settings.sink:  # in a process of its own: the audit and the sink use both cores
             from .supervise import supervise_sink

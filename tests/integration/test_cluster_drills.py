@@ -183,9 +183,10 @@ class ClusterPipeline(Pipeline):
         finally:
             if not os.environ.get("PITWATCH_KEEP"):
                 drop = ServerStore.at(CH_HOSTS, "default")
-                try:
-                    drop._admin_execute(f"DROP DATABASE IF EXISTS {self.id} "
-                                        f"ON CLUSTER {CLUSTER_NAME}")
+                try:  # a replicated table is dropped once ZooKeeper is back for it
+                    wait_until(f"database {self.id} dropped", lambda: drop._admin_execute(
+                        f"DROP DATABASE IF EXISTS {self.id} ON CLUSTER {CLUSTER_NAME}")
+                        is not None, 180, every=2, ignore=(StoreError,))
                 finally:
                     drop.close()
 
