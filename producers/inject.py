@@ -459,13 +459,34 @@ def _surrender_late_apply(ctx: InjectContext, after: Step) -> Step:
     return step
 
 
+def _settled_till_reveal(s: RoundScript) -> bool:
+    """A surrender against a 2-9 may be left till the reveal: in a round with no bonus
+    wager (one due at the reveal would settle first, 2.25(e))."""
+    f = s.facts
+    return not (f.up == "A" or bj.is_ten_value(f.up) or s.find("side_wp")
+                or s.first("reveal") is None)
+
+
 def _surrender_wrong_targets(ctx: InjectContext) -> list[Any]:
-    return [st for st in ctx.script.find("surr_settle")
-            if isinstance(st.payload, WagerCollected)]
-
-
-def _surrender_wrong_apply(ctx: InjectContext, collect: Step) -> Step:
     s = ctx.script
+    collects = [st for st in s.find("surr_settle") if isinstance(st.payload, WagerCollected)]
+    late = _settled_till_reveal(s)
+    return [*collects, *(("after reveal", st) for st in collects if late)]
+
+
+def _surrender_wrong_apply(ctx: InjectContext, target: Any) -> Step:
+    s = ctx.script
+    if isinstance(target, tuple):  # 2.8(a)1 "immediately": settled only after the reveal
+        _, first = target
+        settle = s.find("surr_settle", first.tag[1], first.tag[2])
+        reveal = s.first("reveal")
+        assert reveal is not None
+        at = s.index(settle[-1]) + 1
+        s.remove(settle)
+        s.insert_after(reveal, *settle)
+        # seen on the first event after the decision that is not its settlement
+        return next(st for st in s.steps[at - len(settle):] if not st.is_marker)
+    collect: Step = target
     seat, hand = collect.tag[1], collect.tag[2]
     settle = s.find("surr_settle", seat, hand)
     f = s.facts

@@ -111,7 +111,6 @@ SEEN_ON: dict[str, tuple[type | tuple[type, ...], str | None]] = {
     "SURRENDER_NOT_AVAILABLE": (PlayerDecision, "SURRENDER"),
     "SURRENDER_TOO_EARLY": (PlayerDecision, "SURRENDER"),
     "SURRENDER_TOO_LATE": (PlayerDecision, "SURRENDER"),
-    "SURRENDER_SETTLEMENT_WRONG": (WagerCollected, "MAIN"),
     "BONUS_WAGER_NOT_AVAILABLE": (WagerPlaced, "BONUS"),
     "BONUS_WAGER_TOO_LATE": (WagerPlaced, "BONUS"),
     "BONUS_WAGER_WITHOUT_MAIN": (WagerPlaced, "BONUS"),
@@ -150,6 +149,10 @@ def test_truth_names_events_of_the_stream(floors: list[Floor]) -> None:
                 kind, detail = SEEN_ON[code]
                 assert isinstance(p, kind), (t, p)
                 assert detail is None or _detail(p) == detail, (t, p)
+            elif code == "SURRENDER_SETTLEMENT_WRONG":  # wrong, early, or not "immediately"
+                before = events[events.index(ev) - 1].payload
+                assert (isinstance(p, WagerCollected) and p.kind == "MAIN") or (
+                    isinstance(before, PlayerDecision) and before.decision == "SURRENDER"), t
             elif code == "PAYOUT_WRONG":
                 assert isinstance(p, MONEY) and p.kind in ("MAIN", "DOUBLE", "SPLIT")
             elif code == "SIDE_WAGER_SETTLEMENT_WRONG":
