@@ -14,7 +14,9 @@ tests/fuzz/sanitize.sh "${FUZZ_SECONDS:-120}"
 echo "== unit tests"; $BIN/python -m pytest -q -m "not integration" -p no:cacheprovider
 
 echo "== services"
-trap 'deploy/services.sh stop' EXIT
+# the cluster the drills start (tests/integration/test_cluster_drills.py) is stopped
+# too, whatever ends the run
+trap 'deploy/services.sh stop; deploy/cluster.sh stop >/dev/null' EXIT
 deploy/services.sh start
 echo "== integration tests"
 PITWATCH_SERVICES=1 $BIN/python -m pytest -q -m integration -p no:cacheprovider
