@@ -1,0 +1,85 @@
+"""The store's DDL on a ClickHouse cluster (pitwatch.store.cluster), the list of servers
+a client tries (pitwatch.connect.clickhouse_hosts), and which refusals are outages."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from pitwatch.connect import ClickHouseAuth, ConnectionConfigError, clickhouse_hosts
+from pitwatch.store import cluster
+from pitwatch.store.base import ddl_statements
+from pitwatch.store.server import is_outage
+
+
+def _tables() -> list[str]:
+    return [m[1] for s in ddl_statements()
+            if (m := re.match(r"CREATE TABLE IF NOT EXISTS (\w+)", s))]
+
+
+def test_each_table_is_replicated_per_shard_under_a_distributed_table() -> None:
+    """'ReplicatedReplacingMergeTree on each shard, with Distributed tables over them.'"""
+    stmts = cluster.cluster_statements("db", "c")
+    for name in _tables():
+        (local,) = [s for s in stmts if f" db.{name}_local ON CLUSTER c (" in s]
+        assert re.search(r"ENGINE = Replicated\w*MergeTree\('/clickhouse/tables/\{shard\}/"
+                         rf"db/{name}', '\{{replica\}}'", local)
+        (dist,) = [s for s in stmts if f" db.{name} ON CLUSTER c AS db.{name}_local" in s]
+        assert f"Distributed(c, db, {name}_local, cityHash64(" in dist
+    assert all(" ON CLUSTER c" in s and "IF NOT EXISTS" in s for s in stmts)
+
+
+def test_sharded_by_table_id_so_one_tables_final_stays_on_one_shard() -> None:
+    """'Sharded by table_id, so that one table's replacing merges and FINAL stay on one
+    shard' - and a table without one by its sort key's first column."""
+    stmts = cluster.cluster_statements("db", "c")
+    for name in ("events", "rounds", "violations", "audit_states"):
+        (dist,) = [s for s in stmts if f"db, {name}_local, cityHash64(" in s]
+        assert dist.endswith("cityHash64(table_id))")
+    (triage,) = [s for s in stmts if "db, triage_local, cityHash64(" in s]
+    assert triage.endswith("cityHash64(violation_id))")
+
+
+def test_an_engines_arguments_and_clauses_are_kept() -> None:
+    stmts = cluster.cluster_statements("db", "c")
+    (states,) = [s for s in stmts if " db.audit_states_local " in s]
+    assert "'{replica}', closed)" in states and "ORDER BY (table_id, pos)" in states
+    (events,) = [s for s in stmts if " db.events_local " in s]
+    assert "PARTITION BY toYYYYMM(ts)" in events
+
+
+def test_views_read_and_write_their_shards_local_tables() -> None:
+    stmts = cluster.cluster_statements("db", "c")
+    (view,) = [s for s in stmts if "db.event_positions_mv" in s]
+    assert "TO db.event_positions_local" in view and "FROM db.events_local" in view
+
+
+def test_a_statement_without_a_template_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cluster, "ddl_statements", lambda: ["CREATE VIEW v AS SELECT 1"])
+    with pytest.raises(ValueError, match="no template"):
+        cluster.cluster_statements("db", "c")
+
+
+def test_clickhouse_hosts_in_order_and_refused_when_malformed() -> None:
+    assert clickhouse_hosts("a:1,b:2, c") == [("a", 1), ("b", 2), ("c", 9000)]
+    assert clickhouse_hosts("[::1]:9440") == [("[::1]", 9440)]
+    for bad in ("a:x", "a:0", ",", "a:1,:2"):
+        with pytest.raises(ConnectionConfigError, match="HOST:PORT"):
+            clickhouse_hosts(bad)
+
+
+def test_cluster_name_from_the_environment_and_checked() -> None:
+    env = {"PITWATCH_CLICKHOUSE_CLUSTER": "pitwatch"}
+    assert ClickHouseAuth.from_env(env).cluster == "pitwatch"
+    assert ClickHouseAuth.from_env({}).cluster == ""
+    with pytest.raises(ConnectionConfigError, match="PITWATCH_CLICKHOUSE_CLUSTER"):
+        ClickHouseAuth.from_env({"PITWATCH_CLICKHOUSE_CLUSTER": "x; DROP"})
+
+
+def test_outages_are_the_stores_refusals_that_pass_not_the_rows() -> None:
+    from clickhouse_driver.errors import NetworkError, ServerException
+
+    assert is_outage(NetworkError("connection refused"))
+    assert is_outage(ServerException("Table is in readonly mode", code=242))
+    assert not is_outage(ServerException("Cannot parse input", code=27))
