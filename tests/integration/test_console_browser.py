@@ -201,7 +201,10 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     store = ServerStore(CH_HOST, CH_PORT, tag)
     store.setup()
     events = list(Floor(4, 20, seed=23, inject=0.3).events())
-    audit_events(events[:-6], store=store, finish=False)
+    # stop before the last RoundEnded (the last table's last round): it stays open
+    last_end = max(i for i, e in enumerate(events)
+                   if type(e.payload).__name__ == "RoundEnded")
+    audit_events(events[:last_end], store=store, finish=False)
     audit_events(_long_ids(list(Floor(1, 3, seed=3, inject=0.5, sign=False).events())),
                  store=store)
     s = Site(tag, topic, store, users, tmp)
