@@ -226,6 +226,8 @@ class TableAuditor:
         dev.start(ev.seq, digest(ev))
         dev.unsigned, dev.unsigned_round = 0, None
         self._order.lost()  # the order before the audit's first event is not known
+        if type(ev.payload) is Checkpoint and ev.payload.order is not None:
+            self._order.signed = True  # the table signs its order: its end must be signed
 
     def lost(self, where: str) -> None:
         """The caller knows events that may be this table's were lost before the audit
