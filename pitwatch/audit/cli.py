@@ -63,7 +63,8 @@ the shoe, the posted rules), and the next file continues it; it is judged when i
 table's next events come (the table moves on, or its device clock passes the
 time-out). When no more input will come (the end of a regulator's period, a table
 closed for good), --final closes the books: rounds still open are judged incomplete,
-and a signing device's unsigned tail a truncated chain, in every table of the store;
+a signing device's unsigned tail a truncated chain, and a table whose order is signed
+but whose record has no signed end a truncated record, in every table of the store;
 `pitwatch audit --final` with no PATH closes them without new input. --no-store judges
 each run on its own: the end of its input closes its rounds.
 
