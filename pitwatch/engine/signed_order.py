@@ -20,6 +20,10 @@ from ..events.keys import order_digest
 #: How many device ids are kept at most; older ones are dropped half at a time and the
 #: windows that began in them are unknown (the state stays bounded whatever the stream).
 MAX_LOG: Final = 8192
+#: How many are kept while no order was signed yet (a signer's first order covers the
+#: table from its first event, and comes within its first round): past it, that first
+#: window is unknown, and a table whose devices sign no order keeps a small state.
+FIRST_WINDOW: Final = 1024
 
 
 class TableOrder:
@@ -57,7 +61,9 @@ class TableOrder:
         self.log.append(device_id)
         self.last = (event_id, ts, round_id, device_id, seq)
         self.ended = self.end_reported = False
-        if len(self.log) > MAX_LOG:
+        if not self.signed and len(self.log) > FIRST_WINDOW:
+            self.lost()
+        elif len(self.log) > MAX_LOG:
             drop = MAX_LOG // 2
             del self.log[:drop]
             self.base += drop

@@ -280,3 +280,24 @@ def test_a_version_2_signed_stream_verifies_as_before() -> None:
     assert cut and all("truncated chain" in v.message for v in cut)
     sealed_codes = sorted(v.code for v in found(list(events), keys))
     assert sorted(v.code for v in found(messages, keys)) == sealed_codes
+
+
+def test_the_order_state_stays_small() -> None:
+    """A table's order state holds the device ids since its signer's last order (a
+    round's), and at most FIRST_WINDOW of them while no order was signed (a table whose
+    devices sign none), whatever the stream: the snapshot stays small."""
+    from pitwatch.engine.signed_order import FIRST_WINDOW, TableOrder
+    from pitwatch.events.keys import order_digest
+
+    o = TableOrder()
+    for n in range(3 * FIRST_WINDOW):
+        o.note("T-shoe", f"e{n}", n, None, n + 1)
+    assert len(o.log) <= FIRST_WINDOW and o.window("T-console") is None  # unknown now
+    o.signed_here("T-console")
+    assert o.log == []
+    for n in range(5):
+        o.note("T-rfid" if n % 2 else "T-shoe", f"f{n}", n, "r", n + 1)
+    assert o.matches("T-console", order_digest(["T-shoe", "T-rfid"] * 2 + ["T-shoe"])) \
+        == (True, 5)
+    o.signed_here("T-console")
+    assert len(o.log) == 0 and len(o.to_json()["log"]) == 0
