@@ -301,3 +301,36 @@ def test_the_order_state_stays_small() -> None:
         == (True, 5)
     o.signed_here("T-console")
     assert len(o.log) == 0 and len(o.to_json()["log"]) == 0
+
+
+@pytest.mark.parametrize("where", ["mid-round", "between rounds"])
+def test_a_restored_auditor_judges_the_order_as_one_that_never_stopped(where: str) -> None:
+    """The streaming worker snapshots a table's state and restores it elsewhere: the
+    order since the console's last signed one travels in the snapshot, so a moved event
+    is caught the same, with the same violation id."""
+    from pitwatch.engine.auditor import Auditor
+    from pitwatch.packs.registry import select
+
+    events, keys = floor()
+    evs = list(events)
+    card, pay = _dealer_card_and_payout(evs)
+    moved = evs[:]
+    moved.insert(card, moved.pop(pay))
+    if where == "mid-round":
+        at = card + 1
+    else:
+        at = next(i for i in range(card, 0, -1) if type(moved[i].payload) is Checkpoint
+                  and moved[i].round_id is None) + 1
+    whole = [v.violation_id for v in signature_findings(moved, keys)]
+    out: list[Violation] = []
+    a = Auditor(select, out.append, lambda s: None, keys=keys)
+    for ev in moved[:at]:
+        a.feed(ev)
+    state = a.table("AC-BJ-01").export_state()
+    b = Auditor(select, out.append, lambda s: None, keys=keys)
+    b.table("AC-BJ-01").import_state(json.loads(json.dumps(state)))
+    for ev in moved[at:]:
+        b.feed(ev)
+    b.finish()
+    assert [v.violation_id for v in out if v.code == "SIGNATURE_INVALID"] == whole
+    assert len(whole) == 1
