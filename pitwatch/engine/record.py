@@ -7,8 +7,8 @@ its canonical bytes), indexed by seq, for at least the last `HISTORY_SEQS` seqs 
 device's current chain: 8 bytes a seq, 36 KiB a device at most (49 KB in a snapshot).
 A device that restarts (seq 1 again, prev_digest null: a new chain) keeps its earlier
 chains' histories, the last `OLD_CHAINS` of them, so a late copy of an event from
-before the restart is still known. Seqs lost in a gap are held as `HOLE`: an event for them arriving after the
-record moved on is a late one, not a copy.
+before the restart is still known. Seqs lost in a gap are held as `HOLE`: an event for
+them arriving after the record moved on is a late one, not a copy.
 
 Nothing here reads a clock or does I/O; the auditor decides what each answer means.
 """
