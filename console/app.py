@@ -58,7 +58,7 @@ class Settings:
     cases: Path | None = None
     poll_every: float | None = 2.0  # None: read the store's violations once (embedded)
     silent_every: float = 5.0  # how often the feed checks for silent tables
-    probe_every: float = 2.0  # how often the store is asked whether it answers
+    probe_every: float = 1.0  # how often the store is asked whether it answers
     site: SiteTime = field(default_factory=SiteTime)
     users: Path = Path("pitwatch-users.json")
     allowed_hosts: tuple[str, ...] = ("127.0.0.1", "localhost", "::1")

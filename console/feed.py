@@ -81,10 +81,10 @@ class Hub:
         """The store answered or did not; a change is published at once."""
         if ok != self.store_ok:
             self.store_since_ms = at_ms
-            if ok and self.store_ok is False:
-                log.info("console: the store answers again")
-            else:
+            if not ok:
                 log.warning("console: the store does not answer: %s", error)
+            elif self.store_ok is False:
+                log.info("console: the store answers again")
         changed = ok != self.store_ok
         self.store_ok, self.store_error = ok, "" if ok else error[:300]
         if changed:
@@ -321,7 +321,7 @@ class StoreProbe:
     outage, whatever the pages are doing."""
 
     def __init__(self, hub: Hub, ask: Callable[[], Awaitable[object]],
-                 now_ms: Callable[[], int], every: float = 2.0, timeout: float = 4.0) -> None:
+                 now_ms: Callable[[], int], every: float = 1.0, timeout: float = 3.0) -> None:
         self.hub = hub
         self.ask = ask
         self.now_ms = now_ms

@@ -147,7 +147,7 @@
     }
   }
   pollStatus();
-  setInterval(pollStatus, 3000);
+  setInterval(pollStatus, 2000);
 
   // --- the live feed -----------------------------------------------------------------------
   const feed = document.getElementById("feed");

@@ -34,10 +34,10 @@ def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     store = EmbeddedStore(path)
     try:
         store.setup()
-        # stop before the last RoundEnded (the last table's last round): it stays open
-        last_end = max(i for i, e in enumerate(events)
-                       if type(e.payload).__name__ == "RoundEnded")
-        audit_events(events[:last_end], store=store, finish=False)
+        # stop before the RoundEnded of the last table's last round: it stays open
+        last = max(i for i, e in enumerate(events) if e.round_id == "AK-BJ-04-000025"
+                   and type(e.payload).__name__ == "RoundEnded")
+        audit_events(events[:last], store=store, finish=False)
         store.dedupe()
     finally:
         store.close()
