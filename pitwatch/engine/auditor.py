@@ -1,6 +1,14 @@
 """The per-table auditor: cuts a table's stream into rounds, keeps each device's record
-honest (seq and prev_digest), treats redeliveries as no-ops, runs the rule pack's
-checks on every event and folds it into the round.
+honest (seq and prev_digest), treats identical copies as no-ops and refuses different
+ones (`record.py`), runs the rule pack's checks on every event and folds it into the
+round.
+
+A break in the record (docs/events.md, "The record": a gap, a device first seen past
+seq 1, a loss the caller reports with `lost`, a device restart) is one finding a break
+episode; until the record decides them again, checks that need what is missing suspend
+judgement: card counts until the next ShoeLoaded, the round the break cuts through
+(`Round.cut`) until the next RoundStarted. `feed` returns what the record did with the
+event (`Fed`); `prime` takes a device's last stored event without judging it.
 
 Violations go out through `on_violation` the moment the evidence arrives; a round's
 summary goes out through `on_round` when it ends (or is found incomplete).
