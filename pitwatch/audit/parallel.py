@@ -10,14 +10,15 @@ its table, and builds only the worker's own, and a block it refuses is decoded w
 one process decodes it. JSON Lines are parsed whole (orjson) for their table.
 
 Merging. Everything a worker finds (violations, the first round of each game, engine
-errors, rejected records) is tagged with the input record it was found at (its number in
-the input, or, for what the end of the input closes, past the last record in the order
-the tables first appeared) and, within it, in the order found. The rounds themselves a
-worker adds up, and sends the totals when it is done. One process meets the records in
-that order, so merging the workers' streams by tag gives exactly one process's order,
-and the report, the printed violations, the rejects file and the exit status follow
-byte for byte. The merge goes on as the workers go (each says how far it has read), so
-what is printed streams and memory does not grow with the input.
+errors, rejected records, events the record refused) is tagged with the input record it
+was found at (its number in the input, or, for what the end of the input closes, past
+the last record in the order the tables first appeared) and, within it, in the order
+found. The rounds themselves a worker adds up, and sends the totals when it is done. One
+process meets the records in that order, so merging the workers' streams by tag gives
+exactly one process's order, and the report, the printed violations, the rejects file
+and the exit status follow byte for byte. The merge goes on as the workers go (each says
+how far it has read), so what is printed streams and memory does not grow with the
+input.
 
 The store. The main process owns the embedded store: a worker asks it the store queries
 that continue a table's history (`store/history.py`, `store/order.py`) and hands it
@@ -292,7 +293,7 @@ def _worker(conn: Connection, files: list[Path], k: int, jobs: int,
 
     def emit(at: int, kind: str, payload: Any) -> None:
         nonlocal order
-        if at >= _END and kind != "reject":  # closed by the end of the input: table order
+        if at >= _END and kind not in ("reject", "refused"):  # closed by the end: table order
             table_id = payload[1] if kind == "game" else payload.table_id
             at = _END + shard.owners.rank[table_id]
         items.append((at, order, kind, payload))
@@ -327,7 +328,8 @@ def _worker(conn: Connection, files: list[Path], k: int, jobs: int,
                      on_known=lambda v: emit(shard.at, "known", v),
                      finish=finish, books=False,
                      on_round=on_round,
-                     on_engine_error=lambda e: emit(shard.at, "engine_error", e))
+                     on_engine_error=lambda e: emit(shard.at, "engine_error", e),
+                     on_reject=lambda r: emit(shard.at, "refused", r))
         report(_END * 2)
         use = resource.getrusage(resource.RUSAGE_SELF)
         conn.send(("done", rep.events, sorted(rep.tables), use.ru_utime + use.ru_stime,
@@ -485,9 +487,10 @@ def _serve(conns: list[Connection], store: EmbeddedStore | None, rep: AuditRepor
             elif kind == "engine_error":
                 e: EngineError = x
                 rep.engine_errors.append(e)
-            else:
+            else:  # "reject" (a malformed record) or "refused" (by the record)
                 r: Rejected = x
                 rep.rejected += 1
+                rep.refused += kind == "refused"
                 if on_reject is not None:
                     on_reject(r)
 

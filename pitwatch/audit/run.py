@@ -13,14 +13,17 @@ from typing import Any
 
 from ..engine.auditor import Auditor, RoundSummary, TableAuditor
 from ..engine.errors import EngineError
+from ..engine.record import Fed
 from ..engine.violation import Violation
 from ..events.files import Rejected, expand, read_files
+from ..events.jsonl import dumps
 from ..events.keys import KeyRegistry
 from ..events.model import Event
 from ..events.order import in_record_order
 from ..packs.registry import select
 from ..store.base import Store
 from ..store.batch import BatchWriter
+from ..store.first_copy import first_copies
 from ..store.history import (
     OpenRound,
     Standing,
@@ -41,13 +44,21 @@ DEFAULT_ROUND_TIMEOUT_MS = 15 * 60 * 1000
 #: store takes small batches and gathers them into inserts of its own size). A
 #: ClickHouse insert costs about the same whatever its size (chDB: 0.1 s of CPU).
 BATCH_ROWS = 20_000
+ACCEPTED, REFUSED = Fed.ACCEPTED, Fed.REFUSED
+#: Accepted events of tables with stored history checked against the store at a time.
+PENDING = 2000
+#: The `source` of a dead letter the record refused (not a file's malformed record).
+REFUSED_SOURCE = "record"
 
 
 @dataclass
 class AuditReport:
     files: int = 0
     events: int = 0
+    #: records set aside in the rejects (`on_reject`): malformed ones, and the events
+    #: the record refused (`refused` of them), which are never stored
     rejected: int = 0
+    refused: int = 0
     tables: set[str] = field(default_factory=set)
     games: Counter[str] = field(default_factory=Counter)
     rounds: int = 0
@@ -79,9 +90,9 @@ class AuditReport:
     #: CPU seconds of each process of `audit --jobs N` (for benches: the busiest is the
     #: critical path on a machine with N free cores)
     worker_cpu: list[float] = field(default_factory=list)
-    #: the tables an event's row of may have been stored twice: an event moved no
-    #: device forward (a redelivery, a late or conflicting copy: the record clock's
-    #: `behind`), or the table's history was in the store already. After the audit the
+    #: the tables an event's row of may have been stored twice: a stored event moved no
+    #: device forward (the record clock's `behind`; a copy the record did not accept is
+    #: not stored), or the table's history was in the store already. After the audit the
     #: store merges the replaced rows of these tables' events only (`Store.dedupe`):
     #: two rows of one event have one event id, and an event met again moves no device
     #: forward, so a table whose clock counted none behind, with no history stored,
@@ -182,6 +193,7 @@ def audit_events(
     on_round: Callable[[RoundSummary], None] | None = None,
     on_engine_error: Callable[[EngineError], None] | None = None,
     books: bool = True,
+    on_reject: Callable[[Rejected], None] | None = None,
 ) -> AuditReport:
     """Feed events through one auditor; violations go out as they are found (and round
     summaries and engine errors, to `on_round` and `on_engine_error` when given).
@@ -197,15 +209,25 @@ def audit_events(
 
     Into a store, a finding whose violation id the store held before the run (an
     earlier audit of the same input found it) is known: it goes to `on_known` when
-    given (else to `on_violation`) and is counted apart (`AuditReport.known`)."""
+    given (else to `on_violation`) and is counted apart (`AuditReport.known`).
+
+    Into a store, an event is stored only if the record ACCEPTED it (`Fed`): an
+    identical copy of a recorded event stores nothing (the first row stays), and an
+    event the record REFUSED (a different copy of a recorded event, a late one, a
+    device over the limit: reported as a finding) goes to `on_reject` as a dead letter
+    with the finding's reason (`refused_letter`), with or without a store. Only a stored
+    event moves its table's record clock (`store.order`): one that leaves no row leaves
+    no trace in the positions, as a writer resumed from the store finds them."""
     rep = report or AuditReport()
     rep.signing_devices = None if keys is None else len(keys.devices)
     writer = (None if store is None
               else BatchWriter(store, getattr(store, "batch_rows", BATCH_ROWS)))
     positions = Positions(store)
     known = _Known(store)
+    last: list[Violation | None] = [None]  # the latest finding, for a refusal's reason
 
     def violation(v: Violation) -> None:
+        last[0] = v
         seen = known.has(v)
         rep.add_violation(v, known=seen)
         if keep_violations:
@@ -231,6 +253,14 @@ def audit_events(
         if on_engine_error is not None:
             on_engine_error(e)
 
+    def refuse(ev: Event) -> None:
+        v = last[0]
+        rep.rejected += 1
+        rep.refused += 1
+        if on_reject is not None:
+            on_reject(refused_letter(ev, v if v is not None and v.event_id == ev.event_id
+                                     else None))
+
     def new_auditor() -> Auditor:
         return Auditor(select, violation, round_done, engine_error,
                        round_timeout_ms=round_timeout_ms, keys=keys)
@@ -244,6 +274,22 @@ def audit_events(
     #: resumed record clock's window of recent ids starts empty, and a redelivery of one
     #: of them keeps its place as in one run (the table is among `stored_again`)
     recent: dict[str, dict[str, int]] = {}
+    #: accepted events of tables with stored history, checked against the store's
+    #: copies before they are stored (`first_copies`)
+    pending: list[tuple[Event, int]] = []
+
+    def store_first_copies() -> None:
+        assert store is not None and writer is not None
+        got = first_copies(store, [(ev, (ev, pos)) for ev, pos in pending])
+        pending.clear()
+        for ev, pos in got.new:
+            writer.add_event(ev, pos)
+        for (ev, _), why in got.different:
+            rep.rejected += 1
+            rep.refused += 1
+            if on_reject is not None:
+                on_reject(Rejected(REFUSED_SOURCE, 0, why, dumps(ev).decode("utf-8", "replace")))
+
     if writer is not None:
         add_at, held = writer.hand_over()
     n = 0
@@ -251,7 +297,8 @@ def audit_events(
         for ev in events:
             n += 1
             if writer is None:
-                auditor.feed(ev)
+                if auditor.feed(ev) is REFUSED:
+                    refuse(ev)
                 continue
             clock = clocks.get(ev.table_id)
             if clock is None:  # the table's first event
@@ -266,13 +313,22 @@ def audit_events(
                     clock = clocks[ev.table_id] = table_clock()
             if recent:
                 was = recent.get(ev.table_id)
-                at = None if was is None else was.get(ev.event_id)
-                if at is not None:  # a redelivery of a stored event
-                    auditor.feed(ev)
-                    writer.add_event(ev, at)
+                if was is not None:  # a table with stored history: the first copy wins
+                    at = was.get(ev.event_id)  # a stored event again keeps its place
+                    fed = auditor.feed(ev)
+                    if fed is ACCEPTED:
+                        pending.append((ev, clock.position(ev) if at is None else at))
+                        if len(pending) >= PENDING:
+                            store_first_copies()
+                    elif fed is REFUSED:
+                        refuse(ev)
                     continue
+            fed = auditor.feed(ev)
+            if fed is not ACCEPTED:  # no row, and no place on the record clock
+                if fed is REFUSED:
+                    refuse(ev)
+                continue
             pos = add_at(clock, ev)  # its position on the clock, and its row handed over
-            auditor.feed(ev)
             if pos is not None:  # not taken in C: the writer keeps it
                 writer.add_event(ev, pos)
             elif len(held) >= writer.batch_rows:
@@ -296,6 +352,7 @@ def audit_events(
         elif finish:  # a store with no history: the run's tables are all its books
             auditor.finish()
             finished = set(standings)
+        store_first_copies()
         writer.flush()  # the states after the events they cover
         states = [_state_row(t, a, standings[t], t in finished)
                   for t, a in auditor.tables.items()]
@@ -349,6 +406,17 @@ def _state_row(table_id: str, a: TableAuditor, at: Standing, closed: bool) -> di
         return state_row(table_id, at.pos, at.clock, a.export_state(), closed, "", 0)
     return state_row(table_id, at.pos, at.clock, a.export_state(), closed, r.round_id,
                      r.started_ts or r.last_ts)
+
+
+def refused_letter(ev: Event, finding: Violation | None) -> Rejected:
+    """The dead letter of an event the record refused: the event as JSON Lines, and
+    why (the finding raised on it, when there is one)."""
+    why = (f"{finding.code} ({finding.severity}): {finding.message}" if finding is not None
+           else "not applied to the record (see the table's findings)")
+    return Rejected(REFUSED_SOURCE, 0,
+                    f"refused by the record, never stored: table {ev.table_id} "
+                    f"{ev.device_id} seq {ev.seq} event {ev.event_id}: {why}",
+                    dumps(ev).decode("utf-8", "replace"))
 
 
 class _Known:
@@ -405,4 +473,4 @@ def audit_paths(
     events = _progress(read_files(files, reject), progress and total > 5_000_000)
     return audit_events(events, store=store, on_violation=on_violation, on_known=on_known,
                         keep_violations=keep_violations, report=rep, keys=keys,
-                        finish=finish)
+                        finish=finish, on_reject=on_reject)
