@@ -16,7 +16,7 @@ from __future__ import annotations
 import inspect
 import re
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
@@ -313,6 +313,27 @@ def audit(events: Iterable[Event], *, now: int | None = None, timeout: int | Non
     if finish:
         a.auditor.finish()
     return a.violations
+
+
+def never_sent(events: Iterable[Event], gone: Callable[[Event], bool]) -> list[Event]:
+    """The stream as if its devices never sent the events `gone` picks: each device's
+    later events take its seqs and chain on from its last event sent (an event deleted
+    from the stream instead would be events lost, docs/events.md "The record")."""
+    out: list[Event] = []
+    last: dict[str, Event] = {}
+    dropped: dict[str, int] = {}
+    for e in events:
+        if gone(e):
+            dropped[e.device_id] = dropped.get(e.device_id, 0) + 1
+            continue
+        n = dropped.get(e.device_id, 0)
+        if n:
+            prev = last.get(e.device_id)
+            e = replace(e, seq=e.seq - n, raw=None,
+                        prev_digest=None if prev is None else digest(prev))
+        last[e.device_id] = e
+        out.append(e)
+    return out
 
 
 def codes(violations: Iterable[Violation]) -> list[str]:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from pitwatch.engine.alerts import decode_violation
 from pitwatch.events.model import Event, RoundEnded
+from tests.rounds import never_sent
 
 from .conftest import Expected, Pipeline, read_topic, wait_until
 from .test_streaming import _assert_alerts, _assert_same
@@ -21,9 +22,10 @@ Floor = Callable[..., tuple[list[Event], Expected]]
 def test_worker_killed_after_a_verdict_gives_the_same_id_again(pipeline: Pipeline,
                                                                floor: Floor) -> None:
     events, _ = floor(tables=4, rounds=6, seed=26, inject=0.0)
-    # each table's third round has no RoundEnded; the first part stops before the fourth
-    events = [e for e in events if not (type(e.payload) is RoundEnded and e.round_id
-                                        and e.round_id.endswith("000003"))]
+    # each table's third round has no RoundEnded (its console never sent it); the first
+    # part stops before the fourth
+    events = never_sent(events, lambda e: type(e.payload) is RoundEnded and bool(
+        e.round_id and e.round_id.endswith("000003")))
     later = {e.table_id: i for i, e in reversed(list(enumerate(events)))
              if e.round_id and e.round_id.endswith("000004")}
     first = [e for i, e in enumerate(events) if i < later[e.table_id]]

@@ -14,11 +14,12 @@ from typing import Any
 
 from pitwatch.audit.run import audit_events
 from pitwatch.engine.violation import Violation
-from pitwatch.events.avro import digest, encode_single
+from pitwatch.events.avro import encode_single
 from pitwatch.events.model import Event, RoundEnded
 from pitwatch.packs.registry import select
 from processors.state import Found, TableStates
 from producers.simulate import Floor
+from tests.rounds import never_sent
 
 TOPIC, PARTITION = "table-events", 0
 
@@ -28,20 +29,8 @@ def _table_with_a_round_left_open() -> tuple[list[Event], str, int]:
     the index of the next round's first event."""
     events = list(Floor(1, 3, seed=41, inject=0.0, sign=False).events())
     rid = sorted({e.round_id for e in events if e.round_id})[1]
-    gone = next(e for e in events if e.round_id == rid and type(e.payload) is RoundEnded)
-    # the console never sent it: its later events take the seqs and chain on from there
-    # (an event deleted from the stream instead would be events lost)
-    cut: list[Event] = []
-    prev: Event | None = None
-    for e in events:
-        if e is gone:
-            continue
-        if e.device_id == gone.device_id and e.seq > gone.seq:
-            assert prev is not None
-            e = replace(e, seq=e.seq - 1, prev_digest=digest(prev), raw=None)
-        if e.device_id == gone.device_id:
-            prev = e
-        cut.append(e)
+    # the console never sent it (deleted from the stream, it would be events lost)
+    cut = never_sent(events, lambda e: e.round_id == rid and type(e.payload) is RoundEnded)
     nxt = next(i for i, e in enumerate(cut) if e.round_id and e.round_id > rid)
     return cut, rid, nxt
 
