@@ -10,7 +10,9 @@ echo "== ruff"; $BIN/ruff check .
 echo "== mypy"; $BIN/mypy
 echo "== system packages"; scripts/system-deps.sh
 echo "== C reader under ASan and UBSan, fuzzed against fastavro"
-tests/fuzz/sanitize.sh "${FUZZ_SECONDS:-120}"
+# a fixed seed by default, so that a red run is reproduced by running it again
+# (`make fuzz` draws a new one each time)
+tests/fuzz/sanitize.sh "${FUZZ_SECONDS:-120}" "${FUZZ_SEED:-1}"
 echo "== unit tests"; $BIN/python -m pytest -q -m "not integration" -p no:cacheprovider
 
 echo "== services"
