@@ -1,7 +1,10 @@
 """The ClickHouse sink: its own consumer group on the events, alerts and rounds topics,
 batches of thousands of rows or about a second, offsets committed only after a batch
 is in ClickHouse. Rows carry deterministic keys (event_id, round_id, violation_id) in
-ReplacingMergeTree tables, so a batch written twice counts once.
+ReplacingMergeTree tables, so a batch written twice counts once. An event's first copy
+wins: before each insert the sink reads the stored rows of the batch's event ids, drops
+identical copies and dead-letters a different copy of a stored event (`store.first_copy`),
+so a later copy never replaces what the store holds.
 
 Bad input never stops it: a message on alerts or rounds that is not a violation or a
 round (tombstones included) goes to the dead-letter topic with its reason, and so does
@@ -24,7 +27,9 @@ import orjson
 
 from pitwatch.engine.alerts import decode_violation
 from pitwatch.events.avro import DecodeError, decode_single
+from pitwatch.events.jsonl import InvalidEvent
 from pitwatch.store.base import TABLES, Store, StoreError
+from pitwatch.store.first_copy import first_copies, row_event
 from pitwatch.store.order import Positions
 from pitwatch.store.rows import event_row, violation_row
 
@@ -167,14 +172,40 @@ class Writer:
         await self._land(table, rows[:half])
         await self._land(table, rows[half:])
 
+    async def _first_copies(self, rows: list[tuple[dict[str, Any], Source]]
+                            ) -> list[tuple[dict[str, Any], Source]]:
+        """The event rows to insert: the first copy of each event wins. The sink never
+        sees the audit's verdict, so it reads the rows the store holds under the batch's
+        event ids (`store.first_copy`): an identical copy (a redelivery, a batch read
+        again) is dropped, and a copy that differs from the stored one, or from an
+        earlier one in the batch, goes to the dead-letter topic with the fields that
+        differ, never over the first."""
+        batch = []
+        for r, src in rows:
+            try:
+                batch.append((row_event(r), (r, src)))
+            except InvalidEvent as e:  # its row would not read back: never stored
+                await self.dead(src, f"the event's row does not read back: {e}")
+        got = await self.loop.run_in_executor(None, first_copies, self.store, batch)
+        for (_, src), why in got.different:
+            await self.dead(src, why)
+        if got.same:
+            log.info("sink: %d event(s) already stored, identical: not written again",
+                     len(got.same))
+        return got.new
+
     async def write(self, batches: Batches) -> int:
         """Write every buffered row, retrying through outages (0.5 s doubling to 10 s)
-        until it lands. Returns the number of rows written or dead-lettered."""
+        until it lands. Returns the number of rows written, dropped as identical copies
+        of stored events, or dead-lettered."""
         delay = 0.5
         n = len(batches)
         while True:
             try:
                 for table, rows in batches.rows.items():
+                    if rows and table == "events":
+                        # what was dead-lettered is not sent again after an outage
+                        rows = batches.rows[table] = await self._first_copies(rows)
                     if rows:
                         await self._land(table, rows)
                         batches.rows[table] = []

@@ -274,12 +274,16 @@ def audit_events(
     #: resumed record clock's window of recent ids starts empty, and a redelivery of one
     #: of them keeps its place as in one run (the table is among `stored_again`)
     recent: dict[str, dict[str, int]] = {}
-    #: accepted events of tables with stored history, checked against the store's
+    #: accepted events of tables with stored history, and accepted events that do not
+    #: move their device forward on the record clock, checked against the store's
     #: copies before they are stored (`first_copies`)
     pending: list[tuple[Event, int]] = []
 
     def store_first_copies() -> None:
         assert store is not None and writer is not None
+        if not pending:
+            return
+        writer.flush()  # the run's earlier events in the store, to be compared
         got = first_copies(store, [(ev, (ev, pos)) for ev, pos in pending])
         pending.clear()
         for ev, pos in got.new:
@@ -327,6 +331,11 @@ def audit_events(
             if fed is not ACCEPTED:  # no row, and no place on the record clock
                 if fed is REFUSED:
                     refuse(ev)
+                continue
+            if ev.seq <= clock.last.get(ev.device_id, 0):
+                # accepted, yet not past its device's last seq (a restart, or a copy of
+                # an event sent as one): its id may be stored already
+                pending.append((ev, clock.position(ev)))
                 continue
             pos = add_at(clock, ev)  # its position on the clock, and its row handed over
             if pos is not None:  # not taken in C: the writer keeps it

@@ -15,9 +15,9 @@ audit's verdict) store through it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from ..events.jsonl import InvalidEvent, to_json
 from ..events.model import Event
@@ -81,6 +81,12 @@ def first_copies(store: Store, batch: Sequence[tuple[Event, T]]) -> Sorted[T]:
         else:
             out.different.append((item, differs(first, ev)))
     return out
+
+
+def row_event(row: Mapping[str, Any]) -> Event:
+    """The event of a row of `events` as a writer made it (`rows.event_row`: its columns
+    by name), read back as a stored row is."""
+    return stored_event({**row, "at_ms": int(row["ts"]) * 1000 + int(row["ts_ms"])})
 
 
 def differs(first: Event, copy: Event) -> str:
