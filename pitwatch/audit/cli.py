@@ -49,7 +49,9 @@ directories of them), judge it against its table's rule pack, print a summary an
 violations, and store events, rounds and violations in the embedded store (chDB).
 
 A malformed line never stops the audit: it is reported with its line number and kept
-aside in DATA/rejects.jsonl.
+aside in DATA/rejects.jsonl. So is an event the record refused (a different copy of a
+recorded event, a late one: source "record", with the finding's reason): it is never
+stored.
 
 Several files are read in the order their record fixes (each device's seq says which
 file continues which), whatever their names or the order they are named in; files
@@ -197,11 +199,13 @@ or a key registry that cannot be read."""
                 rep = audit_parallel(args.paths, jobs,
                                      data=None if args.no_store else data,
                                      on_violation=on_violation, on_known=on_known,
-                                     on_reject=on_reject, progress=progress,
+                                     on_reject=on_reject, on_refused=on_reject,
+                                     progress=progress,
                                      keep_violations=not jsonl, keys=keys, finish=finish)
             else:
                 rep = audit_paths(args.paths, store=store, on_violation=on_violation,
-                                  on_known=on_known, on_reject=on_reject, progress=progress,
+                                  on_known=on_known, on_reject=on_reject,
+                                  on_refused=on_reject, progress=progress,
                                   keep_violations=not jsonl, keys=keys, finish=finish)
         finally:
             rejects.close()
@@ -226,7 +230,7 @@ or a key registry that cannot be read."""
             print("key registry signed by the site key: verified" if args.site_public_key
                   else "key registry's site signature NOT CHECKED (--site-public-key FILE "
                   f"or ${SITE_PUBLIC_KEY_ENV})", file=sys.stderr if jsonl else out)
-        if rep.rejected:
+        if rep.rejected or rep.refused:
             print(f"rejects: {rejects_path}", file=sys.stderr if jsonl else out)
         if not args.no_store:
             print(f"store: {data}/ (pitwatch query --data {data} \"SELECT ...\")",

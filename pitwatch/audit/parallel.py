@@ -329,7 +329,7 @@ def _worker(conn: Connection, files: list[Path], k: int, jobs: int,
                      finish=finish, books=False,
                      on_round=on_round,
                      on_engine_error=lambda e: emit(shard.at, "engine_error", e),
-                     on_reject=lambda r: emit(shard.at, "refused", r))
+                     on_refused=lambda r: emit(shard.at, "refused", r))
         report(_END * 2)
         use = resource.getrusage(resource.RUSAGE_SELF)
         conn.send(("done", rep.events, sorted(rep.tables), use.ru_utime + use.ru_stime,
@@ -382,6 +382,7 @@ def audit_parallel(
     keys: KeyRegistry | None = None,
     on_known: Callable[[Violation], None] | None = None,
     finish: bool = True,
+    on_refused: Callable[[Rejected], None] | None = None,
 ) -> AuditReport:
     """`audit_paths` over `jobs` processes; into the embedded store in `data` (None:
     judge only). The report, the order of every callback and the store's rows are
@@ -410,7 +411,7 @@ def audit_parallel(
             store = EmbeddedStore(data, KEEPING_JEMALLOC_CONF)  # its work is the store's
             store.setup()
         _serve(conns, store, rep, on_violation, on_known, on_reject, keep_violations,
-               _bar(files) if progress else None)
+               _bar(files) if progress else None, on_refused)
         for p in procs:
             p.join()
         if store is not None:
@@ -459,7 +460,7 @@ def _serve(conns: list[Connection], store: EmbeddedStore | None, rep: AuditRepor
            on_violation: Callable[[Violation], None] | None,
            on_known: Callable[[Violation], None] | None,
            on_reject: Callable[[Rejected], None] | None, keep_violations: bool,
-           bar: Any) -> None:
+           bar: Any, on_refused: Callable[[Rejected], None] | None = None) -> None:
     """Answer the workers until each is done, handing on what they found in order."""
     merge = _Merge(len(conns))
     receiver = Receiver(store) if store is not None else None
@@ -487,10 +488,13 @@ def _serve(conns: list[Connection], store: EmbeddedStore | None, rep: AuditRepor
             elif kind == "engine_error":
                 e: EngineError = x
                 rep.engine_errors.append(e)
-            else:  # "reject" (a malformed record) or "refused" (by the record)
+            elif kind == "refused":  # by the record, or the store's first copy
+                rep.refused += 1
+                if on_refused is not None:
+                    on_refused(x)
+            else:
                 r: Rejected = x
                 rep.rejected += 1
-                rep.refused += kind == "refused"
                 if on_reject is not None:
                     on_reject(r)
 

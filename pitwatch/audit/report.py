@@ -28,9 +28,9 @@ def summary(rep: AuditReport, out: IO[str], keys: KeyRegistry | None = None,
     else:
         print(printable(f"no new input: the store's books closed, {rep.rounds:,} round(s) "
                         f"judged ({games})"), file=out)
-    if rep.rejected - rep.refused:
-        print(f"rejected {rep.rejected - rep.refused:,} malformed record(s): kept aside with "
-              "their reasons", file=out)
+    if rep.rejected:
+        print(f"rejected {rep.rejected:,} malformed record(s): kept aside with their reasons",
+              file=out)
     if rep.refused:
         print(f"refused {rep.refused:,} event(s) the record did not accept (a different copy "
               "of a recorded event, a late one): never stored, kept aside with their reasons",

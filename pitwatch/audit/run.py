@@ -55,8 +55,8 @@ REFUSED_SOURCE = "record"
 class AuditReport:
     files: int = 0
     events: int = 0
-    #: records set aside in the rejects (`on_reject`): malformed ones, and the events
-    #: the record refused (`refused` of them), which are never stored
+    #: malformed records set aside (`on_reject`), and events the record (or the
+    #: store's first copy) refused, never stored, set aside too (`on_refused`)
     rejected: int = 0
     refused: int = 0
     tables: set[str] = field(default_factory=set)
@@ -193,7 +193,7 @@ def audit_events(
     on_round: Callable[[RoundSummary], None] | None = None,
     on_engine_error: Callable[[EngineError], None] | None = None,
     books: bool = True,
-    on_reject: Callable[[Rejected], None] | None = None,
+    on_refused: Callable[[Rejected], None] | None = None,
 ) -> AuditReport:
     """Feed events through one auditor; violations go out as they are found (and round
     summaries and engine errors, to `on_round` and `on_engine_error` when given).
@@ -214,7 +214,7 @@ def audit_events(
     Into a store, an event is stored only if the record ACCEPTED it (`Fed`): an
     identical copy of a recorded event stores nothing (the first row stays), and an
     event the record REFUSED (a different copy of a recorded event, a late one, a
-    device over the limit: reported as a finding) goes to `on_reject` as a dead letter
+    device over the limit: reported as a finding) goes to `on_refused` as a dead letter
     with the finding's reason (`refused_letter`), with or without a store. Only a stored
     event moves its table's record clock (`store.order`): one that leaves no row leaves
     no trace in the positions, as a writer resumed from the store finds them."""
@@ -255,10 +255,9 @@ def audit_events(
 
     def refuse(ev: Event) -> None:
         v = last[0]
-        rep.rejected += 1
         rep.refused += 1
-        if on_reject is not None:
-            on_reject(refused_letter(ev, v if v is not None and v.event_id == ev.event_id
+        if on_refused is not None:
+            on_refused(refused_letter(ev, v if v is not None and v.event_id == ev.event_id
                                      else None))
 
     def new_auditor() -> Auditor:
@@ -289,10 +288,9 @@ def audit_events(
         for ev, pos in got.new:
             writer.add_event(ev, pos)
         for (ev, _), why in got.different:
-            rep.rejected += 1
             rep.refused += 1
-            if on_reject is not None:
-                on_reject(Rejected(REFUSED_SOURCE, 0, why, dumps(ev).decode("utf-8", "replace")))
+            if on_refused is not None:
+                on_refused(Rejected(REFUSED_SOURCE, 0, why, dumps(ev).decode("utf-8", "replace")))
 
     if writer is not None:
         add_at, held = writer.hand_over()
@@ -467,6 +465,7 @@ def audit_paths(
     keys: KeyRegistry | None = None,
     on_known: Callable[[Violation], None] | None = None,
     finish: bool = True,
+    on_refused: Callable[[Rejected], None] | None = None,
 ) -> AuditReport:
     """The events of the files (or directories) named, audited by `audit_events`; with
     none, into a store, with `finish`: the store's books closed."""
@@ -482,4 +481,4 @@ def audit_paths(
     events = _progress(read_files(files, reject), progress and total > 5_000_000)
     return audit_events(events, store=store, on_violation=on_violation, on_known=on_known,
                         keep_violations=keep_violations, report=rep, keys=keys,
-                        finish=finish, on_reject=on_reject)
+                        finish=finish, on_refused=on_refused)

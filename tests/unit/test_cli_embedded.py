@@ -56,7 +56,12 @@ def test_audit_jsonl_stores_once_and_answers_sql(floor: Path) -> None:
     assert q.returncode == 0, q.stderr
     counts = json.loads(q.stdout)
     events = sum(1 for _ in (floor / "floor" / "events.jsonl").open())
-    assert (int(counts["e"]), int(counts["r"]), int(counts["v"])) == (events, 4 * 30, len(rows))
+    # an event the record refused (a conflicting copy) is set aside, never stored
+    refused = {json.loads(r["raw"])["event_id"] for r in map(
+        json.loads, (data / "rejects.jsonl").open()) if r["source"] == "record"}
+    assert refused
+    assert (int(counts["e"]), int(counts["r"]), int(counts["v"])) == \
+        (events - len(refused), 4 * 30, len(rows))
 
     rid = rows[0]["round_id"]
     rp = pitwatch("replay", rid, "--data", str(data), cwd=floor)
