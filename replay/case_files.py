@@ -13,11 +13,11 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from pitwatch import site_key
 from pitwatch.events.jsonl import dumps
 from pitwatch.events.schema import schemas_dir
 from pitwatch.spreadsheet import csv_row
 
-from . import site_key
 from .case import (
     EVIDENCE,
     KEYS_FILE,

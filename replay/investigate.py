@@ -7,11 +7,11 @@ import sys
 import time
 from pathlib import Path
 
+from pitwatch import site_key
 from pitwatch.engine.violation import Severity
 from pitwatch.events.keys import KeyRegistryError
 from pitwatch.terminal import printable
 
-from . import site_key
 from .case import Provenance, Selection, build_case, parse_time, sha256
 from .keys import add_keys_option, load_keys_file
 from .stores import add_store_options, open_store, store_identity

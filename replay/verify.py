@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pitwatch import site_key
 from pitwatch.engine.violation import Violation
 from pitwatch.events.jsonl import loads
 from pitwatch.events.keys import KeyRegistry, KeyRegistryError
@@ -22,7 +23,6 @@ from pitwatch.events.schema import schemas_dir
 from pitwatch.packs.registry import get
 from pitwatch.terminal import printable
 
-from . import site_key
 from .case import (
     CASE_FORMAT,
     EVIDENCE,

@@ -84,21 +84,12 @@ class KeyRegistryError(ValueError):
 
 def site_public_key(path: str | Path) -> bytes:
     """The raw Ed25519 public key in the PEM file `path` (the site's key)."""
-    from cryptography.hazmat.primitives.serialization import (
-        Encoding,
-        PublicFormat,
-        load_pem_public_key,
-    )
+    from ..site_key import SiteKeyError, load_public
 
     try:
-        key = load_pem_public_key(Path(path).read_bytes())
-    except OSError as e:
-        raise KeyRegistryError(f"site public key {path}: {e.strerror}") from None
-    except ValueError as e:
-        raise KeyRegistryError(f"site public key {path}: not a PEM public key: {e}") from None
-    if not isinstance(key, Ed25519PublicKey):
-        raise KeyRegistryError(f"site public key {path}: not an {ALGORITHM} key")
-    return key.public_bytes(Encoding.Raw, PublicFormat.Raw)
+        return load_public(path)
+    except SiteKeyError as e:
+        raise KeyRegistryError(str(e)) from None
 
 
 def check_registry_signature(raw: bytes, path: str | Path, site_public: bytes) -> None:
