@@ -36,7 +36,8 @@ TIME_GAP = 600
 #: The backfills of the index tables, by name, recorded in `store_migrations` when done.
 MIGRATIONS = {"lookups-1": ("event_positions", "event_marks", "table_devices",
                             "round_index", "round_starts", "dealer_rounds",
-                            "violation_codes")}
+                            "violation_codes"),
+              "lookups-2": ("round_violations",)}
 _VIEW = re.compile(r"CREATE MATERIALIZED VIEW IF NOT EXISTS (\w+) TO (\w+) AS\s+(SELECT.*)",
                    re.S)
 
@@ -332,16 +333,25 @@ def round_closed(store: Store, table_id: str, round_id: str) -> bool:
 
 def violations_of(store: Store, rounds: Iterable[tuple[str, str]],
                   columns: str = "*") -> list[dict[str, Any]]:
-    """The stored violations of (table, round) pairs, through `violations`' sort key
-    (table, round), in table and round order."""
+    """The stored violations of (table, round) pairs, in table and round order: when
+    they were detected from `round_violations`, then their rows through `violations`'
+    sort key (table, round) in those months' partitions alone."""
     pairs = set(rounds)
     if not pairs:
         return []
-    rows = store.query(
+    ts, rs = _ids(t for t, _ in pairs), _ids(r for _, r in pairs)
+    months = store.query(
+        "SELECT toUInt32(min(detected_at)) AS a, toUInt32(max(detected_at)) AS z, "
+        "count() AS n FROM round_violations WHERE table_id IN {t:Array(String)} "
+        "AND round_id IN {r:Array(String)}", {"t": ts, "r": rs})
+    if not months or not int(months[0]["n"]):
+        return []
+    rows = store.query(  # the months `round_violations` names: the partitions to read
         f"SELECT {columns} FROM violations FINAL WHERE table_id IN {{t:Array(String)}} "
-        "AND round_id IN {r:Array(String)} ORDER BY table_id, round_id, detected_at, "
-        "detected_ms, code, violation_id",
-        {"t": _ids(t for t, _ in pairs), "r": _ids(r for _, r in pairs)})
+        "AND round_id IN {r:Array(String)} AND detected_at >= toDateTime({a:UInt32}) "
+        "AND detected_at <= toDateTime({z:UInt32}) ORDER BY table_id, round_id, "
+        "detected_at, detected_ms, code, violation_id",
+        {"t": ts, "r": rs, "a": int(months[0]["a"]), "z": int(months[0]["z"])})
     return [r for r in rows if (r["table_id"], r["round_id"]) in pairs]
 
 

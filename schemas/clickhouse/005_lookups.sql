@@ -123,4 +123,19 @@ CREATE TABLE IF NOT EXISTS store_migrations (
     name  String,
     done  DateTime
 ) ENGINE = ReplacingMergeTree()
-ORDER BY name
+ORDER BY name;
+
+-- Each round's violations and when each was detected, by table and round, in no
+-- partition: `violations` is partitioned by month of detection, so a round's lookup
+-- there is given the months to read from here (its sort key has no time).
+CREATE TABLE IF NOT EXISTS round_violations (
+    table_id      String,
+    round_id      String,
+    violation_id  String,
+    detected_at   DateTime
+) ENGINE = ReplacingMergeTree()
+ORDER BY (table_id, round_id, violation_id, detected_at);
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS round_violations_mv TO round_violations AS
+SELECT table_id, round_id, violation_id, detected_at
+FROM violations
