@@ -62,6 +62,10 @@ class Rebuilt:
     pack: str = ""
     chains: dict[str, DeviceChain] = field(default_factory=dict)
     stored_violation_ids: set[str] = field(default_factory=set)
+    #: of those, the findings on events the record refused (`REFUSAL_CODES`): the store
+    #: never holds those events (they are in the audit's rejects or the dead letters),
+    #: so no rebuild raises them; they stand as stored-only findings
+    refused_violation_ids: set[str] = field(default_factory=set)
 
     @property
     def violations(self) -> list[Violation]:
@@ -69,7 +73,8 @@ class Rebuilt:
 
     @property
     def matches_store(self) -> bool:
-        return {v.violation_id for v in self.violations} == self.stored_violation_ids
+        return {v.violation_id for v in self.violations} | self.refused_violation_ids \
+            == self.stored_violation_ids
 
     @property
     def chain_verified(self) -> bool:
@@ -365,13 +370,21 @@ def chain_back(store: Store, table_id: str, begin: int,
     return sorted(out, key=lambda s: (s.pos, s.event.event_id))
 
 
+#: The findings raised on an event the record refused (`engine.record.Fed.REFUSED`),
+#: which the store never holds.
+REFUSAL_CODES = frozenset({"SEQUENCE_CONFLICT", "DEVICE_LIMIT_EXCEEDED"})
+
+
 def _stored(store: Store, rounds: dict[str, Rebuilt]) -> None:
     if not rounds:
         return
     rows = violations_of(store, ((rb.table_id, rid) for rid, rb in rounds.items()),
-                         "table_id, round_id, violation_id")
+                         "table_id, round_id, violation_id, code")
     for r in rows:
-        rounds[r["round_id"]].stored_violation_ids.add(r["violation_id"])
+        rb = rounds[r["round_id"]]
+        rb.stored_violation_ids.add(r["violation_id"])
+        if r["code"] in REFUSAL_CODES:
+            rb.refused_violation_ids.add(r["violation_id"])
 
 
 def rebuild(store: Store, round_id: str, pack: RulePack | None = None,
