@@ -27,7 +27,7 @@ from pitwatch.terminal import printable
 from .case import Selection, parse_time, violation_from_row
 from .investigate import add_selection_options
 from .keys import add_keys_option, load_keys
-from .rebuild import Rebuilt, rebuild_span, signature_verdict
+from .rebuild import REFUSAL_CODES, Rebuilt, rebuild_span, signature_verdict
 from .stores import add_store_options, open_store
 
 
@@ -105,7 +105,11 @@ def reaudit(store: Store, sel: Selection, pack: RulePack, base: RulePack | None 
     sel = replace(sel, jurisdiction=pack.jurisdiction, game=pack.game)
     rounds = rebuild_selection(store, sel, pack, keys)
     if base is None:
-        before = stored_violations(store, [(rb.table_id, rb.round_id) for rb in rounds])
+        # a finding on an event the record refused is no rule's: the refused copy is
+        # never stored, so no rebuild under any pack raises it again
+        before = [v for v in stored_violations(store, [(rb.table_id, rb.round_id)
+                                                       for rb in rounds])
+                  if v.code not in REFUSAL_CODES]
     else:
         before = [v for rb in rebuild_selection(store, sel, base, keys)
                   for v in rb.violations]
