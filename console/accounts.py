@@ -15,6 +15,8 @@ import orjson
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
+from pitwatch.secret_file import SecretFileError, read_secret
+
 from .triage import ROLES
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
@@ -60,10 +62,10 @@ class Accounts:
             return {}
         key = (st.st_mtime_ns, st.st_size)
         if key != self._seen:
-            if st.st_mode & 0o077:
-                raise PermissionError(f"{self.path} may be read by its group or others: "
-                                      f"chmod 600 {self.path}")
-            raw = orjson.loads(self.path.read_bytes())
+            try:
+                raw = orjson.loads(read_secret(self.path))
+            except SecretFileError as e:
+                raise PermissionError(str(e)) from None
             self._accounts = {n: Account(n, checked_role(u["role"]), u["hash"])
                               for n, u in raw.get("users", {}).items()}
             self._seen = key

@@ -33,11 +33,12 @@ import ipaddress
 import os
 import re
 import ssl
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+
+from .secret_file import SecretFileError, read_secret
 
 KAFKA_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_SSL")
 #: Kafka's transports that would send a SASL password without TLS: refused by name.
@@ -84,15 +85,9 @@ def _password(env: Mapping[str, str], name: str) -> Secret | None:
         raise ConnectionConfigError(f"set {var} or {var}_FILE, not both")
     if file:
         try:
-            mode = os.stat(file).st_mode
-            text = Path(file).read_text(encoding="utf-8")
-        except OSError as e:
-            raise ConnectionConfigError(f"{var}_FILE: cannot read {file}: {e.strerror}") from None
-        if mode & 0o077:
-            who = "others" if mode & 0o007 else "its group"
-            raise ConnectionConfigError(
-                f"{var}_FILE: {file} is open to {who} (mode {stat.S_IMODE(mode):04o}): "
-                f"make it its owner's alone (chmod 600 {file})")
+            text = read_secret(file).decode("utf-8")
+        except (SecretFileError, UnicodeDecodeError) as e:
+            raise ConnectionConfigError(f"{var}_FILE: {e}") from None
         lines = text.splitlines()
         return Secret(lines[0] if lines else "")
     return None if value is None else Secret(value)

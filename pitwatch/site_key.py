@@ -15,7 +15,6 @@ import argparse
 import base64
 import hashlib
 import os
-import stat
 from pathlib import Path
 from typing import Any, Final
 
@@ -30,6 +29,8 @@ from cryptography.hazmat.primitives.serialization import (
     load_pem_private_key,
     load_pem_public_key,
 )
+
+from .secret_file import SecretFileError, read_secret
 
 SITE_KEY_ENV: Final = "PITWATCH_SITE_KEY"
 ALGORITHM: Final = "Ed25519"
@@ -53,13 +54,9 @@ def add_site_key_option(p: argparse.ArgumentParser) -> None:
 def load_private(path: str | Path) -> Ed25519PrivateKey:
     p = Path(path)
     try:
-        mode = p.stat().st_mode
-        data = p.read_bytes()
-    except OSError as e:
-        raise SiteKeyError(f"site key {p}: {e.strerror}") from None
-    if mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise SiteKeyError(f"site key {p} is readable by others (mode "
-                           f"{stat.S_IMODE(mode):o}): chmod 600 {p}")
+        data = read_secret(p)
+    except SecretFileError as e:
+        raise SiteKeyError(f"site key: {e}") from None
     try:
         key = load_pem_private_key(data, password=None)
     except (ValueError, TypeError) as e:
