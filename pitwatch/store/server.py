@@ -5,6 +5,7 @@ sent as data with `INSERT INTO t (cols) VALUES`, a batch as one list per column
 from __future__ import annotations
 
 import re
+import struct
 from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -42,11 +43,23 @@ OUTAGE_CODES = frozenset({209, 210, 225, 242, 279, 319, 999})
 
 
 def is_outage(e: BaseException) -> bool:
-    """Whether a driver error says the server cannot take rows now, rather than that it
-    refused these: any error but the server's own answer, or one of OUTAGE_CODES."""
-    from clickhouse_driver.errors import ServerException
+    """Whether a driver error says the server cannot take rows now, rather than that
+    these rows cannot be taken: the server's answer with one of OUTAGE_CODES, or any
+    error but an answer and but the driver's own refusal of a value it cannot write in
+    its column's type (a seat of 300 in a UInt8: a dead letter, not an outage)."""
+    from clickhouse_driver.errors import (
+        CannotParseDomainError,
+        CannotParseUuidError,
+        ServerException,
+        TooLargeStringSize,
+        TypeMismatchError,
+    )
 
-    return not isinstance(e, ServerException) or getattr(e, "code", None) in OUTAGE_CODES
+    if isinstance(e, ServerException):
+        return getattr(e, "code", None) in OUTAGE_CODES
+    return not isinstance(e, TypeMismatchError | CannotParseUuidError | CannotParseDomainError
+                          | TooLargeStringSize | ValueError | TypeError | OverflowError
+                          | struct.error)
 
 
 def _utc(seconds: int) -> datetime:

@@ -78,8 +78,14 @@ def test_cluster_name_from_the_environment_and_checked() -> None:
 
 
 def test_outages_are_the_stores_refusals_that_pass_not_the_rows() -> None:
-    from clickhouse_driver.errors import NetworkError, ServerException
+    from clickhouse_driver.errors import NetworkError, ServerException, TypeMismatchError
 
     assert is_outage(NetworkError("connection refused"))
+    assert is_outage(ConnectionRefusedError(111, "Connection refused"))
     assert is_outage(ServerException("Table is in readonly mode", code=242))
     assert not is_outage(ServerException("Cannot parse input", code=27))
+    # the driver's own refusal of a value its column cannot hold (a seat of 300 in a
+    # UInt8): the row is a dead letter, the store is not down
+    assert not is_outage(TypeMismatchError(
+        "Column seats: ubyte format requires 0 <= number <= 255"))
+    assert not is_outage(OverflowError("int too big to convert"))
