@@ -170,12 +170,8 @@ class ClusterPipeline(Pipeline):
 
     def counts(self) -> tuple[int, int, int]:
         # a server that died a moment ago fails one query; the next goes to the next
-        for _ in range(3):
-            try:
-                return super().counts()
-            except StoreError:
-                time.sleep(1)
-        return super().counts()
+        return wait_until("a ClickHouse server to answer", super().counts, 30, every=1,
+                          ignore=(StoreError,))
 
     def close(self) -> None:
         try:
