@@ -1,4 +1,4 @@
-# Shared helpers for deploy/kafka.sh and deploy/clickhouse.sh. Source it; do not run it.
+# Shared helpers for the deploy scripts (kafka.sh, zookeeper.sh, clickhouse.sh, ...). Source it; do not run it.
 # shellcheck shell=bash
 
 DEPLOY_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -97,4 +97,50 @@ show_tail() {
     (($(file_size "$f") > offset)) || return 0
     printf -- '----- last lines of %s -----\n' "$f" >&2
     tail -c "+$((offset + 1))" "$f" | tail -n "${PITWATCH_TAIL_LINES:-40}" >&2
+}
+
+# fetch_jars NAME VERSION WRITE_POM [ADD_JARS]: the runtime jars of the pom that the
+# function WRITE_POM writes (given its path), fetched once from Maven Central into
+# $LIBS under a lock of their own (fetch is called from inside start, which holds fd 9).
+# ADD_JARS, when named, is called with the pom and the new libs directory before they
+# are kept. $LIBS appears only once complete; `have_libs` says whether it is.
+fetch_jars() {
+    local name=$1 version=$2 write=$3 add=${4:-}
+    if have_libs; then
+        log "jars for $name $version already in $LIBS"
+        return 0
+    fi
+    command -v mvn >/dev/null || die "mvn (Maven) is needed to fetch the $name jars once; install it (apt-get install maven)"
+    mkdir -p "$PITWATCH_CACHE"
+    (
+        local key
+        key=$(tr '[:upper:]' '[:lower:]' <<<"$name")
+        exec 8>"$PITWATCH_CACHE/.$key-$version.lock"
+        flock -w 900 8 || die "could not lock the jar cache"
+        if have_libs; then exit 0; fi
+        local tmp
+        tmp=$(mktemp -d "$PITWATCH_CACHE/.$key-$version.XXXXXX")
+        trap 'rm -rf "$tmp"' EXIT
+        log "fetching $name $version jars from Maven Central (one time)"
+        "$write" "$tmp/pom.xml"
+        # mvn's output goes to a log, shown only on failure
+        if ! maven "$tmp/pom.xml" dependency:copy-dependencies -DincludeScope=runtime \
+            -DoutputDirectory="$tmp/libs" >"$tmp/mvn.log" 2>&1 8>&-; then
+            show_tail "$tmp/mvn.log"
+            die "mvn dependency:copy-dependencies failed for $name $version"
+        fi
+        [[ -z $add ]] || "$add" "$tmp/pom.xml" "$tmp/libs"
+        mkdir -p "$HOME_DIR"
+        cp "$tmp/pom.xml" "$HOME_DIR/pom.xml"
+        rm -rf "$LIBS"
+        mv "$tmp/libs" "$LIBS" # atomic: libs/ exists only once complete
+        log "$(find "$LIBS" -name '*.jar' | wc -l) jars in $LIBS"
+    )
+}
+
+# maven POM GOAL [ARGS...]: mvn, quiet and colourless, on POM.
+maven() {
+    local pom=$1
+    shift
+    mvn -B -Dstyle.color=never -f "$pom" "$@"
 }

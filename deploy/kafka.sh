@@ -134,52 +134,28 @@ write_pom() {
 EOF
 }
 
-cmd_fetch() {
-    if have_libs; then
-        log "jars for Kafka $KAFKA_VERSION already in $LIBS"
+# Kafka 4.x poms declare log4j2 but no SLF4J binding (the release tarball adds one), so
+# without one the broker would log nothing. Kafka 3.x brings reload4j.
+add_slf4j_binding() {
+    local pom=$1 libs=$2 core api binding
+    core=$(compgen -G "$libs/log4j-core-*.jar" | head -n1 || true)
+    if [[ -z $core ]] || compgen -G "$libs/log4j-slf4j*-impl-*.jar" >/dev/null; then
         return 0
     fi
-    command -v mvn >/dev/null || die "mvn (Maven) is needed to fetch the Kafka jars once; install it (apt-get install maven)"
-    mkdir -p "$PITWATCH_CACHE"
-    (
-        # Separate lock from start/stop: fetch is called from inside start.
-        exec 8>"$PITWATCH_CACHE/.kafka-$KAFKA_VERSION.lock"
-        flock -w 900 8 || die "could not lock the jar cache"
-        if have_libs; then exit 0; fi
-        local tmp
-        tmp=$(mktemp -d "$PITWATCH_CACHE/.kafka-$KAFKA_VERSION.XXXXXX")
-        trap 'rm -rf "$tmp"' EXIT
-        log "fetching Kafka $KAFKA_VERSION jars from Maven Central (one time)"
-        write_pom "$tmp/pom.xml"
-        # mvn's output goes to a log, shown only on failure.
-        local -a mvn=(mvn -B -Dstyle.color=never -f "$tmp/pom.xml")
-        if ! "${mvn[@]}" dependency:copy-dependencies -DincludeScope=runtime \
-            -DoutputDirectory="$tmp/libs" >"$tmp/mvn.log" 2>&1 8>&-; then
-            show_tail "$tmp/mvn.log"
-            die "mvn dependency:copy-dependencies failed for Kafka $KAFKA_VERSION"
-        fi
-        # Kafka 4.x poms declare log4j2 but no SLF4J binding (the release tarball adds
-        # one), so without this the broker would log nothing. Kafka 3.x brings reload4j.
-        local core api binding
-        core=$(compgen -G "$tmp/libs/log4j-core-*.jar" | head -n1 || true)
-        if [[ -n $core ]] && ! compgen -G "$tmp/libs/log4j-slf4j*-impl-*.jar" >/dev/null; then
-            api=$(compgen -G "$tmp/libs/slf4j-api-*.jar" | head -n1 || true)
-            binding=log4j-slf4j-impl
-            [[ $(basename "${api:-slf4j-api-1}") == slf4j-api-1.* ]] || binding=log4j-slf4j2-impl
-            core=$(basename "$core" .jar)
-            if ! "${mvn[@]}" dependency:copy -Dartifact="org.apache.logging.log4j:$binding:${core#log4j-core-}" \
-                -DoutputDirectory="$tmp/libs" >"$tmp/mvn.log" 2>&1 8>&-; then
-                show_tail "$tmp/mvn.log"
-                die "could not fetch $binding"
-            fi
-        fi
-        mkdir -p "$HOME_DIR"
-        cp "$tmp/pom.xml" "$HOME_DIR/pom.xml"
-        rm -rf "$LIBS"
-        mv "$tmp/libs" "$LIBS" # atomic: libs/ exists only once complete
-        log "$(find "$LIBS" -name '*.jar' | wc -l) jars in $LIBS"
-    )
+    api=$(compgen -G "$libs/slf4j-api-*.jar" | head -n1 || true)
+    binding=log4j-slf4j-impl
+    [[ $(basename "${api:-slf4j-api-1}") == slf4j-api-1.* ]] || binding=log4j-slf4j2-impl
+    core=$(basename "$core" .jar)
+    local out
+    out="$(dirname "$libs")/mvn.log"
+    if ! maven "$pom" dependency:copy -Dartifact="org.apache.logging.log4j:$binding:${core#log4j-core-}" \
+        -DoutputDirectory="$libs" >"$out" 2>&1 8>&-; then
+        show_tail "$out"
+        die "could not fetch $binding"
+    fi
 }
+
+cmd_fetch() { fetch_jars Kafka "$KAFKA_VERSION" write_pom add_slf4j_binding; }
 
 # ---------------------------------------------------------------- helpers
 
