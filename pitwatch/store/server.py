@@ -78,9 +78,9 @@ class ServerStore:
         from clickhouse_driver import Client
 
         self.database = database
-        auth = auth or ClickHouseAuth.from_env()
+        auth = self._auth = auth or ClickHouseAuth.from_env()
         self.cluster = auth.cluster
-        login = self._login = auth.driver(host)
+        login = auth.driver(host)
         for other, _ in alt_hosts:
             auth.driver(other)  # a password goes in clear to none of them either
         alt = ",".join(f"{h}:{p}" for h, p in alt_hosts) or None
@@ -204,8 +204,13 @@ class ServerStore:
             shards.setdefault(int(r["shard_num"]), []).append(f"{r['host_address']}:{r['port']}")
         for hosts in shards.values():
             (host, port), *alt = clickhouse_hosts(",".join(hosts))
+            # the hosts come from the server's answer: each is held to the same rule as
+            # those named by the user (no password in clear to another host)
+            login = self._auth.driver(host)
+            for other, _ in alt:
+                self._auth.driver(other)
             c = Client(host=host, port=port, database=self.database, connect_timeout=5,
-                       alt_hosts=",".join(f"{h}:{p}" for h, p in alt) or None, **self._login)
+                       alt_hosts=",".join(f"{h}:{p}" for h, p in alt) or None, **login)
             try:  # 18.16 fails OPTIMIZE of a replicated table that has no part yet
                 if c.execute("SELECT count() FROM system.parts WHERE active AND database = "
                              "%(d)s AND table = %(t)s", {"d": self.database,

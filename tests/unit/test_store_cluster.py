@@ -89,3 +89,20 @@ def test_outages_are_the_stores_refusals_that_pass_not_the_rows() -> None:
     assert not is_outage(TypeMismatchError(
         "Column seats: ubyte format requires 0 <= number <= 255"))
     assert not is_outage(OverflowError("int too big to convert"))
+
+
+def test_the_servers_a_cluster_names_are_held_to_the_password_rule(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 35: "refuse to send a password in clear to a non-loopback host" - also to
+    the replicas the server's own system.clusters names, which nobody typed."""
+    from pitwatch.connect import Secret
+    from pitwatch.store.server import ServerStore
+
+    auth = ClickHouseAuth(password=Secret("s3cret"), cluster="c")
+    store = ServerStore("127.0.0.1", 1, auth=auth)  # the driver connects lazily
+    monkeypatch.setattr(store, "query", lambda sql, params=None: [
+        {"shard_num": 1, "host_address": "127.0.0.1", "port": 1},
+        {"shard_num": 1, "host_address": "10.0.0.5", "port": 9000}])
+    with pytest.raises(ConnectionConfigError, match=r"in clear to 10\.0\.0\.5") as e:
+        store._optimize_shards("events")
+    assert "s3cret" not in str(e.value)
