@@ -195,10 +195,11 @@ def cpipe(on_cluster: None, tmp_path: Path) -> Iterator[ClusterPipeline]:
 
 
 def drill(p: ClusterPipeline, events: list[Event], exp: Expected, rate: float,
-          during: Callable[[], Any]) -> None:
+          during: Callable[[], Any], within_stream: bool = False) -> None:
     """Stream the floor: a third at once, the rest paced at `rate` events/s from another
-    thread, and `during` the paced part the drill's failure; then the cluster must hold
-    the embedded audit's answer, on the alerts topic and in ClickHouse."""
+    thread, and `during` the paced part the drill's failure (all of it while the stream
+    still runs, with `within_stream`); then the cluster must hold the embedded audit's
+    answer, on the alerts topic and in ClickHouse."""
     p.start_worker()
     third = len(events) // 3
     p.produce(events[:third])
@@ -222,6 +223,8 @@ def drill(p: ClusterPipeline, events: list[Event], exp: Expected, rate: float,
     try:
         wait_until("the paced stream under way", sent.is_set, 120)
         during()
+        assert not within_stream or producing.is_alive(), \
+            "the drill outlasted the stream it was to happen during"
     finally:
         start()  # every node runs again for whatever comes next
         producing.join(timeout=900)
@@ -319,4 +322,5 @@ def test_rolling_restart_of_every_broker_while_a_floor_streams(cpipe: ClusterPip
             assert out.returncode == 0, out.stderr
             start(f"kafka-{n}")
 
-    drill(cpipe, events, exp, rate=50, during=roll)
+    # about 190 s of stream: a roll takes 60-140 s on a 2-core host
+    drill(cpipe, events, exp, rate=20, during=roll, within_stream=True)

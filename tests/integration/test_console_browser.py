@@ -701,8 +701,9 @@ def test_round_view_shows_the_cards_and_both_quoted_texts(console: Serve, browse
     finding = browser.find_element("id", f"v-{vid}")
     quotes = finding.find_elements("css selector", "blockquote.regulation")
     assert "docs/regulations/" in quotes[0].text
-    if ";" in citation and "posted-rules.txt" in citation:  # a Gazette and posted rules
-        assert len(quotes) == 2 and "posted-rules.txt" in quotes[1].text
+    assert ";" in citation and "posted-rules.txt" in citation, \
+        f"the floor's finding cites a Gazette and the posted rules: {citation}"
+    assert len(quotes) == 2 and "posted-rules.txt" in quotes[1].text
     browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", finding)
     shot(browser, "round-finding")
     browser.execute_script("window.scrollTo(0, 0)")
