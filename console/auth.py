@@ -22,6 +22,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from aiohttp import web
+from yarl import URL
 
 from .accounts import Accounts
 from .triage import MAY, ROLES
@@ -149,8 +150,19 @@ def _set_cookie(resp: web.StreamResponse, cfg: AuthConfig, name: str, value: str
 
 
 def _safe_next(value: str) -> str:
-    """Only a path of this console (no scheme, no //host): never an open redirect."""
-    if not value.startswith("/") or value.startswith("//") or "\\" in value:
+    """Only a path of this console (no scheme, no //host): never an open redirect.
+
+    No space or control character either (yarl drops a tab or newline, so
+    `/<TAB>/evil.com` would leave as `//evil.com`), and the value is checked again
+    as yarl writes it into the Location header."""
+    if (not value.startswith("/") or value.startswith("//") or "\\" in value
+            or any(ord(c) < 0x21 or ord(c) == 0x7F for c in value)):
+        return "/"
+    try:
+        url = URL(value)
+    except ValueError:
+        return "/"
+    if str(url).startswith("//") or url.host or url.scheme:
         return "/"
     return value
 

@@ -259,3 +259,27 @@ def test_store_down_pages_are_held_as_of_and_actions_refused_with_a_message(
         assert resp.status == 201
 
     serve(store_dir, check, store=flaky, probe_every=0.1)
+
+
+@pytest.mark.parametrize("nxt", ["/\t/evil.com", "/\n/evil.com", "/\r\n/evil.com",
+                                 "/ /evil.com", "/\x7f/evil.com", "//evil.com",
+                                 "/\\evil.com", "https://evil.com", "evil.com"])
+def test_next_is_never_another_site(nxt: str) -> None:
+    """yarl drops a tab or newline: `/<TAB>/evil.com` would redirect to //evil.com."""
+    from console.auth import _safe_next
+
+    assert _safe_next(nxt) == "/"
+    assert _safe_next("/search?table=AC-BJ-01&offset=20") == "/search?table=AC-BJ-01&offset=20"
+
+
+def test_login_with_a_tab_in_next_redirects_home(store_dir: Path) -> None:
+    async def check(client: TestClient[Any, Any]) -> None:
+        form = await (await client.get("/login?next=/%09/evil.com")).text()
+        assert 'name="next" value="/"' in form
+        token = form.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+        resp = await client.post("/login", data={
+            "csrf": token, "next": "/\t/evil.com", "user": "viewer", "password": PASSWORD},
+            allow_redirects=False)
+        assert resp.status == 302 and resp.headers["Location"] == "/"
+
+    serve(store_dir, check, user=None)
