@@ -389,7 +389,8 @@ class TableAuditor:
     def export_state(self) -> dict[str, Any]:
         """Everything the auditor knows, as JSON-ready data (no code, no pickle), version
         STATE_VERSION: the table's posted rules and shoe, each device's record (last
-        seq and digest, its history of digest prefixes), the record's continuity (an
+        seq and digest, its history of digest prefixes), the writer schemas of each
+        signing device's events since its checkpoint, the record's continuity (an
         open break episode, what `lost` said, a cut round), the recently closed
         rounds, and the open round as the canonical bytes of its events (folded again
         by `import_state`, deterministic). Violations are not part of it: they went out
@@ -413,6 +414,8 @@ class TableAuditor:
             "clock": self.clock,
             "rid": self._rid,
             "order": self._order.to_json(),
+            "writers": {d: sorted(w.hex() for w in ws)
+                        for d, ws in sorted(self._writers.items())},
             "record": {
                 "episode": None if self._episode is None else sorted(self._episode),
                 "awaiting": sorted(self._awaiting),
@@ -463,13 +466,15 @@ class TableAuditor:
             cut_next = None if rec["cut_next"] is None else str(rec["cut_next"])
             held = [_violation_from_json(v) for v in rec["held"]]
             order = TableOrder.from_json(state.get("order"))
+            writers = {str(d): {bytes.fromhex(x) for x in ws}  # absent before: none known
+                       for d, ws in (state.get("writers") or {}).items()}
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise StateError(f"damaged snapshot: {e!r}") from e
         self.table, self.pending_open, self.early = table, pending, early
         self.pack = self.select_pack(table.jurisdiction, table.game) if table.opened \
             else self.select_pack("OTHER", "OTHER")
         self.devices, self.closed, self.clock = devices, closed, clock
-        self._order, self._writers = order, {}
+        self._order, self._writers = order, writers
         rid = state.get("rid")
         self._rid = None if rid is None else str(rid)
         self.round, self._base, self._since = None, None, []

@@ -334,3 +334,40 @@ def test_a_restored_auditor_judges_the_order_as_one_that_never_stopped(where: st
     b.finish()
     assert [v.violation_id for v in out if v.code == "SIGNATURE_INVALID"] == whole
     assert len(whole) == 1
+
+
+@pytest.mark.parametrize("restore", [False, True])
+def test_a_restore_between_events_and_their_checkpoint_keeps_their_writer_schema(
+        swap_released: bytes, restore: bool) -> None:
+    """A device's event written under schema A (a released one), then its checkpoint,
+    written under schema B and binding B: SIGNATURE_INVALID, the event's bytes mean what
+    A says. The writer schemas of a device's events since its checkpoint travel in the
+    snapshot, so a worker restored between the event and the checkpoint finds the same."""
+    from pitwatch.engine.auditor import TableAuditor
+    from pitwatch.packs.registry import select
+
+    events, keys = floor()
+    msgs = [decode_single(encode_single(e)) for e in events]
+    at = next(i for i, e in enumerate(events) if type(e.payload) is Checkpoint
+              and e.device_id.endswith("-shoe") and i > 100)
+    j = max(i for i in range(at) if events[i].device_id == events[at].device_id)
+    assert type(events[j].payload) is CardDealt  # its meaning is A's and B's alike
+    msgs[j] = decode_single(swap_released + encode(events[j]))  # under A
+    assert msgs[j].writer == swap_released[2:] and msgs[at].writer is None
+    out: list[Violation] = []
+    a = TableAuditor(events[0].table_id, select, out.append, lambda _: None, keys=keys)
+    for i, ev in enumerate(msgs[:at + 1]):
+        if restore and i == at:
+            state = json.loads(json.dumps(a.export_state()))
+            under_a = schema.writer_schemas()[swap_released[2:]].sha256.hex()
+            assert under_a in state["writers"][events[at].device_id]
+            older = {k: v for k, v in state.items() if k != "writers"}  # before it: none
+            TableAuditor(events[0].table_id, select, out.append, lambda _: None,
+                         keys=keys).import_state(older)
+            a = TableAuditor(events[0].table_id, select, out.append, lambda _: None,
+                             keys=keys)
+            a.import_state(state)
+        a.feed(ev)
+    sig = [v for v in out if v.code == "SIGNATURE_INVALID"]
+    assert [v.event_id for v in sig] == [events[at].event_id]
+    assert "binds schema" in sig[0].message and "its events are under" in sig[0].message
