@@ -189,7 +189,7 @@ examples:
         print(f"re-audit of {len(rounds)} round(s) under {pack.label} against {against}: "
               f"{counts['new']} new, {counts['vanished']} vanished, {counts['severity']} "
               "changed severity")
-        print(signature_verdict(rounds, keys))
+        print(printable(signature_verdict(rounds, keys)))
         show_table(changes, sys.stdout)
         return 0
 

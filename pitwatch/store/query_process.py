@@ -51,10 +51,13 @@ def _fail(kind: str, message: str) -> int:
 def main() -> int:
     job = orjson.loads(sys.stdin.buffer.read())
     try:
-        confine(read=[*SYSTEM_READ, *python_paths(), job["store"]],
-                write=[job["scratch"]], write_files=DEVICES_WRITE)
+        version = confine(read=[*SYSTEM_READ, *python_paths(), job["store"]],
+                          write=[job["scratch"]], write_files=DEVICES_WRITE)
     except ConfineError as e:
         return _fail("not_confined", str(e))
+    if version < 4:  # files confined, the network not: refused as unconfined
+        return _fail("not_confined", f"this kernel's Landlock (ABI {version}) cannot keep "
+                     "the query off the network (ABI 4, Linux 6.7 or later)")
     # only now: chDB starts threads as it loads
     session: Any = importlib.import_module("chdb.session")
 

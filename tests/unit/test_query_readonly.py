@@ -189,3 +189,21 @@ def test_a_store_open_elsewhere_is_refused_with_the_reason(tmp_path: Path) -> No
             run_read_only(tmp_path / "d", "SELECT 1")
     finally:
         s.close()
+
+
+def test_a_kernel_that_cannot_keep_the_query_off_the_network_is_refused(
+        monkeypatch: pytest.MonkeyPatch, capfdbinary: pytest.CaptureFixture[bytes],
+        tmp_path: Path) -> None:
+    """"The embedded query runs in a process that cannot write the store or any file" -
+    and reaches no server: a Landlock too old to refuse TCP leaves the query unrun."""
+    import io
+
+    from pitwatch.store import query_process
+
+    monkeypatch.setattr(query_process, "confine", lambda **_: 3)
+    job = {"store": str(tmp_path), "scratch": str(tmp_path), "root": str(tmp_path),
+           "sql": "SELECT 1"}
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(orjson.dumps(job))))
+    assert query_process.main() == 2
+    said = orjson.loads(capfdbinary.readouterr().err.strip().splitlines()[-1])
+    assert said["kind"] == "not_confined" and "ABI 3" in said["message"]
