@@ -184,7 +184,7 @@ def test_provisioning_has_variables_links_rules_and_a_pinned_plugin() -> None:
     assert {"jurisdiction", "table", "dealer", "console_url"} <= names
     links = [link for p in d["panels"] for o in p["fieldConfig"]["overrides"]
              for prop in o["properties"] if prop["id"] == "links" for link in prop["value"]]
-    assert links and all(link["url"] == "${console_url}/rounds/${__value.raw}"
+    assert links and all(link["url"] == "${console_url}/rounds/${__value.raw:percentencode}"
                          for link in links)
     titles = {r["title"] for r in alert_rules()}
     assert titles == {"pitwatch: CRITICAL findings", "pitwatch: silent table"}
