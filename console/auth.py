@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import secrets
 import time
@@ -33,6 +34,11 @@ IDLE_S = 12 * 3600  # a session unused this long ends: a shift and then some
 PUBLIC = ("/login", "/static/", "/api/health", "/favicon.ico")
 LOCKOUT_AFTER = 5  # wrong passwords for a name before it waits
 LOCKOUT_S = 30.0
+FAILS_FORGET_S = 15 * 60.0  # wrong passwords this long ago no longer count
+MAX_FAILURES = 10_000  # names with wrong passwords remembered, the oldest forgotten first
+MAX_SSO_SESSIONS = 10_000  # single sign-on sessions (made again from the header at will)
+PRUNE_EVERY_S = 60.0
+VERIFY_AT_ONCE = 2  # argon2id checks running at one time (each ~50 ms of a CPU, 64 MiB)
 
 
 @dataclass(slots=True)
@@ -53,7 +59,36 @@ class AuthConfig:
     sso_role_header: str = ""
     secure_cookies: bool = False
     sessions: dict[str, Session] = field(default_factory=dict)
-    failures: dict[str, tuple[int, float]] = field(default_factory=dict)
+    #: name -> (wrong passwords in a row, locked until, the last one's time)
+    failures: dict[str, tuple[int, float, float]] = field(default_factory=dict)
+    pruned_at: float = 0.0
+    verifying: asyncio.Semaphore = field(
+        default_factory=lambda: asyncio.Semaphore(VERIFY_AT_ONCE))
+
+
+def prune(cfg: AuthConfig, now: float, force: bool = False) -> None:
+    """Forget ended sessions and old wrong passwords, so neither grows without limit:
+    at most once a PRUNE_EVERY_S unless forced, and whenever a cap is passed."""
+    sso = sum(1 for s in cfg.sessions.values() if s.via == "sso")
+    if (not force and now - cfg.pruned_at < PRUNE_EVERY_S and sso <= MAX_SSO_SESSIONS
+            and len(cfg.failures) <= MAX_FAILURES):
+        return
+    cfg.pruned_at = now
+    for token, old in list(cfg.sessions.items()):
+        if now - old.seen > IDLE_S:
+            del cfg.sessions[token]
+    for name, (_, until, last) in list(cfg.failures.items()):
+        if until <= now and now - last > FAILS_FORGET_S:
+            del cfg.failures[name]
+    over = sum(1 for s in cfg.sessions.values() if s.via == "sso") - MAX_SSO_SESSIONS
+    if over > 0:  # the least recently seen first: the next request makes one again
+        for token, _s in sorted(((t, s) for t, s in cfg.sessions.items() if s.via == "sso"),
+                                key=lambda ts: ts[1].seen)[:over]:
+            del cfg.sessions[token]
+    over = len(cfg.failures) - MAX_FAILURES
+    if over > 0:
+        for name in sorted(cfg.failures, key=lambda n: cfg.failures[n][2])[:over]:
+            del cfg.failures[name]
 
 
 AUTH = web.AppKey("auth", AuthConfig)
@@ -94,6 +129,7 @@ def _sso(request: web.Request, cfg: AuthConfig) -> Session | None:
     token = request.cookies.get(COOKIE, "")
     s = cfg.sessions.get(token)
     if s is None or s.user != user or s.role != role:
+        prune(cfg, time.monotonic())  # a client without the cookie makes one a request
         token = secrets.token_urlsafe(32)
         s = cfg.sessions[token] = Session(user, role, secrets.token_urlsafe(32),
                                           time.monotonic(), "sso")
@@ -195,21 +231,35 @@ async def login_post(request: web.Request) -> web.Response:
                             content_type="text/html")
     name = str(form.get("user", ""))[:64]
     password = str(form.get("password", ""))[:1024]
-    fails, until = cfg.failures.get(name, (0, 0.0))
-    now = time.monotonic()
-    if until > now:
-        msg = f"Too many wrong passwords for this name: wait {int(until - now) + 1} s."
+
+    def locked() -> web.Response | None:
+        until = cfg.failures.get(name, (0, 0.0, 0.0))[1]
+        if until <= time.monotonic():
+            return None
+        msg = ("Too many wrong passwords for this name: wait "
+               f"{int(until - time.monotonic()) + 1} s.")
         return web.Response(text=login(token, nxt, msg), status=429, content_type="text/html")
-    acct = cfg.accounts.verify(name, password)
+
+    if (refused := locked()) is not None:
+        return refused
+    # argon2id is ~50 ms of a CPU: off the event loop, and only a few at once
+    async with cfg.verifying:
+        if (refused := locked()) is not None:  # locked by the ones that waited before
+            return refused
+        acct = await asyncio.get_running_loop().run_in_executor(
+            None, cfg.accounts.verify, name, password)
+    now = time.monotonic()
+    prune(cfg, now)  # ended sessions and old wrong passwords leave memory here
     if acct is None:
+        # read after the check: wrong passwords sent at once all count
+        fails, _, last = cfg.failures.get(name, (0, 0.0, now))
+        fails = 0 if now - last > FAILS_FORGET_S else fails
         fails += 1
-        cfg.failures[name] = (0, now + LOCKOUT_S) if fails >= LOCKOUT_AFTER else (fails, 0.0)
+        cfg.failures[name] = ((0, now + LOCKOUT_S, now) if fails >= LOCKOUT_AFTER
+                              else (fails, 0.0, now))
         return web.Response(text=login(token, nxt, "Wrong user name or password."),
                             status=401, content_type="text/html")
     cfg.failures.pop(name, None)
-    for token, old in list(cfg.sessions.items()):  # ended sessions leave memory here
-        if now - old.seen > IDLE_S:
-            del cfg.sessions[token]
     sid = secrets.token_urlsafe(32)
     cfg.sessions[sid] = Session(acct.name, acct.role, secrets.token_urlsafe(32), now)
     resp = web.HTTPFound(nxt)

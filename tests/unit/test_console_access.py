@@ -283,3 +283,99 @@ def test_login_with_a_tab_in_next_redirects_home(store_dir: Path) -> None:
         assert resp.status == 302 and resp.headers["Location"] == "/"
 
     serve(store_dir, check, user=None)
+
+
+def test_passwords_are_checked_off_the_event_loop_a_few_at_once(
+        store_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """argon2id takes a CPU for a while: the loop keeps answering meanwhile."""
+    import threading
+    import time
+
+    import console.auth
+
+    real = Accounts.verify
+    running, most, threads = [0], [0], set()
+    lock = threading.Lock()
+
+    def slow(self: Accounts, name: str, password: str) -> Any:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        threads.add(threading.get_ident())
+        time.sleep(0.3)
+        with lock:
+            running[0] -= 1
+        return real(self, name, password)
+
+    monkeypatch.setattr(Accounts, "verify", slow)
+
+    async def check(client: TestClient[Any, Any]) -> None:
+        form = await (await client.get("/login")).text()
+        token = form.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+        logins = [asyncio.ensure_future(client.post("/login", data={
+            "csrf": token, "next": "/", "user": f"nobody{i}", "password": "x"},
+            allow_redirects=False)) for i in range(5)]
+        await asyncio.sleep(0.1)
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        assert (await client.get("/api/health")).status == 200
+        assert loop.time() - t0 < 0.25  # not behind a password check
+        assert [r.status for r in await asyncio.gather(*logins)] == [401] * 5
+        assert threading.get_ident() not in threads
+        assert most[0] <= console.auth.VERIFY_AT_ONCE
+
+    serve(store_dir, check, user=None)
+
+
+def test_wrong_passwords_and_ended_sessions_are_forgotten(store_dir: Path) -> None:
+    """Neither the names tried nor the sessions grow without limit."""
+    import time
+
+    import console.auth as auth
+
+    async def check(client: TestClient[Any, Any]) -> None:
+        cfg = client.server.app[auth.AUTH]
+        now = time.monotonic()
+        for i in range(100):
+            cfg.failures[f"old{i}"] = (3, 0.0, now - auth.FAILS_FORGET_S - 1)
+        cfg.failures["locked"] = (0, now + 60, now - auth.FAILS_FORGET_S - 1)
+        cfg.sessions["ended"] = auth.Session("viewer", "viewer", "c", now - auth.IDLE_S - 1)
+        cfg.pruned_at = 0.0
+        form = await (await client.get("/login")).text()
+        token = form.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+        resp = await client.post("/login", data={"csrf": token, "next": "/", "user": "new",
+                                                 "password": "x"}, allow_redirects=False)
+        assert resp.status == 401
+        assert set(cfg.failures) == {"locked", "new"} and "ended" not in cfg.sessions
+
+    serve(store_dir, check, user=None)
+
+    cfg = auth.AuthConfig(Accounts(users_file(store_dir)))
+    now = time.monotonic()
+    for i in range(auth.MAX_FAILURES + 50):
+        cfg.failures[f"n{i}"] = (1, 0.0, now - 1 + i * 1e-6)
+    auth.prune(cfg, now)
+    assert len(cfg.failures) == auth.MAX_FAILURES and "n0" not in cfg.failures
+
+
+def test_single_sign_on_requests_without_the_cookie_do_not_pile_up_sessions(
+        store_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    import console.auth as auth
+
+    monkeypatch.setattr(auth, "MAX_SSO_SESSIONS", 3)
+
+    async def check(client: TestClient[Any, Any]) -> None:
+        cfg = client.server.app[auth.AUTH]
+        cfg.sessions["ended"] = auth.Session("ana", "viewer", "c",
+                                             time.monotonic() - auth.IDLE_S - 1, "sso")
+        for _ in range(10):
+            client.session.cookie_jar.clear()
+            resp = await client.get("/", headers={"X-Remote-User": "operator"})
+            assert resp.status == 200
+        assert "ended" not in cfg.sessions
+        assert len(cfg.sessions) <= 4
+
+    serve(store_dir, check, user=None, sso_header="X-Remote-User",
+          sso_proxies=("127.0.0.1",))
