@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from math import gcd
 from typing import Final, NamedTuple
 
 __all__ = [
@@ -26,11 +25,6 @@ class Ratio(NamedTuple):
     num: int
     den: int
 
-    def reduced(self) -> Ratio:
-        """The same odds in lowest terms: 12 to 10 is 6 to 5, 6 to 4 is 3 to 2."""
-        g = gcd(self.num, self.den) or 1
-        return Ratio(self.num // g, self.den // g)
-
 
 ONE_TO_ONE: Final = Ratio(1, 1)
 EVEN_MONEY: Final = ONE_TO_ONE
@@ -47,8 +41,9 @@ def same_odds(a: Ratio, b: Ratio) -> bool:
 
 
 class Rounding(NamedTuple):
-    """A table's posted rounding rule (`Rules.fraction`; no regulation text fixes one)
-    for an amount the player receives that is not a whole number of cents, or of chips:
+    """A rounding rule (no regulation text fixes one; the contract cannot yet post one,
+    so every table has the default, `CENT_TO_PLAYER`) for an amount the player receives
+    that is not a whole number of cents, or of chips:
 
     * ``PLAYER`` (the default when none is posted): up to the next cent, the odd cent to
       the player;

@@ -14,11 +14,11 @@ A :class:`Settlement` follows the event contract (docs/events.md):
 * a push is a ``WagerReturned`` of the whole stake;
 * a surrender collects half and returns half.
 
-Rounding: no regulation text fixes it, so it is the table's posted rule
-(:class:`pitwatch.blackjack.ratio.Rounding`, ``Rules.fraction``), passed as
-``rounding``: by default an amount the player receives is rounded up to the cent (a
-payout of 1,501.5 cents is 1,502; on surrender the half returned takes the odd cent, so
-the house never takes more than half). Amounts are normally chip multiples, where
+Rounding: no regulation text fixes it, so it is a rule of its own
+(:class:`pitwatch.blackjack.ratio.Rounding`), passed as ``rounding``: by default an
+amount the player receives is rounded up to the cent (a payout of 1,501.5 cents is
+1,502; on surrender the half returned takes the odd cent, so the house never takes
+more than half). Amounts are normally chip multiples, where
 nothing is rounded.
 
 Where a rule is taken from outside the regulation files, the docstring says so

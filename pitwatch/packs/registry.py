@@ -1,12 +1,10 @@
 """The rule packs, chosen by a table's `TableOpened` (jurisdiction, game), each kept in
 every version still selectable for a re-audit.
 
-A version is selectable while its composition can be rebuilt from today's checks
-(nj-blackjack@2024.09-1: the pack before insurance was judged). A version whose checks
-themselves changed is not kept in code: the -2 versions judged a payment against a
-dealer total that was not final, stacks and elections as docs/procedure.md no longer
-reads them (the -3 versions, issue 36); `pitwatch reaudit --pack <name>@<newest>`
-compares the newest with the findings stored under them."""
+A version is selectable while its composition can be rebuilt from the current checks
+(nj-blackjack@2024.09-1: the pack without the insurance checks). A version whose checks
+themselves differ from the current code is not kept; `pitwatch reaudit --pack
+<name>@<newest>` compares the newest with the findings stored under it."""
 
 from __future__ import annotations
 
