@@ -20,6 +20,9 @@ after the round's last event. A live worker adds the processing-time rule
 (`expire_idle`) when its partition is caught up; the wall clock is never compared with
 device ts.
 
+Nor does it read a file or the environment: the released writer schemas a signed
+checkpoint is held to are given to it as data (`released`, `schema.released_writers`).
+
 A check that raises anything but `Undecidable` is an engine error: counted in
 `engine_errors`, logged, sent to `on_engine_error`, never a violation
 (`pitwatch.engine.errors`).
@@ -28,19 +31,18 @@ A check that raises anything but `Undecidable` is an engine error: counted in
 from __future__ import annotations
 
 import base64
-import functools
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ..events.avro import (
+    DecodeError,
     decode_single,
     digest,
     message_bytes,
     rules_from_dict,
     rules_to_dict,
-    writer_schema,
 )
 from ..events.keys import KeyRegistry
 from ..events.model import (
@@ -52,7 +54,7 @@ from ..events.model import (
     TableOpened,
     WagerReturned,
 )
-from ..events.schema import writer_schemas
+from ..events.schema import ReleasedWriters, WriterSchema, released_writers
 from .errors import FOLD, EngineErrorSink, engine_error
 from .record import HISTORY_SEQS, HOLE, PREFIX, Fed
 from .record import Device as _Device
@@ -131,11 +133,14 @@ class TableAuditor:
     def __init__(self, table_id: str, select_pack: PackSelector,
                  on_violation: ViolationSink, on_round: RoundSink,
                  on_engine_error: EngineErrorSink | None = None,
-                 round_timeout_ms: int | None = None, keys: KeyRegistry | None = None) -> None:
+                 round_timeout_ms: int | None = None, keys: KeyRegistry | None = None,
+                 released: ReleasedWriters | None = None) -> None:
         self.table = TableState(table_id)
         #: the device keys: with them, a device in the registry must sign its chain
         #: (docs/events.md, "Signed checkpoints"); without, checkpoints are not judged
         self.keys = keys
+        #: the released writer schemas, as data: judging reads no file (None: read now)
+        self.released = released_writers() if released is None else released
         #: the table's order across devices and its end, as sealed checkpoints sign them
         self._order = TableOrder()
         #: signing device -> SHA-256s of the writer schemas of its events since its
@@ -545,13 +550,13 @@ class TableAuditor:
         meaning is its field names) names a released schema when sealed."""
         bound = p.schema_sha256
         if ev.raw is None:
-            if bound is None or bound in _released_sha256():
+            if bound is None or bound in self.released.sha256:
                 return None
             return (f"{ev.device_id} seq {ev.seq} binds schema {bound.hex()[:12]}…, "
                     "not a released one")
-        w = writer_schema(ev)
+        w = self._writer(ev)
         if bound is None:
-            if not _seals(w.canonical):
+            if not w.seals:
                 return None  # the version 2 form, under a version 2 writer
             return (f"{ev.device_id} seq {ev.seq} is written under schema "
                     f"{w.sha256.hex()[:12]}…, which signs checkpoints sealed, and binds no "
@@ -637,13 +642,18 @@ class TableAuditor:
         if not dev.unsigned:
             dev.unsigned_from = ev.seq
         if ev.raw is not None:
-            sha = _WRITER_SHA256.get(ev.writer)
-            if sha is None:
-                sha = _WRITER_SHA256[ev.writer] = writer_schema(ev).sha256
-            self._writers.setdefault(ev.device_id, set()).add(sha)
+            self._writers.setdefault(ev.device_id, set()).add(self._writer(ev).sha256)
         dev.unsigned += 1
         dev.unsigned_last = (ev.seq, ev.event_id, ev.ts)
         dev.unsigned_round = rid
+
+    def _writer(self, ev: Event) -> WriterSchema:
+        """The released schema an event read from bytes is under."""
+        w = self.released.of(ev.writer)
+        if w is None:
+            assert ev.writer is not None
+            raise DecodeError(f"unknown schema fingerprint {ev.writer.hex()}")
+        return w
 
     def _stranger(self, ev: Event) -> None:
         """An event of a device the key registry does not name: nobody can check it
@@ -1006,21 +1016,6 @@ def _violation_from_json(d: dict[str, Any]) -> Violation:
                      int(d["detected_at"]))
 
 
-#: the SHA-256 of each writer schema by the CRC bytes an event names (None: the current)
-_WRITER_SHA256: dict[bytes | None, bytes] = {}
-
-
-@functools.cache
-def _seals(canonical: str) -> bool:
-    """Whether a writer schema (by its canonical form) has the sealed checkpoint."""
-    return '"name":"pitwatch.events.SealedCheckpoint"' in canonical
-
-
-@functools.cache
-def _released_sha256() -> frozenset[bytes]:
-    return frozenset(w.sha256 for w in writer_schemas().values())
-
-
 def _seqs(first: int, last: int) -> str:
     return f"seq {first}" if first == last else f"seq {first}–{last}"
 
@@ -1063,9 +1058,12 @@ class Auditor:
 
     def __init__(self, select_pack: PackSelector, on_violation: ViolationSink,
                  on_round: RoundSink, on_engine_error: EngineErrorSink | None = None,
-                 round_timeout_ms: int | None = None, keys: KeyRegistry | None = None) -> None:
+                 round_timeout_ms: int | None = None, keys: KeyRegistry | None = None,
+                 released: ReleasedWriters | None = None) -> None:
         self.select_pack = select_pack
         self.keys = keys
+        #: the released writer schemas, given to each table (None: read now)
+        self.released = released_writers() if released is None else released
         self.on_violation = on_violation
         self.on_round = on_round
         self.on_engine_error = on_engine_error
@@ -1081,7 +1079,7 @@ class Auditor:
         if t is None:
             t = self.tables[table_id] = TableAuditor(
                 table_id, self.select_pack, self.on_violation, self.on_round,
-                self.on_engine_error, self.round_timeout_ms, self.keys)
+                self.on_engine_error, self.round_timeout_ms, self.keys, self.released)
         return t
 
     def feed(self, ev: Event) -> Fed:

@@ -322,20 +322,16 @@ def writer_fingerprint(ev: Event) -> str:
     return ev.writer.hex() if ev.writer else current_fingerprint()
 
 
-def writer_schema(ev: Event) -> WriterSchema:
-    """The released schema the event's bytes are under (this one when it names none)."""
+def writer_schema_sha256(ev: Event) -> bytes:
+    """SHA-256 of the Parsing Canonical Form of the schema the event's bytes are under
+    (this one when it names none): what gives its bytes (and so its digest) their
+    meaning, for a signature to bind."""
     if ev.writer is None:
-        return current_writer()
+        return current_writer().sha256
     w = writer_schemas().get(ev.writer)
     if w is None:
         raise DecodeError(f"unknown schema fingerprint {ev.writer.hex()}")
-    return w
-
-
-def writer_schema_sha256(ev: Event) -> bytes:
-    """SHA-256 of the Parsing Canonical Form of the schema the event's bytes are under:
-    what gives its bytes (and so its digest) their meaning, for a signature to bind."""
-    return writer_schema(ev).sha256
+    return w.sha256
 
 
 @functools.cache

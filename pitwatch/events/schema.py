@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -27,6 +28,9 @@ from fastavro.schema import to_parsing_canonical_form
 SCHEMA_FILE: Final = "TableEvent.avsc"
 NAMESPACE: Final = "pitwatch.events"
 SINGLE_OBJECT_MAGIC: Final = b"\xc3\x01"
+#: The payload whose writers sign checkpoints sealed (version 3 on): binding the writer
+#: schema's SHA-256, the table's order and its end.
+SEALED_CHECKPOINT: Final = NAMESPACE + ".SealedCheckpoint"
 #: More directories of released schema versions (os.pathsep-separated), beside
 #: schemas/avro/released: where a deployment (or a test) releases a version.
 RELEASED_ENV: Final = "PITWATCH_RELEASED_SCHEMAS"
@@ -126,6 +130,27 @@ class WriterSchema:
     plain: Any
     #: the file it was released in
     source: str
+    #: its payload union has the sealed checkpoint: a checkpoint written under it binds
+    #: its SHA-256 (docs/events.md, "Signed checkpoints")
+    seals: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ReleasedWriters:
+    """The writer schemas a reader knows, as data: what the audit engine, which reads
+    no file and no environment, is given (`released_writers`)."""
+
+    #: the schema this code writes (an event that names no writer is under it)
+    current: WriterSchema
+    #: every released one by its 8 CRC bytes (`writer_schemas`)
+    by_crc: Mapping[bytes, WriterSchema]
+    #: their SHA-256s
+    sha256: frozenset[bytes]
+
+    def of(self, crc: bytes | None) -> WriterSchema | None:
+        """The schema an event's `writer` names (None: the current one); None when it
+        is not a known one."""
+        return self.current if crc is None else self.by_crc.get(crc)
 
 
 def canonical_form(schema: Any) -> str:
@@ -189,6 +214,15 @@ def zero_width_items(node: Any, named: dict[str, bool] | None = None) -> str | N
     return None
 
 
+def seals(plain: Any) -> bool:
+    """Whether a (parsed) TableEvent schema's payload union has the sealed checkpoint."""
+    for f in plain.get("fields", ()) if isinstance(plain, dict) else ():
+        if f["name"] == "payload" and isinstance(f["type"], list):
+            return any((t.get("name") if isinstance(t, dict) else t) == SEALED_CHECKPOINT
+                       for t in f["type"])
+    return False
+
+
 def _released(source: Path, schema: Any) -> WriterSchema:
     plain = fastavro.parse_schema(strip_logical(schema))
     where = zero_width_items(plain)
@@ -196,7 +230,8 @@ def _released(source: Path, schema: Any) -> WriterSchema:
         raise SchemaError(f"{source}: {where} has items that take no bytes")
     canonical = canonical_form(plain)
     return WriterSchema(canonical, hashlib.sha256(canonical.encode()).digest(),
-                        struct.pack("<Q", crc64_avro(canonical.encode())), plain, str(source))
+                        struct.pack("<Q", crc64_avro(canonical.encode())), plain, str(source),
+                        seals(plain))
 
 
 @cache
@@ -223,6 +258,14 @@ def writer_schemas() -> dict[bytes, WriterSchema]:
 def current_writer() -> WriterSchema:
     """The schema this code writes."""
     return writer_schemas()[single_object_header()[2:]]
+
+
+def released_writers() -> ReleasedWriters:
+    """`writer_schemas` and the current one, read (files, the environment) now: what a
+    caller gives the audit engine when it builds it."""
+    known = writer_schemas()
+    return ReleasedWriters(current_writer(), known,
+                           frozenset(w.sha256 for w in known.values()))
 
 
 def released_by_canonical(canonical: str) -> WriterSchema | None:

@@ -125,6 +125,20 @@ def test_the_released_versions_have_distinct_crcs_and_items_that_take_bytes() ->
     assert v2 is not None and v2.source.endswith("released/v2/TableEvent.avsc")
 
 
+def test_the_audit_is_given_the_released_schemas_as_data() -> None:
+    """A writer seals its checkpoints when its payload union has SealedCheckpoint (v3
+    on); the engine takes the released versions, their SHA-256s and that flag, as data
+    (`released_writers`), and reads no file itself."""
+    known = schema.writer_schemas()
+    by_version = {w.source.split("/")[-2]: w for w in known.values() if "/released/" in w.source}
+    assert not by_version["v1"].seals and not by_version["v2"].seals and by_version["v3"].seals
+    assert all(w.seals == (schema.SEALED_CHECKPOINT in w.canonical) for w in known.values())
+    r = schema.released_writers()
+    assert r.current == schema.current_writer() and r.of(None) == r.current
+    assert r.of(by_version["v2"].crc) == by_version["v2"] and r.of(b"\0" * 8) is None
+    assert r.sha256 == {w.sha256 for w in known.values()}
+
+
 def test_the_current_schema_is_released() -> None:
     """What this code writes is read back by its canonical form among released/*."""
     current = schema.current_writer()
