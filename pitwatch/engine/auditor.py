@@ -30,7 +30,6 @@ A check that raises anything but `Undecidable` is an engine error: counted in
 
 from __future__ import annotations
 
-import base64
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -56,7 +55,7 @@ from ..events.model import (
 )
 from ..events.schema import ReleasedWriters, WriterSchema, released_writers
 from .errors import FOLD, EngineErrorSink, engine_error
-from .record import HISTORY_SEQS, HOLE, PREFIX, Fed
+from .record import HISTORY_SEQS, HOLE, PREFIX, Fed, _b64, _unb64
 from .record import Device as _Device
 from .rulepack import Finding, PostingRule, Rule, RulePack, Undecidable
 from .signed_order import TableOrder
@@ -98,14 +97,6 @@ class RoundSummary:
 
 class StateError(ValueError):
     """A snapshot this auditor cannot take: another version, or damaged."""
-
-
-def _b64(b: bytes) -> str:
-    return base64.b64encode(b).decode()
-
-
-def _unb64(s: str) -> bytes:
-    return base64.b64decode(s, validate=True)
 
 
 def _upcast_v1(state: dict[str, Any]) -> dict[str, Any]:
