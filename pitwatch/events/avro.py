@@ -262,6 +262,11 @@ def decode(body: bytes) -> Event:
     """The event of a body under this schema: in C (`native`) where the walk takes it,
     else fastavro's datum, held to its one byte form (`_datum`)."""
     _bounded(body, "an event")
+    return _decode_current(body)
+
+
+def _decode_current(body: bytes) -> Event:
+    """`decode` of a body already within the message limit."""
     program = _current_program()
     built = None if program is None else program.build(body, 1)
     if built is not None:  # built in C (`native`); what it refuses, fastavro reads
@@ -280,10 +285,17 @@ def _datum(writer: WriterSchema, body: bytes) -> Any:
         raise DecodeError(f"not a TableEvent body under schema {writer.crc.hex()}: {e}") from e
     if bio.tell() != len(body):
         raise DecodeError(f"{len(body) - bio.tell()} bytes after the record")
-    _one_form(writer, d, body)
-    if writer.crc == current_writer().crc:
-        return d
-    return fastavro.schemaless_reader(io.BytesIO(body), writer.plain, plain_schema(),
+    return _resolved(writer, d, body, writer.crc == current_writer().crc)
+
+
+def _resolved(writer: WriterSchema, datum: Any, raw: bytes, current: bool) -> Any:
+    """fastavro's datum of `raw` under its released writer schema, held to its one byte
+    form (`_one_form`) and resolved to this schema (`current`: the writer is this one,
+    else `raw` is read again under both)."""
+    _one_form(writer, datum, raw)
+    if current:
+        return datum
+    return fastavro.schemaless_reader(io.BytesIO(raw), writer.plain, plain_schema(),
                                       return_record_name=True)
 
 
@@ -353,8 +365,8 @@ def decode_single(message: bytes) -> Event:
     computed over them, never over a re-encoding."""
     _bounded(message, "a message")
     header = single_object_header()
-    if message[:10] == header:
-        return decode(message[10:])
+    if message[:10] == header:  # this schema: in C where the walk takes it (`decode`)
+        return _decode_current(message[10:])
     if message[:2] != header[:2]:
         raise DecodeError("not Avro single-object encoded (no C3 01 marker)")
     fp = message[2:10]
@@ -596,13 +608,8 @@ class ContainerBlock:
             _bounded(raw, "a record")
         if isinstance(rec, Event):  # the C walk took only records in their one form
             return checked(rec)
-        d: Any
         d, raw = rec
-        _one_form(self._writer, d, raw)
-        if not self._current:
-            d = fastavro.schemaless_reader(io.BytesIO(raw), self._writer.plain,
-                                           plain_schema(), return_record_name=True)
-        ev = from_datum(d, raw)
+        ev = from_datum(_resolved(self._writer, d, raw, self._current), raw)
         ev.writer = self._writer_fp
         return ev
 
