@@ -152,8 +152,16 @@ or a key registry that cannot be read."""
             return 2
         try:
             keys_file = registry_path(args.keys, args.paths)
-            if keys_file is None and not args.no_store:
-                keys_file = registry_pin.pinned(args.data)  # the store's, from an earlier audit
+            pinned = None if args.no_store else registry_pin.pinned(args.data)
+            if keys_file is None:
+                keys_file = pinned  # the store's, from an earlier audit
+            elif (not args.keys and pinned is not None and not args.site_public_key
+                  and keys_file.read_bytes() != pinned.read_bytes()):
+                # whoever can put a file beside the input must not choose the keys
+                raise KeyRegistryError(
+                    f"{keys_file} beside the input is not the key registry the store "
+                    f"{args.data} was audited against ({pinned}): name the one to check "
+                    "signatures against with --keys FILE (the store then keeps it)")
             keys = None if keys_file is None else KeyRegistry.load(keys_file)
             if keys is not None and args.site_public_key:
                 check_registry_signature(keys.raw, str(keys_file),

@@ -181,6 +181,14 @@ def test_the_store_keeps_its_registry_and_checks_against_it_when_none_is_named(
             ) in changed.stdout
     assert (tmp_path / "d" / "keys.json").read_bytes() == \
         (tmp_path / "other.json").read_bytes()
+    # a registry put beside the input does not replace the store's unless named
+    (tmp_path / "floor" / "keys.json").write_bytes(first)
+    beside = _pitwatch("audit", "floor", "--data", "d", "--quiet", cwd=tmp_path)
+    assert beside.returncode == 2 and beside.stdout == ""
+    assert "beside the input is not the key registry the store d was audited against" \
+        in beside.stderr
+    assert (tmp_path / "d" / "keys.json").read_bytes() == \
+        (tmp_path / "other.json").read_bytes()
 
 
 @pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl")
