@@ -290,7 +290,7 @@ def audit_events(
         for (ev, _), why in got.different:
             rep.refused += 1
             if on_refused is not None:
-                on_refused(Rejected(REFUSED_SOURCE, 0, why, dumps(ev).decode("utf-8", "replace")))
+                on_refused(refused_letter(ev, None, why))
 
     if writer is not None:
         add_at, held = writer.hand_over()
@@ -415,15 +415,16 @@ def _state_row(table_id: str, a: TableAuditor, at: Standing, closed: bool) -> di
                      r.started_ts or r.last_ts)
 
 
-def refused_letter(ev: Event, finding: Violation | None) -> Rejected:
+def refused_letter(ev: Event, finding: Violation | None, why: str | None = None
+                   ) -> Rejected:
     """The dead letter of an event the record refused: the event as JSON Lines, and
-    why (the finding raised on it, when there is one)."""
-    why = (f"{finding.code} ({finding.severity}): {finding.message}" if finding is not None
-           else "not applied to the record (see the table's findings)")
-    return Rejected(REFUSED_SOURCE, 0,
-                    f"refused by the record, never stored: table {ev.table_id} "
-                    f"{ev.device_id} seq {ev.seq} event {ev.event_id}: {why}",
-                    dumps(ev).decode("utf-8", "replace"))
+    why (`why` as given; else the finding raised on it, when there is one)."""
+    if why is None:
+        why = "refused by the record, never stored: " + (
+            f"table {ev.table_id} {ev.device_id} seq {ev.seq} event {ev.event_id}: "
+            + (f"{finding.code} ({finding.severity}): {finding.message}" if finding is not None
+               else "not applied to the record (see the table's findings)"))
+    return Rejected(REFUSED_SOURCE, 0, why, dumps(ev).decode("utf-8", "replace"))
 
 
 class _Known:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -52,6 +53,12 @@ class Store(Protocol):
         as it is)."""
 
     def close(self) -> None: ...
+
+
+#: A materialized view of schemas/clickhouse (`CREATE MATERIALIZED VIEW IF NOT EXISTS
+#: name TO target AS SELECT ...`): its name, target and select.
+VIEW = re.compile(r"CREATE MATERIALIZED VIEW IF NOT EXISTS (?P<name>\w+) TO (?P<target>\w+) "
+                  r"AS\s+(?P<select>SELECT.*)", re.S)
 
 
 def ddl_statements() -> list[str]:

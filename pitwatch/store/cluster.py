@@ -14,14 +14,11 @@ import re
 from pathlib import Path
 
 from ..events.schema import schemas_dir
-from .base import ddl_statements
+from .base import VIEW, ddl_statements
 
 _TABLE = re.compile(
     r"CREATE TABLE IF NOT EXISTS (?P<name>\w+) \((?P<columns>.*?)\)\s*"
     r"ENGINE = (?P<engine>\w*MergeTree)\((?P<args>[^)]*)\)\s*(?P<clauses>.*)", re.S)
-_VIEW = re.compile(
-    r"CREATE MATERIALIZED VIEW IF NOT EXISTS (?P<name>\w+) TO (?P<target>\w+) AS\s+"
-    r"(?P<select>SELECT.*)", re.S)
 _FROM = re.compile(r"\bFROM\s+(\w+)\b")
 _ORDER = re.compile(r"ORDER BY \(?\s*(\w+)")
 _TEMPLATE = re.compile(r"-- (\w+): ")
@@ -70,7 +67,7 @@ def cluster_statements(database: str, cluster: str) -> list[str]:
                       "shard_key": shard_key(m["columns"], m["clauses"])}
             out.append(t["local"].format(**fields))
             out.append(t["distributed"].format(**fields))
-        elif m := _VIEW.fullmatch(stmt):
+        elif m := VIEW.fullmatch(stmt):
             select = _FROM.sub(lambda f: f"FROM {database}.{f.group(1)}_local", m["select"])
             out.append(t["view"].format(db=database, cluster=cluster, name=m["name"],
                                         target=m["target"], select=select))
@@ -86,6 +83,6 @@ def table_names() -> list[str]:
     for stmt in ddl_statements():
         if m := _TABLE.fullmatch(stmt):
             names += [m["name"], m["name"] + "_local"]
-        elif m := _VIEW.fullmatch(stmt):
+        elif m := VIEW.fullmatch(stmt):
             names.append(m["name"])
     return names

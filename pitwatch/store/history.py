@@ -4,9 +4,9 @@ round needs around it to be judged again exactly as it was.
 A round is judged with the table context it had: the posted rules (the last
 `TableOpened` before it), the shoe's card counts (everything dealt since the last
 `ShoeLoaded`), and each device's record (its last event before, for the seq and digest
-checks). `context(store, table_id, pos)` gives the events to feed an auditor before the
-event at `pos`: each device's last event before the context starts, then everything from
-the earlier of the last TableOpened and the last ShoeLoaded on.
+checks). `bring_up_to(store, auditor, table_id, pos)` brings an auditor to the event at
+`pos`: it primes each device with its last event before the context starts, then feeds
+everything from the earlier of the last TableOpened and the last ShoeLoaded on.
 
 An audit run into the store also leaves each table's engine state there (`audit_states`,
 written by `pitwatch.audit.run` after the run's events): the next run continues the
@@ -62,13 +62,16 @@ def stream(store: Store, table_id: str, begin: int, end: int | None = None
     return (Stored(p, ev) for p, ev in lookup.stream(store, table_id, begin, end))
 
 
-def context(store: Store, table_id: str, before: int) -> Iterator[Stored]:
-    """The events to feed an auditor so the event at `before` finds the table as the
-    audit found it (see the module's note), in order; none for a table's first event."""
+def bring_up_to(store: Store, auditor: TableAuditor, table_id: str, before: int) -> None:
+    """Bring `auditor` to where the audit stood at the event at `before` (see the
+    module's note), raising nothing: each device primed with its last event before the
+    context, then the context's events fed; nothing for a table's first event."""
     begin = context_start(store, table_id, before)
-    yield from primers(store, table_id, begin)
-    if before > 0:
-        yield from (s for s in stream(store, table_id, begin, before - 1))
+    with _quiet(auditor):
+        for st in primers(store, table_id, begin):
+            auditor.prime(st.event)
+        for st in stream(store, table_id, begin, before - 1) if before > 0 else ():
+            auditor.feed(st.event)
 
 
 def round_span(store: Store, round_id: str) -> tuple[str, int, int] | None:
@@ -104,19 +107,9 @@ def continue_history(store: Store, auditor: TableAuditor, ev: Event) -> None:
     before = int(rows[0]["pos"]) if rows else int(top[0]["p"]) + 1
     if resume_state(store, auditor, ev.table_id, before) is not None:
         return
-    sinks = auditor.on_violation, auditor.on_round
-    auditor.on_violation, auditor.on_round = (lambda v: None), (lambda s: None)
-    try:
-        begin = context_start(store, ev.table_id, before)
-        for st in primers(store, ev.table_id, begin):  # each device's last event: primed
-            auditor.prime(st.event)
-        for st in stream(store, ev.table_id, begin, before - 1) if before > 0 else ():
-            auditor.feed(st.event)
-    finally:
-        auditor.on_violation, auditor.on_round = sinks
+    bring_up_to(store, auditor, ev.table_id, before)
     r = auditor.round
-    if r is not None and not r.ended and store.query(
-            "SELECT round_id FROM rounds FINAL WHERE round_id = {r:String}", {"r": r.round_id}):
+    if r is not None and not r.ended and lookup.round_closed(store, ev.table_id, r.round_id):
         # the run that stored it closed it (its input ended there): it stays closed
         r.ended = True
         auditor.closed[r.round_id] = None

@@ -16,12 +16,11 @@ SELECT run once over its base table, recorded in `store_migrations`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .base import Store, StoreError, ddl_statements
+from .base import VIEW, Store, StoreError, ddl_statements
 from .rows import EVENT_COLUMNS, stored_event
 
 #: A position moves 1,024 an event (pitwatch/store/order.py): a window of this many
@@ -38,8 +37,6 @@ MIGRATIONS = {"lookups-1": ("event_positions", "event_marks", "table_devices",
                             "round_index", "round_starts", "dealer_rounds",
                             "violation_codes"),
               "lookups-2": ("round_violations",)}
-_VIEW = re.compile(r"CREATE MATERIALIZED VIEW IF NOT EXISTS (\w+) TO (\w+) AS\s+(SELECT.*)",
-                   re.S)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +70,7 @@ def backfills() -> dict[str, str]:
     """Each index table's backfill: its view's SELECT, as an INSERT into it."""
     out: dict[str, str] = {}
     for stmt in ddl_statements():
-        m = _VIEW.match(stmt)
+        m = VIEW.match(stmt)
         if m is not None:
             out[m.group(2)] = f"INSERT INTO {m.group(2)} {m.group(3)}"
     return out
