@@ -193,10 +193,10 @@ def test_feed_says_what_the_record_did_with_each_event() -> None:
 
 
 def test_a_tenfold_payout_copy_is_a_high_finding_not_a_redelivery() -> None:
-    """Issue 35: a copy of a PayoutMade with 10x the amount and the same event_id and
-    seq was dropped as a redelivery. "A copy whose content differs from what was
-    recorded for its device and seq is a substitution (SEQUENCE_CONFLICT, HIGH)"; the
-    round's money stays what was recorded."""
+    """A copy of a PayoutMade with 10x the amount and the same event_id and seq: "A copy
+    whose content differs from what was recorded for its device and seq is a
+    substitution (SEQUENCE_CONFLICT, HIGH)"; the round's money stays what was
+    recorded."""
     sc = table(1)
     pay = next(e for e in sc.events if type(e.payload) is PayoutMade)
     p = pay.payload
@@ -214,9 +214,9 @@ def test_a_tenfold_payout_copy_is_a_high_finding_not_a_redelivery() -> None:
 
 
 def test_a_whole_history_sent_again_is_a_no_op() -> None:
-    """Issue 35: a producer re-sending a table's whole history from its start got 216
-    SEQUENCE_CONFLICT: "an identical copy is a redelivery and changes nothing, however
-    far back it lies" (within the 4,096 seqs kept of each device)."""
+    """A producer re-sending a table's whole history from its start: "an identical copy
+    is a redelivery and changes nothing, as far back as the audit holds its seq" (the
+    4,096 seqs kept of each device)."""
     sc = table(200)
     assert max(e.seq for e in sc.events) > 1024
     found: list[Violation] = []

@@ -5,7 +5,7 @@ reads (ClickHouse reports them) stay bounded as history grows".
 ClickHouse counts the rows a query reads and refuses one that reads more than
 `max_rows_to_read` (chDB and the 18.16 server alike): every lookup runs under a bound
 that the floor's own history passes and 41 times the history is well over, so a lookup
-that read the history (the `events FINAL WHERE round_id = ...` scan it replaced) is
+that read the history (a scan of `events FINAL WHERE round_id = ...`) is
 refused there, and one that reads through a sort key passes both. On chDB always, and
 on a ClickHouse server too when PITWATCH_TEST_CLICKHOUSE names one."""
 
