@@ -28,7 +28,7 @@ from pitwatch.store.base import Store
 
 from . import pages
 from .accounts import Accounts
-from .auth import AUTH, SESSION_KEY, AuthConfig, may, session_of
+from .auth import AUTH, SESSION_KEY, AuthConfig, may, peek_session, session_of
 from .auth import routes as auth_routes
 from .data import ConsoleData, Filters, NotFound, catalogue_codes, checked_id
 from .feed import Hub, KafkaAlerts, SilentWatch, StorePoller, StoreProbe, Webhook
@@ -513,11 +513,17 @@ async def status_api(request: web.Request) -> web.Response:
 
 async def health(request: web.Request) -> web.Response:
     """For monitors: 200 when the store answers and (with --kafka) the broker does;
-    503 otherwise, with which is down."""
+    503 otherwise, with which is down. Without a session only that (ok, the store up,
+    down or unknown, Kafka's state word); with one, the whole status (silent tables,
+    error texts, lag)."""
     hub = request.app[HUB]
     st = hub.status()
     kafka_ok = st["kafka"] in ("off", "live")
     ok = st["store"] != "down" and kafka_ok
+    if peek_session(request) is None:
+        return _json({"ok": ok, "store": st["store"],
+                      "kafka": str(st["kafka"]).split(":", 1)[0].strip()},
+                     200 if ok else 503)
     return _json({**st, "ok": ok, "store_kind": type(request.app[DB].store).__name__},
                  200 if ok else 503)
 

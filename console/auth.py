@@ -4,7 +4,9 @@
   (421): a page of another site that resolved its name to this address (DNS
   rebinding) reads nothing.
 - Pages need a session (a random token in an HttpOnly, SameSite=Strict cookie); the
-  login page and /static do not, nor /api/health (for monitors; it names no data).
+  login page and /static do not, nor /api/health (for monitors: without a session it
+  says only ok, the store up or down and Kafka's state word; the whole status, with
+  silent tables, error texts and lag, needs a session).
 - Every POST carries the session's CSRF token (header X-CSRF-Token or form field
   `csrf`); the login form a token of its own cookie (double submit).
 - Single sign-on: with `sso_header` set, a request from one of `sso_proxies` (the
@@ -134,6 +136,25 @@ def _sso(request: web.Request, cfg: AuthConfig) -> Session | None:
         s = cfg.sessions[token] = Session(user, role, secrets.token_urlsafe(32),
                                           time.monotonic(), "sso")
         request[NEW_COOKIE] = token
+    return s
+
+
+def peek_session(request: web.Request) -> Session | None:
+    """The request's session on a public path, where the gate does not ask for one:
+    its cookie's (live, its account still there) or single sign-on's. Makes none."""
+    if SESSION_KEY in request:
+        return request[SESSION_KEY]
+    cfg = request.app[AUTH]
+    if cfg.sso_header and request.remote in cfg.sso_proxies:
+        user = request.headers.get(cfg.sso_header, "").strip()
+        if user and len(user) <= 64:
+            acct = cfg.accounts.get(user)
+            return Session(user, acct.role if acct else "viewer", "", time.monotonic(), "sso")
+    s = cfg.sessions.get(request.cookies.get(COOKIE, ""))
+    if s is None or time.monotonic() - s.seen > IDLE_S:
+        return None
+    if s.via == "password" and cfg.accounts.get(s.user) is None:
+        return None
     return s
 
 

@@ -379,3 +379,27 @@ def test_single_sign_on_requests_without_the_cookie_do_not_pile_up_sessions(
 
     serve(store_dir, check, user=None, sso_header="X-Remote-User",
           sso_proxies=("127.0.0.1",))
+
+
+def test_health_without_a_login_says_up_or_down_and_nothing_more(store_dir: Path) -> None:
+    """/api/health needs no login, so it names no table, error text or lag without one."""
+    flaky = Flaky(store_dir)
+
+    async def check(client: TestClient[Any, Any]) -> None:
+        resp = await client.get("/api/health")
+        assert resp.status == 200 and set(await resp.json()) == {"ok", "store", "kafka"}
+        flaky.down = True
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 10
+        while (resp := await client.get("/api/health")).status != 503:
+            assert loop.time() < deadline, "the outage was not noticed"
+            await asyncio.sleep(0.05)
+        text = await resp.text()
+        assert "Connection refused" not in text and "127.0.0.1" not in text
+        assert await resp.json() == {"ok": False, "store": "down", "kafka": "off"}
+        await login(client, "viewer")
+        full = await (await client.get("/api/health")).json()
+        assert "Connection refused" in full["store_error"] and "silent" in full
+        flaky.down = False
+
+    serve(store_dir, check, user=None, store=flaky, probe_every=0.1)
