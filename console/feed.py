@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -346,6 +347,20 @@ class StoreProbe:
             await asyncio.sleep(self.every)
 
 
+def webhook_failure(e: BaseException) -> str:
+    """Why a webhook post failed, without its URL (a secret: a paging system's token is
+    in its path, and an exception's text names the URL or its host): the exception's
+    type and, for a connection refused or reset, the error number's text."""
+    errno = getattr(getattr(e, "os_error", None), "errno", None)
+    reason = os.strerror(errno) if isinstance(errno, int) else None  # it names no host
+    status = getattr(e, "status", None)
+    if reason:
+        return f"{type(e).__name__} ({reason})"
+    if isinstance(status, int):
+        return f"{type(e).__name__} (HTTP {status})"
+    return type(e).__name__
+
+
 class Webhook:
     """Posts each CRITICAL to the site's paging system (a JSON body: the alert and a
     link to it), retrying with back-off for up to `give_up_s`; what it could not deliver
@@ -385,7 +400,7 @@ class Webhook:
                                 break
                             why = f"HTTP {r.status}"
                     except (aiohttp.ClientError, TimeoutError) as e:
-                        why = f"{type(e).__name__}: {e}"
+                        why = webhook_failure(e)
                     if waited >= self.give_up_s:
                         self.failed += 1
                         log.error("console: webhook gave up on CRITICAL %s: %s",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -97,9 +98,12 @@ Host is one it is served as (--allow-host)."""
         p.add_argument("--shifts", default="06:00,14:00,22:00", metavar="HH:MM,...",
                        help="local times the shifts start, the first with the gaming "
                        "day (default %(default)s)")
-        p.add_argument("--webhook", default="", metavar="URL",
-                       help="POST each CRITICAL here as JSON (a paging system); set it on "
-                       "one console of a site")
+        p.add_argument("--webhook-file", type=Path, metavar="FILE",
+                       help="a file (mode 600) holding the URL each CRITICAL is POSTed to "
+                       "as JSON (a paging system; its token makes it a secret, so never on "
+                       "the command line); else the environment's PITWATCH_WEBHOOK. Set it "
+                       "on one console of a site")
+        p.add_argument("--webhook", default=None, help=argparse.SUPPRESS)
         p.add_argument("--public-url", default="", metavar="URL",
                        help="how the webhook's links name this console (default "
                        "http://HOST:PORT)")
@@ -113,6 +117,11 @@ Host is one it is served as (--allow-host)."""
                        "the feed (default %(default)s; the embedded store is read once)")
 
     def run(self, args: argparse.Namespace) -> int:
+        try:
+            webhook = webhook_url(args)
+        except ValueError as e:
+            print(f"pitwatch serve: {e}", file=sys.stderr)
+            return 2
         try:
             from aiohttp import web
 
@@ -181,7 +190,7 @@ Host is one it is served as (--allow-host)."""
                             allowed_hosts=hosts, sso_header=args.sso_header,
                             sso_proxies=tuple(args.sso_proxy),
                             sso_role_header=args.sso_role_header,
-                            secure_cookies=args.secure_cookies, webhook=args.webhook,
+                            secure_cookies=args.secure_cookies, webhook=webhook,
                             public_url=args.public_url or f"http://{args.host}:{args.port}")
         app = make_app(store, settings)
         feed = f", alerts from {args.kafka} topic {args.alerts_topic}" if args.kafka else ""
@@ -190,6 +199,30 @@ Host is one it is served as (--allow-host)."""
         web.run_app(app, host=args.host, port=args.port, print=None,
                     handle_signals=True, shutdown_timeout=2)
         return 0
+
+
+def webhook_url(args: argparse.Namespace) -> str:
+    """The webhook's URL, from --webhook-file (read as a secret) or PITWATCH_WEBHOOK;
+    never from the command line, where every user of the machine reads it."""
+    from pitwatch.secret_file import SecretFileError, read_secret
+
+    if getattr(args, "webhook", None):
+        raise ValueError("--webhook URL is no more: the URL is a secret (its token pages "
+                         "the site), and a command line is every local user's to read; put "
+                         "it in a file (chmod 600) named by --webhook-file, or in the "
+                         "environment's PITWATCH_WEBHOOK")
+    if args.webhook_file is not None:
+        try:
+            url = read_secret(args.webhook_file).decode("utf-8", "replace").strip()
+        except SecretFileError as e:
+            raise ValueError(f"--webhook-file: {e}") from None
+        if not url:
+            raise ValueError(f"--webhook-file: {args.webhook_file} is empty")
+    else:
+        url = os.environ.get("PITWATCH_WEBHOOK", "").strip()
+    if url and not url.startswith(("http://", "https://")):
+        raise ValueError("the webhook's URL must start with http:// or https://")
+    return url
 
 
 command = _Serve()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import csv
 import io
+import logging
 from datetime import date, time
 from pathlib import Path
 from typing import Any
@@ -287,3 +288,59 @@ def test_a_finding_that_arrives_late_is_polled_by_its_arrival(tmp_path: Path) ->
         assert all(t["age_ms"] is not None and t["age_ms"] < 60_000 for t in board)
     finally:
         store.close()
+
+
+def test_the_webhook_url_is_never_on_the_command_line_nor_in_the_log(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The webhook's URL holds the pager's token: read from a file or the environment,
+    and a failure is logged without it."""
+    import argparse
+    import socket
+
+    from console.feed import webhook_failure
+    from console.serve import command, webhook_url
+
+    p = argparse.ArgumentParser()
+    command.configure(p)
+    monkeypatch.delenv("PITWATCH_WEBHOOK", raising=False)
+    assert webhook_url(p.parse_args([])) == ""
+    monkeypatch.setenv("PITWATCH_WEBHOOK", "https://pager.example/hook/T0KEN")
+    assert webhook_url(p.parse_args([])) == "https://pager.example/hook/T0KEN"
+    f = tmp_path / "webhook"
+    f.write_text("https://pager.example/hook/FILET0KEN\n")
+    f.chmod(0o644)
+    with pytest.raises(ValueError, match="chmod 600"):
+        webhook_url(p.parse_args(["--webhook-file", str(f)]))
+    f.chmod(0o600)
+    assert webhook_url(p.parse_args(["--webhook-file", str(f)])) == (
+        "https://pager.example/hook/FILET0KEN")
+    with pytest.raises(ValueError, match="PITWATCH_WEBHOOK") as refused:
+        webhook_url(p.parse_args(["--webhook", "https://pager.example/hook/T0KEN"]))
+    assert "T0KEN" not in str(refused.value)
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/hook/S3CRET"
+
+    async def main() -> None:
+        hub = Hub()
+        sender = Webhook(hub, url, "http://console:8080/", give_up_s=0.0)
+        task = asyncio.create_task(sender.run())
+        hub.add_alert({"code": "PAYOUT_WRONG", "table_id": "T", "round_id": "r",
+                       "seat": 1, "hand": None, "event_id": "e", "citation": "c",
+                       "message": "m", "pack": "p", "pack_version": "1", "detected_at": 5,
+                       "jurisdiction": "NJ", "violation_id": "v1", "severity": "CRITICAL"})
+        deadline = asyncio.get_running_loop().time() + 20
+        while not sender.failed:
+            assert asyncio.get_running_loop().time() < deadline
+            await asyncio.sleep(0.05)
+        task.cancel()
+
+    with caplog.at_level(logging.WARNING, logger="pitwatch"):
+        asyncio.run(main())
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "gave up on CRITICAL v1" in logged and "ClientConnectorError" in logged
+    assert "S3CRET" not in logged and str(port) not in logged
+    assert "S3CRET" not in webhook_failure(ValueError(url))
