@@ -7,9 +7,13 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pitwatch.connect import add_connection_flags
 from pitwatch.store.base import Store
+
+if TYPE_CHECKING:
+    from .accounts import Accounts
 
 
 class _Serve:
@@ -41,8 +45,9 @@ examples:
 Users log in (accounts: `pitwatch users add NAME --role ROLE`, argon2id hashes in
 --users FILE); roles are viewer (reads), operator (acknowledges, escalates, notes),
 investigator (also investigates, assigns, closes) and supervisor (everything, reopens).
-When the accounts file holds no account, serve creates `demo` (a supervisor) and prints
-its password. With single sign-on, --sso-header names the header the site's reverse
+When the accounts file holds no account, serve creates `demo` (a supervisor) and writes
+its password to a file beside the accounts file (FILE's name .demo-password, mode 600),
+whose path it prints. With single sign-on, --sso-header names the header the site's reverse
 proxy (--sso-proxy ADDR) sets to the authenticated user.
 
 It listens on 127.0.0.1 unless told otherwise (--host), and answers only requests whose
@@ -160,7 +165,7 @@ Host is one it is served as (--allow-host)."""
         # the triage log and the dashboard aggregates, made if missing
         for line in refresh_aggregates(store):
             print(f"pitwatch serve: {line}", file=sys.stderr)
-        from .accounts import Accounts, new_password
+        from .accounts import Accounts
         from .sitetime import SiteTime
 
         try:
@@ -173,11 +178,11 @@ Host is one it is served as (--allow-host)."""
         accounts = Accounts(users)
         try:
             if not accounts.all() and not args.sso_header:
-                password = new_password()
-                accounts.add("demo", "supervisor", password)
+                kept = first_account(accounts)
                 print(f"pitwatch serve: no account in {users}: made user 'demo' "
-                      f"(supervisor), password {password}  (add your own with `pitwatch "
-                      f"users add NAME --role ROLE --users {users}`)", flush=True)
+                      f"(supervisor), its password in {kept} (readable by you alone; add "
+                      f"your own with `pitwatch users add NAME --role ROLE --users "
+                      f"{users}`)", flush=True)
         except (OSError, PermissionError, ValueError) as e:
             print(f"pitwatch serve: accounts file {users}: {e}", file=sys.stderr)
             return 2
@@ -199,6 +204,25 @@ Host is one it is served as (--allow-host)."""
         web.run_app(app, host=args.host, port=args.port, print=None,
                     handle_signals=True, shutdown_timeout=2)
         return 0
+
+
+def first_account(accounts: Accounts) -> Path:
+    """The `demo` supervisor for an accounts file with none, its new password written to
+    a file beside it that only its owner may read (never printed: a terminal's
+    scroll-back, a CI log or `docker logs` keeps what is printed); that file's path."""
+    from .accounts import new_password
+
+    password = new_password()
+    kept = accounts.path.with_name(accounts.path.stem + ".demo-password")
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(kept, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    try:
+        os.fchmod(fd, 0o600)  # an older file of looser mode is made the owner's alone
+        os.write(fd, (password + "\n").encode())
+    finally:
+        os.close(fd)
+    accounts.add("demo", "supervisor", password)
+    return kept
 
 
 def webhook_url(args: argparse.Namespace) -> str:

@@ -403,3 +403,21 @@ def test_health_without_a_login_says_up_or_down_and_nothing_more(store_dir: Path
         flaky.down = False
 
     serve(store_dir, check, user=None, store=flaky, probe_every=0.1)
+
+
+def test_the_first_demo_password_is_kept_in_a_file_of_its_own_never_printed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from console.serve import first_account
+
+    accounts = Accounts(tmp_path / "console-users.json")
+    kept = first_account(accounts)
+    assert kept == tmp_path / "console-users.demo-password"
+    assert kept.stat().st_mode & 0o777 == 0o600
+    password = kept.read_text().strip()
+    assert len(password) >= 12 and accounts.verify("demo", password) is not None
+    demo = accounts.get("demo")
+    assert demo is not None and demo.role == "supervisor"
+    assert password not in capsys.readouterr().out
+    kept.chmod(0o644)  # an older file, opened to others: the owner's alone again
+    first_account(accounts)
+    assert kept.stat().st_mode & 0o777 == 0o600 and kept.read_text().strip() != password
