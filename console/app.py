@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -112,7 +113,34 @@ class StoreThread:
 HUB = web.AppKey("hub", Hub)
 DB = web.AppKey("db", StoreThread)
 SETTINGS = web.AppKey("settings", Settings)
-HELD = web.AppKey("held", dict)  # the last answer to each page's question, for outages
+HELD_MAX = 256  # questions whose last answer is held (a search each): the least recent go
+
+
+class Held:
+    """The last answer to each page's question, for outages: the HELD_MAX asked most
+    recently (a least-recently-used cache, so distinct searches cannot grow it)."""
+
+    def __init__(self, cap: int | None = None) -> None:
+        self.cap = HELD_MAX if cap is None else cap
+        self._items: OrderedDict[tuple[str, str], tuple[int, Any]] = OrderedDict()
+
+    def get(self, key: tuple[str, str]) -> tuple[int, Any] | None:
+        got = self._items.get(key)
+        if got is not None:
+            self._items.move_to_end(key)
+        return got
+
+    def put(self, key: tuple[str, str], value: tuple[int, Any]) -> None:
+        self._items[key] = value
+        self._items.move_to_end(key)
+        while len(self._items) > self.cap:
+            self._items.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+HELD = web.AppKey("held", Held)
 
 
 def now_ms() -> int:
@@ -136,12 +164,13 @@ async def held(request: web.Request, fn: Callable[..., T], *args: Any) -> T:
     try:
         got = await db.run(fn, *args)
     except StoreDown as e:
-        if key not in request.app[HELD]:
+        kept = request.app[HELD].get(key)
+        if kept is None:
             raise
-        at, value = request.app[HELD][key]
+        at, value = kept
         CONTEXT.set(replace(page_context(), as_of=at, store_error=str(e)[:120]))
         return value  # type: ignore[no-any-return]
-    request.app[HELD][key] = (now_ms(), got)
+    request.app[HELD].put(key, (now_ms(), got))
     return got
 
 
@@ -567,7 +596,7 @@ def make_app(store: Store, settings: Settings) -> web.Application:
     app[HUB] = Hub()
     app[DB] = StoreThread(store, app[HUB])
     app[SETTINGS] = settings
-    app[HELD] = {}
+    app[HELD] = Held()
     app[AUTH] = AuthConfig(Accounts(settings.users), settings.allowed_hosts,
                            settings.sso_header, settings.sso_proxies,
                            settings.sso_role_header, settings.secure_cookies)

@@ -421,3 +421,27 @@ def test_the_first_demo_password_is_kept_in_a_file_of_its_own_never_printed(
     kept.chmod(0o644)  # an older file, opened to others: the owner's alone again
     first_account(accounts)
     assert kept.stat().st_mode & 0o777 == 0o600 and kept.read_text().strip() != password
+
+
+def test_the_copies_held_for_outages_are_the_most_recent_few(
+        store_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each distinct search is a question held: a least-recently-used cache, capped."""
+    import console.app as app_module
+
+    monkeypatch.setattr(app_module, "HELD_MAX", 5)
+
+    async def check(client: TestClient[Any, Any]) -> None:
+        held = client.server.app[app_module.HELD]
+        for i in range(20):
+            resp = await client.get("/search", params={"dealer": f"nobody-{i}"})
+            assert resp.status == 200
+        assert len(held) <= 5
+
+    serve(store_dir, check)
+
+    cache = app_module.Held(2)
+    cache.put(("a", ""), (1, "a"))
+    cache.put(("b", ""), (2, "b"))
+    assert cache.get(("a", "")) == (1, "a")  # used: now the most recent
+    cache.put(("c", ""), (3, "c"))
+    assert cache.get(("b", "")) is None and cache.get(("a", "")) == (1, "a")
