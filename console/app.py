@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 import orjson
 from aiohttp import web
 
-from pitwatch.store.base import Store
+from pitwatch.store.base import Store, StoreError
 
 from . import pages
 from .accounts import Accounts
@@ -73,7 +73,28 @@ class Settings:
 
 
 class StoreDown(Exception):
-    """The store does not answer (the probe says so, or a query failed or timed out)."""
+    """The store does not answer (the probe says so, or a query could not reach it or
+    timed out)."""
+
+
+class QueryFailed(Exception):
+    """The store answered, refusing this one question (a value out of its range, a
+    statement it cannot run): the request's error, not an outage."""
+
+
+def is_outage(e: BaseException) -> bool:
+    """Whether a query's failure says the store cannot be reached (a connection refused,
+    reset or timed out, a server's outage code), not that this question failed."""
+    if isinstance(e, StoreError) and e.outage:
+        return True
+    for err in (e, e.__cause__):
+        if isinstance(err, OSError | EOFError | TimeoutError):
+            return True
+        if err is not None and type(err).__module__.startswith("clickhouse_driver"):
+            from pitwatch.store.server import is_outage as driver_outage
+
+            return driver_outage(err)
+    return False
 
 
 class StoreThread:
@@ -102,6 +123,10 @@ class StoreThread:
             self.hub.set_store(False, f"no answer in {QUERY_TIMEOUT:g} s", now_ms())
             raise StoreDown(f"no answer in {QUERY_TIMEOUT:g} s") from e
         except Exception as e:
+            if not is_outage(e):
+                log.warning("console: the store refused a question: %s: %s",
+                            type(e).__name__, str(e)[:300])
+                raise QueryFailed(str(e)[:300]) from e
             self.hub.set_store(False, f"{type(e).__name__}: {e}"[:300], now_ms())
             raise StoreDown(f"{type(e).__name__}: {e}"[:300]) from e
 
@@ -204,6 +229,10 @@ async def errors(request: web.Request, handler: Any) -> web.StreamResponse:
     except Refused as exc:
         return _json({"error": str(exc)}, exc.status) if api else _html(
             pages.error(exc.status, str(exc)), exc.status)
+    except QueryFailed as exc:
+        msg = (f"The store could not answer this request ({exc})"
+               + (": nothing was changed." if request.method == "POST" else "."))
+        return _json({"error": msg}, 500) if api else _html(pages.error(500, msg), 500)
     except (ValueError, NotFound) as exc:
         status = 404 if isinstance(exc, NotFound) else 400
         return _json({"error": str(exc)}, status) if api else _html(pages.error(status,
@@ -331,9 +360,12 @@ async def triage_page(request: web.Request) -> web.Response:
     return _html(pages.triage_log(await held(request, request.app[DB].data.triage)))
 
 
+MAX_OFFSET = 1_000_000  # a search's page starts no further in
+
+
 def _page_args(q: Any) -> tuple[int, int]:
     try:
-        offset = max(0, int(q.get("offset", "0")))
+        offset = min(MAX_OFFSET, max(0, int(q.get("offset", "0"))))
         limit = min(200, max(1, int(q.get("limit", "50"))))
     except ValueError as exc:
         raise ValueError("offset and limit: whole numbers") from exc
@@ -501,6 +533,11 @@ async def add_triage(request: web.Request) -> web.Response:
                           f"{len(done)}; NOT recorded: {len(rest)}. Try those again when "
                           "the banner clears.", "done": done, "not_recorded": rest,
                           "refused": refused, "store": "down"}, 503)
+        except QueryFailed as exc:  # the store answered, refusing: no outage either
+            rest = ids[ids.index(vid):]
+            return _json({"error": f"The store could not record this ({exc}). Recorded: "
+                          f"{len(done)}; NOT recorded: {len(rest)}.", "done": done,
+                          "not_recorded": rest, "refused": refused}, 500)
         hub.publish({"type": "triage", "triage": row})
         done.append(row)
     status = 201 if done else (409 if refused else 400)

@@ -445,3 +445,39 @@ def test_the_copies_held_for_outages_are_the_most_recent_few(
     assert cache.get(("a", "")) == (1, "a")  # used: now the most recent
     cache.put(("c", ""), (3, "c"))
     assert cache.get(("b", "")) is None and cache.get(("a", "")) == (1, "a")
+
+
+def test_a_question_the_store_refuses_is_that_request_s_error_not_an_outage(
+        store_dir: Path) -> None:
+    """A page far past the end, or a query the store refuses, does not mark the store
+    down for every page: only a connection refused or timed out does."""
+    async def check(client: TestClient[Any, Any]) -> None:
+        from console.app import DB
+        from pitwatch.store.base import StoreError
+
+        resp = await client.get("/search", params={"offset": "99999999999999999999"})
+        assert resp.status == 200
+        health = await (await client.get("/api/health")).json()
+        assert health["store"] != "down"
+
+        db = client.server.app[DB]
+
+        def search(*_args: Any) -> Any:
+            raise StoreError("chDB: Code: 62. DB::Exception: Syntax error") from RuntimeError()
+
+        db.data.search = search  # type: ignore[method-assign]
+        resp = await client.get("/search", params={"dealer": "x"})
+        assert resp.status == 500 and "Syntax error" in await resp.text()
+        assert "does not answer" not in await resp.text()
+        health = await (await client.get("/api/health")).json()
+        assert health["store"] != "down" and health["ok"]
+
+        def gone(*_args: Any) -> Any:
+            raise StoreError("ClickHouse: Connection refused") from ConnectionRefusedError()
+
+        db.data.search = gone  # type: ignore[method-assign]
+        resp = await client.get("/search", params={"dealer": "y"})
+        assert resp.status == 503
+        assert (await (await client.get("/api/health")).json())["store"] == "down"
+
+    serve(store_dir, check)
