@@ -328,8 +328,7 @@ async def round_page(request: web.Request) -> web.Response:
     r = await held(request, request.app[DB].data.round,
                    checked_id(request.match_info["round_id"], "round id"))
     cases = [] if s.cases is None else case_folders(s.cases, r["round_id"])
-    return _html(pages.round_page(r, [f"/cases/{c}/report.html" for c in cases],
-                                  may(request, "acknowledge")))
+    return _html(pages.round_page(r, cases))
 
 
 def case_folders(root: Path, round_id: str) -> list[str]:

@@ -2,9 +2,9 @@
 are plain server-rendered HTML with one small script (static/console.js); no build step.
 
 The frame knows who is looking and what the console knows of its sources through
-`CONTEXT`, set for each request (app.context): the user and role, the CSRF token the
-script sends with every action, the site's clock, and "as of" when the page is the
-last copy held while the store does not answer."""
+`CONTEXT`, set for each request (by the `frame` middleware, console/app.py): the user
+and role, the CSRF token the script sends with every action, the site's clock, and "as
+of" when the page is the last copy held while the store does not answer."""
 
 from __future__ import annotations
 

@@ -3,6 +3,7 @@ login. Every id in a link goes through `u` (one URL path segment, any character)
 
 from __future__ import annotations
 
+import shlex
 from datetime import date, datetime
 from typing import Any
 from urllib.parse import urlencode
@@ -147,7 +148,8 @@ def table(t: dict[str, Any]) -> str:
     return page(f"Table {t['table_id']}", body)
 
 
-def round_page(r: dict[str, Any], case_hrefs: list[str], can_act: bool = False) -> str:
+def round_page(r: dict[str, Any], cases: list[str]) -> str:
+    """A round as it happened; `cases`: the case folders (under --cases) that hold it."""
     s = r["summary"]
     if s:
         facts = (f'<dl class="facts"><dt>table</dt><dd class="id"><a href="/tables/'
@@ -164,11 +166,12 @@ def round_page(r: dict[str, Any], case_hrefs: list[str], can_act: bool = False) 
     else:
         facts = (f'<p class="note">Open round (no summary yet) at table '
                  f'<a href="/tables/{u(r["table_id"])}">{e(r["table_id"])}</a>.</p>')
+    # the id after `--`: one starting with "-" is the round, not an option
     case = ('<p class="case">Case files (pitwatch investigate): ' + ", ".join(
-        f'<a href="{e(h)}">{e(h.split("/")[-2])}</a>' for h in case_hrefs) + "</p>"
-            if case_hrefs else
-            f'<p class="case note">No case file yet: <code>pitwatch investigate '
-            f'{e(_shell_word(r["round_id"]))} --out cases/NAME</code></p>')
+        f'<a href="/cases/{u(c)}/report.html">{e(c)}</a>' for c in cases) + "</p>"
+            if cases else
+            f'<p class="case note">No case file yet: <code>pitwatch investigate --out '
+            f'cases/NAME -- {e(shlex.quote(r["round_id"]))}</code></p>')
     counts = {sev: sum(1 for v in r["violations"] if v["severity"] == sev)
               for sev in SEVERITIES}
     sums = " ".join(f"{badge(k)} {n}" for k, n in counts.items() if n)
@@ -177,11 +180,6 @@ def round_page(r: dict[str, Any], case_hrefs: list[str], can_act: bool = False) 
             f'<h2>As it happened {sums}</h2>'
             f'{render_timeline(r["events"], r["violations"], r["triage"])}')
     return page(f"Round {r['round_id']}", body)
-
-
-def _shell_word(value: str) -> str:
-    """A value as one POSIX shell word (single-quoted), for a command to copy."""
-    return "'" + value.replace("'", "'\\''") + "'"
 
 
 def triage_log(rows: list[dict[str, Any]]) -> str:

@@ -320,7 +320,7 @@ def test_round_view_links_a_case_file_when_there_is_one(store_dir: Path,
         assert 'href="/cases/d137/report.html"' in html and "/cases/one/" not in html
         html = await (await client.get("/rounds/AC-BJ-01-000003")).text()
         assert "No case file yet" in html
-        assert "pitwatch investigate &#x27;AC-BJ-01-000003&#x27;" in html
+        assert "pitwatch investigate --out cases/NAME -- AC-BJ-01-000003" in html
         # a case report keeps its own styles: the console's policy does not apply to it
         resp = await client.get("/cases/one/report.html")
         csp = resp.headers["Content-Security-Policy"]
@@ -469,3 +469,22 @@ def test_table_posted_reads_only_the_tables_opened(tmp_path: Path) -> None:
             for ev in events if type(ev.payload).__name__ == "TableOpened"}
     assert {(p["table_id"], p["j"], p["g"]) for p in posted} == want
     assert len(posted) == len(want) and all(p["j"] and p["g"] for p in posted)
+
+
+def test_a_round_s_case_links_and_command_survive_any_name(tmp_path: Path) -> None:
+    """A case folder's name is a URL segment (encoded like every other link); the
+    command to make one takes the id after `--`, quoted as one shell word, so an id
+    starting with "-" is not an option."""
+    import shlex
+    from html import unescape
+
+    from console import pages
+
+    r = {"summary": None, "table_id": "T", "round_id": "-rm x'y", "events": [],
+         "violations": [], "triage": []}
+    html = pages.round_page(r, [])
+    cmd = html.split("<code>", 1)[1].split("</code>", 1)[0]
+    assert shlex.split(unescape(cmd)) == ["pitwatch", "investigate", "--out", "cases/NAME",
+                                          "--", "-rm x'y"]
+    html = pages.round_page(r, ["case #1?"])
+    assert 'href="/cases/case%20%231%3F/report.html"' in html and ">case #1?</a>" in html
