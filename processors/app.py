@@ -77,9 +77,10 @@ PARTITIONS_CHECK_S = 10.0
 #: the last record, inside Faust's own commit interval (2.8 s)
 SETTLE_S = 1.0
 #: what the log and /health say to do when events were lost
-LOST_TODO = ("re-send that stretch from the gateway's log (a copy of an event already "
-             "audited changes nothing), or audit the gateway's files for it with "
-             "`pitwatch audit`")
+LOST_TODO = ("re-send that stretch from the gateway's log, in its order: it is audited "
+             "as a back-fill and the loss finding says when the record is whole again "
+             "(a copy of an event already audited changes nothing); or audit the "
+             "gateway's files for it with `pitwatch audit`")
 #: what the log and /health say to do when the partitions changed
 MOVED_TODO = ("the worker has stopped auditing; nothing past this point is committed. "
               "Follow docs/deployment.md, 'Growing the events topic': stop the workers, "

@@ -54,7 +54,8 @@ from ..events.model import (
     WagerReturned,
 )
 from ..events.schema import ReleasedWriters, WriterSchema, released_writers
-from .errors import FOLD, EngineErrorSink, engine_error
+from .backfill import Backfill, Hole
+from .errors import FOLD, EngineError, EngineErrorSink, engine_error
 from .record import HISTORY_SEQS, HOLE, PREFIX, Fed, _b64, _unb64
 from .record import Device as _Device
 from .rulepack import Finding, PostingRule, Rule, RulePack, Undecidable
@@ -62,8 +63,8 @@ from .signed_order import TableOrder
 from .state import Round, TableState
 from .violation import Severity, Violation, violation_id
 
-#: The version of `export_state`'s format; `import_state` reads it and upcasts version 1.
-STATE_VERSION = 2
+#: The version of `export_state`'s format; `import_state` reads it and upcasts the older.
+STATE_VERSION = 3
 #: How many devices a table has at most (docs/events.md, "Ranges"): each keeps a
 #: history, so a stream inventing device ids cannot grow a table's state and snapshot.
 MAX_DEVICES = 32
@@ -111,8 +112,14 @@ def _upcast_v1(state: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _upcast_v2(state: dict[str, Any]) -> dict[str, Any]:
+    """A version-2 snapshot as version 3: no lost stretch was kept for a back-fill."""
+    return {**state, "version": 3, "fill_from": None, "fill": None}
+
+
 #: Upcasters by the version they read: each returns the next version's snapshot.
-_UPCASTERS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _upcast_v1}
+_UPCASTERS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _upcast_v1,
+                                                                     2: _upcast_v2}
 
 
 PackSelector = Callable[[str, str], RulePack]
@@ -188,6 +195,11 @@ class TableAuditor:
         #: what the record could not decide (a check raised `Undecidable`) in the last
         #: round: reported when the table moves on, dropped when a break shows first
         self._held: list[Violation] = []
+        # --- back-fill (engine/backfill.py) ---
+        #: the table's state when `lost` was said, until the break it announced shows
+        self._fill_from: dict[str, Any] | None = None
+        #: the lost stretch whose re-sent events are audited apart, until it is whole
+        self._fill: Backfill | None = None
 
     # --- input -----------------------------------------------------------------------
 
@@ -196,6 +208,9 @@ class TableAuditor:
         (recorded, and judged where the record allows), REDELIVERY (an identical copy of
         a recorded event: a no-op) or REFUSED (not applied, and reported): a store keeps
         only what was accepted."""
+        fill = self._fill
+        if fill is not None and fill.wants(ev.device_id, ev.seq):
+            return self._backfill(fill, ev)
         if type(ev.payload) is Checkpoint:
             return self._checkpoint(ev, ev.payload)
         fed = self._record(ev)
@@ -238,7 +253,9 @@ class TableAuditor:
         read them (`where`: e.g. the partition, the offsets and when it was noticed).
         The table's next break (a gap of any device, a device first seen past seq 1) is
         reported as EVENTS_LOST with this text; nothing is raised if the table shows no
-        break before each of its devices has continued its record."""
+        break before each of its devices has continued its record. The table's state
+        now is kept, so the lost stretch can be audited if it is sent again."""
+        self._fill_from = self._core_state()
         self._lost = where
         self._lost_check = set(self.devices)
 
@@ -425,6 +442,8 @@ class TableAuditor:
                 "counts_known": self.table.counts_known,
                 "held": [_violation_to_json(v) for v in self._held],
             },
+            "fill_from": self._fill_from,
+            "fill": None if self._fill is None else _fill_to_json(self._fill),
         }
 
     def import_state(self, state: dict[str, Any]) -> None:
@@ -464,6 +483,10 @@ class TableAuditor:
             order = TableOrder.from_json(state.get("order"))
             writers = {str(d): {bytes.fromhex(x) for x in ws}  # absent before: none known
                        for d, ws in (state.get("writers") or {}).items()}
+            fill_from = state["fill_from"]
+            if fill_from is not None and not isinstance(fill_from, dict):
+                raise TypeError("fill_from is not a snapshot")
+            fill = None if state["fill"] is None else self._fill_from_json(state["fill"])
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise StateError(f"damaged snapshot: {e!r}") from e
         self.table, self.pending_open, self.early = table, pending, early
@@ -477,6 +500,7 @@ class TableAuditor:
         self._episode, self._lost, self._lost_check = episode, lost, lost_check
         self._awaiting, self._judged_since, self._from_break = awaiting, judged_since, from_break
         self._whole, self._cut_at, self._cut_next = whole, cut_at, cut_next
+        self._fill_from, self._fill = fill_from, fill
         quiet_v, quiet_r = self.on_violation, self.on_round
         self.on_violation, self.on_round, self._refolding = _drop, _drop, True
         try:  # the open round, folded again: what it raised (findings, engine errors)
@@ -748,7 +772,7 @@ class TableAuditor:
         if check is not None:
             check.discard(device_id)
             if not check:  # every device continued: what was lost was not this table's
-                self._lost = self._lost_check = None
+                self._lost = self._lost_check = self._fill_from = None
 
     def _restart(self, ev: Event, dev: _Device) -> None:
         """The device's seq starts again (seq 1, prev_digest null: a new chain): one
@@ -783,6 +807,8 @@ class TableAuditor:
         if self._lost is None:  # else the caller knows of a loss: a break of its own
             if ep is not None and ev.device_id not in ep:
                 self._heard(ev.device_id)  # not heard from since the break: the same one
+                if self._fill is not None and lost is not None:
+                    self._hole(self._fill, ev, dev)
                 return
             if ep is None and self._from_break and dev.last_digest is None:
                 return  # first seen past seq 1 at a table read from its middle: that break
@@ -798,18 +824,86 @@ class TableAuditor:
         if rid is not None and (r is None or r.round_id != rid) and rid not in self.closed \
                 and type(ev.payload) is not RoundStarted:
             self._cut_next = rid  # its first events were lost
-        where = self._lost
-        self._lost = self._lost_check = None
+        where, before = self._lost, self._fill_from
+        self._lost = self._lost_check = self._fill_from = None
+        if where is not None and before is not None and lost is not None:
+            self._fill = Backfill(self._fold(before))
+            self._hole(self._fill, ev, dev)
         if lost is None and where is None:
             return
         for d in self.devices.values():  # their checkpoints may be in what was lost
             d.unsigned, d.unsigned_round = 0, None
         what = lost if lost is not None else \
             f"{ev.device_id} restarted at seq 1 (what it sent before may be missing)"
-        self._raise_record("EVENTS_LOST", ev, rid,
-                           f"{what}: events lost" + ("" if where is None else f" ({where})")
-                           + "; the record is not continuous: card counts are judged again "
-                           "from the next ShoeLoaded, rounds from the next RoundStarted")
+        v = self._raise_record("EVENTS_LOST", ev, rid,
+                               f"{what}: events lost" + ("" if where is None else f" ({where})")
+                               + "; the record is not continuous: card counts are judged "
+                               "again from the next ShoeLoaded, rounds from the next "
+                               "RoundStarted")
+        if self._fill is not None and where is not None:
+            self._fill.loss = v
+
+    # --- back-fill (engine/backfill.py) ------------------------------------------------
+
+    def _core_state(self) -> dict[str, Any]:
+        """The table's state now, without what it keeps for a back-fill."""
+        return {**self.export_state(), "fill_from": None, "fill": None}
+
+    def _fold(self, state: dict[str, Any]) -> TableAuditor:
+        """An auditor of the table as `state` has it, raising through this one."""
+        fold = TableAuditor(self.table.table_id, self.select_pack,
+                            lambda v: self.on_violation(v), lambda s: self.on_round(s),
+                            self._fold_error, self.round_timeout_ms, self.keys,
+                            self.released)
+        fold.import_state(state)
+        return fold
+
+    def _fold_error(self, e: EngineError) -> None:
+        self.engine_errors += 1
+        if self.on_engine_error is not None:
+            self.on_engine_error(e)
+
+    def _fill_from_json(self, d: dict[str, Any]) -> Backfill:
+        fill = Backfill(self._fold(d["fold"]),
+                        {str(k): Hole.from_json(h) for k, h in d["holes"].items()},
+                        None if d["loss"] is None else _violation_from_json(d["loss"]))
+        if len(fill.holes) > MAX_DEVICES:
+            raise ValueError("more holes than devices")
+        return fill
+
+    def _hole(self, fill: Backfill, ev: Event, dev: _Device) -> None:
+        """The seqs `ev`'s device lost before it, if its record was known before."""
+        if dev.seen and ev.device_id not in fill.holes and ev.seq > dev.last_seq + 1:
+            fill.holes[ev.device_id] = Hole(dev.last_seq + 1, ev.seq - 1, ev.prev_digest)
+
+    def _backfill(self, fill: Backfill, ev: Event) -> Fed:
+        """An event re-sent for the lost stretch: audited by the fold, in the stretch's
+        order; the hole it fills is no longer one. When the stretch is whole and joins
+        the record after it, the loss finding says so."""
+        fed = fill.fold.feed(ev)
+        if fed is Fed.ACCEPTED:
+            self.devices[ev.device_id].fill(ev.seq, digest(ev))
+            if fill.filled():
+                self._fill = None
+                self._whole_again(fill)
+        return fed
+
+    def _whole_again(self, fill: Backfill) -> None:
+        loss = fill.loss
+        if loss is None:
+            return
+        bad = fill.unjoined()
+        if bad:
+            self._raise_record_at(
+                "DIGEST_MISMATCH", loss.event_id, loss.detected_at, loss.round_id or None,
+                f"the events re-sent for the lost stretch ({fill.stretch()}) do not join "
+                f"the record after it: the last of {', '.join(bad)} is not the event its "
+                "next one names; the loss stands", Severity.HIGH)
+            return
+        self.on_violation(replace(
+            loss, severity=Severity.LOW,
+            message=f"{loss.message}. Back-filled: {fill.stretch()} re-sent and audited in "
+            "order, the chains join the record after it: the record is whole again"))
 
     def _hold(self, r: Round, ev: Event, message: str) -> None:
         """What the record cannot decide: likely events of the round were lost and
@@ -952,11 +1046,11 @@ class TableAuditor:
             self.on_engine_error(e)
 
     def _raise_record(self, code: str, ev: Event, round_id: str | None, message: str,
-                      severity: Severity | None = None) -> None:
-        self._raise_record_at(code, ev.event_id, ev.ts, round_id, message, severity)
+                      severity: Severity | None = None) -> Violation:
+        return self._raise_record_at(code, ev.event_id, ev.ts, round_id, message, severity)
 
     def _raise_record_at(self, code: str, event_id: str, ts: int, round_id: str | None,
-                         message: str, severity: Severity | None = None) -> None:
+                         message: str, severity: Severity | None = None) -> Violation:
         posted, citation = self.pack.record_citations[code]
         r = self.round if self.round is not None and self.round.round_id == round_id else None
         v = Violation(code, severity or posted, self.table.table_id, round_id or "", None,
@@ -969,6 +1063,7 @@ class TableAuditor:
             # closed already sent its summary; a late finding is not counted in it)
             self.early[round_id] = self.early.get(round_id, 0) + 1
         self.on_violation(v)
+        return v
 
     def _emit(self, r: Round, code: str, severity: str, citation: str, ev: Event,
               f: Finding) -> str:
@@ -989,6 +1084,12 @@ class TableAuditor:
             code, severity, self.table.table_id, r.round_id, f.seat, f.hand, event_id,
             f.evidence, citation, f.message, self.pack.name, self.pack.version, ts))
         return vid
+
+
+def _fill_to_json(fill: Backfill) -> dict[str, Any]:
+    return {"holes": {d: h.to_json() for d, h in sorted(fill.holes.items())},
+            "loss": None if fill.loss is None else _violation_to_json(fill.loss),
+            "fold": fill.fold.export_state()}
 
 
 def _violation_to_json(v: Violation) -> dict[str, Any]:

@@ -129,6 +129,13 @@ class Device:
             del hist[:over * PREFIX]
             self.hist_from += over
 
+    def fill(self, seq: int, digest: bytes) -> None:
+        """A seq lost in a gap, recorded after all (a back-fill): a copy of it is a
+        redelivery from now on."""
+        k = seq - self.hist_from
+        if k >= 0 and seq <= self.last_seq and self.hist[k * PREFIX:(k + 1) * PREFIX] == HOLE:
+            self.hist[k * PREFIX:(k + 1) * PREFIX] = digest[:PREFIX]
+
     def restart(self, digest: bytes) -> None:
         """A new chain from seq 1; the current one is kept as an earlier chain."""
         if self.hist:
