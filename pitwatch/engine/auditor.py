@@ -725,6 +725,8 @@ class TableAuditor:
                 self._break(ev, dev, f"{device_id} starts at seq {seq} with no history "
                             f"before it: {_seqs(1, seq - 1)} are not in the record")
             dev.start(seq, d)
+            if self._fill is not None and device_id in self._fill.holes:
+                dev.lost_before(1)  # its first events are in the lost stretch
             return Fed.ACCEPTED
         prefix = d[:PREFIX]
         if dev.known(seq, prefix):
@@ -872,8 +874,9 @@ class TableAuditor:
         return fill
 
     def _hole(self, fill: Backfill, ev: Event, dev: _Device) -> None:
-        """The seqs `ev`'s device lost before it, if its record was known before."""
-        if dev.seen and ev.device_id not in fill.holes and ev.seq > dev.last_seq + 1:
+        """The seqs `ev`'s device lost before it: after its last known event, or from
+        seq 1 for a device first seen here."""
+        if ev.device_id not in fill.holes and ev.seq > dev.last_seq + 1:
             fill.holes[ev.device_id] = Hole(dev.last_seq + 1, ev.seq - 1, ev.prev_digest)
 
     def _backfill(self, fill: Backfill, ev: Event) -> Fed:
@@ -883,14 +886,15 @@ class TableAuditor:
         fed = fill.fold.feed(ev)
         if fed is Fed.ACCEPTED:
             self.devices[ev.device_id].fill(ev.seq, digest(ev))
-            if fill.filled():
+            fill.holes[ev.device_id].took(ev.seq)
+            if fill.done():
                 self._fill = None
                 self._whole_again(fill)
         return fed
 
     def _whole_again(self, fill: Backfill) -> None:
         loss = fill.loss
-        if loss is None:
+        if loss is None or fill.skipped():  # the fold reported what is still missing
             return
         bad = fill.unjoined()
         if bad:

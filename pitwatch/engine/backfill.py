@@ -15,7 +15,8 @@ the same deterministic ids an unbroken audit gives; rounds that end inside the s
 are summarised. Once every hole is filled and each device's last back-filled event is the
 one its join names, the stretch is whole: the loss finding is raised again under its own
 id (a store keeps the last copy), LOW, saying so. A stretch whose chain does not join is
-reported as a digest mismatch and the loss stands.
+reported as a digest mismatch and the loss stands; so does one that skipped seqs (the
+fold reports them lost, as any audit would).
 
 The round that runs on past the end of the stretch was cut by the break and stays
 unjudged: nothing is judged twice. Nothing here reads a clock or does I/O.
@@ -34,24 +35,38 @@ if TYPE_CHECKING:
 
 @dataclass
 class Hole:
-    """A device's seqs missing from the record, and the digest of the event before the
-    first seq after them (None when that event starts a chain)."""
+    """A device's seqs missing from the record, the digest of the event before the
+    first seq after them (None when that event starts a chain), the next seq the
+    back-fill needs, and whether it skipped one (then the stretch is not whole)."""
 
     first: int
     last: int
     join: bytes | None
+    next: int = 0
+    skipped: bool = False
+
+    def __post_init__(self) -> None:
+        if not 0 < self.first <= self.last or self.next > self.last + 1:
+            raise ValueError("a hole of no seqs")
+        self.next = self.next or self.first
+
+    def took(self, seq: int) -> None:
+        """The fold recorded `seq` of this hole."""
+        if seq > self.next:
+            self.skipped = True
+        self.next = max(self.next, seq + 1)
 
     def to_json(self) -> list[Any]:
         return [self.first, self.last,
-                None if self.join is None else base64.b64encode(self.join).decode()]
+                None if self.join is None else base64.b64encode(self.join).decode(),
+                self.next, self.skipped]
 
     @classmethod
     def from_json(cls, d: list[Any]) -> Hole:
-        first, last, join = d
-        if not 0 < int(first) <= int(last):
-            raise ValueError("a hole of no seqs")
+        first, last, join, nxt, skipped = d
         return cls(int(first), int(last),
-                   None if join is None else base64.b64decode(join, validate=True))
+                   None if join is None else base64.b64decode(join, validate=True),
+                   int(nxt), bool(skipped))
 
 
 @dataclass
@@ -67,15 +82,13 @@ class Backfill:
         h = self.holes.get(device_id)
         return h is not None and h.first <= seq <= h.last
 
-    def filled(self) -> bool:
-        """Every hole's events are in the fold: each device's record there has reached
-        the seq before its join."""
-        devices = self.fold.devices
-        for device_id, h in self.holes.items():
-            d = devices.get(device_id)
-            if d is None or d.last_seq < h.last:
-                return False
-        return True
+    def done(self) -> bool:
+        """Each device's back-fill has reached the seq before its join."""
+        return all(h.next > h.last for h in self.holes.values())
+
+    def skipped(self) -> list[str]:
+        """The devices whose back-fill skipped seqs (the fold reported them lost)."""
+        return sorted(d for d, h in self.holes.items() if h.skipped)
 
     def unjoined(self) -> list[str]:
         """The devices whose last back-filled event is not the one their join names."""

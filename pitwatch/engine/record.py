@@ -129,6 +129,14 @@ class Device:
             del hist[:over * PREFIX]
             self.hist_from += over
 
+    def lost_before(self, first: int) -> None:
+        """The seqs from `first` to the chain's first known one were lost: held as holes
+        (a back-fill may bring them), when there are at most MAX_HOLES of them."""
+        missing = self.hist_from - first
+        if 0 < missing <= MAX_HOLES and len(self.hist) == PREFIX:
+            self.hist[:0] = HOLE * missing
+            self.hist_from = first
+
     def fill(self, seq: int, digest: bytes) -> None:
         """A seq lost in a gap, recorded after all (a back-fill): a copy of it is a
         redelivery from now on."""

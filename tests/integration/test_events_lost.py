@@ -2,7 +2,7 @@
 table, never a cascade of false ones, and a back-fill when they are sent again. The
 drill: a third of a floor audited, the worker stopped, the second third sent and
 deleted (delete-records, as retention would), the worker started again, the last third
-sent, then the deleted third re-sent."""
+sent, then the gateway's log up to the last third sent again."""
 
 from __future__ import annotations
 
@@ -108,8 +108,11 @@ def test_events_deleted_before_the_audit_read_them(pipeline: Pipeline) -> None:
 
     # re-sent in its order, the stretch is audited as a back-fill (docs/events.md,
     # "Back-fill"): what it held is found under the ids an unbroken audit gives, and
-    # each table's loss finding is raised again, LOW, saying the record is whole again
-    pipeline.produce(middle)
+    # each table's loss finding is raised again, LOW, saying the record is whole again.
+    # The gateway sends its log from the start: a table restored from a snapshot lost
+    # the events the first worker read after it too, and a copy of an event already
+    # audited changes nothing
+    pipeline.produce(first + middle)
     lost_ids = {v["violation_id"] for v in noted}
 
     def healed() -> list[dict[str, str]]:
@@ -120,9 +123,12 @@ def test_events_deleted_before_the_audit_read_them(pipeline: Pipeline) -> None:
 
     for v in wait_until("every loss finding healed", healed, 300):
         assert "the record is whole again" in v["message"], v
-    ids = {v["violation_id"] for v in _violations(pipeline)} - lost_ids
+    now = {v["violation_id"]: v for v in _violations(pipeline)}
+    ids = set(now) - lost_ids
     before = {e.round_id for e in first + last}
     inside = {e.round_id for e in middle if e.round_id not in before}
     found_inside = {v.violation_id for v in whole.violations if v.round_id in inside}
     assert found_inside and found_inside <= ids
-    assert ids <= others | whole.violation_ids, ids - others - whole.violation_ids
+    extra = ids - others - whole.violation_ids
+    assert not extra, "\n".join(f"{now[i]['code']} {now[i]['table_id']} {now[i]['message']}"
+                                 for i in extra)

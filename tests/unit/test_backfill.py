@@ -175,3 +175,37 @@ def test_without_a_loss_told_late_events_are_not_back_filled() -> None:
     late = Counter(v.code for v in found) - before
     assert set(late) == {"SEQUENCE_CONFLICT"}
     assert {v.severity for v in found[sum(before.values()):]} == {"LOW"}
+
+
+def test_a_re_send_that_skips_seqs_leaves_the_loss_standing() -> None:
+    """A re-send missing part of the stretch: the fold reports what it still lacks
+    (EVENTS_LOST, as any audit of that record would) and the loss is not healed."""
+    events, _ = floor(0.35)
+    table, gone = stretch(events, "mid-round")
+    resend = [events[i] for i in sorted(gone)]
+    first_rfid = next(k for k, e in enumerate(resend) if e.device_id.endswith("-rfid"))
+    found, _, _ = streamed(events, table, gone, resend[:first_rfid] + resend[first_rfid + 1:])
+    losses = [v for v in found if v.code == "EVENTS_LOST" and WHERE in v.message]
+    assert [v.severity for v in losses] == ["HIGH"]
+    rfid = f"{table}-rfid seq {resend[first_rfid].seq} missing"
+    assert any(v.code == "EVENTS_LOST" and v.message.startswith(rfid) for v in found)
+
+
+def test_a_table_whose_first_events_were_lost_is_back_filled_from_its_start() -> None:
+    """Every device first seen past seq 1 after the loss: their seqs from 1 are the
+    holes; re-sent, the table is audited from its TableOpened, and a copy sent again
+    afterwards is a redelivery (not a restart)."""
+    events, keys = floor(0.35)
+    table = events[0].table_id
+    gone = set([i for i, e in enumerate(events) if e.table_id == table][:150])
+    resend = [events[i] for i in sorted(gone)]
+    whole, _ = run(events, keys)
+    found, _, fed = streamed(events, table, gone, resend + resend[:20])
+    losses = [v for v in found if v.code == "EVENTS_LOST" and WHERE in v.message]
+    assert [v.severity for v in losses] == ["HIGH", "LOW"]
+    assert fed[len(resend):] == [Fed.REDELIVERY if f is Fed.ACCEPTED else f
+                                 for f in fed[:20]]
+    got, truth = mine(found, table), mine(whole, table)
+    assert set(got) - set(truth) == {("EVENTS_LOST", table, losses[0].round_id,
+                                      losses[0].event_id)}
+    assert "DEVICE_RESTARTED" not in {k[0] for k in got} - {k[0] for k in truth}
