@@ -15,6 +15,7 @@ from typing import Protocol
 
 from .connect import apply_connection_flags
 from .store.base import StoreError
+from .terminal import escape_logs, printable
 
 
 class Command(Protocol):
@@ -117,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(commands_for(argv))
     args = parser.parse_args(argv)
+    escape_logs()
     try:
         apply_connection_flags(args)
         code: int = args._run(args)
@@ -130,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"pitwatch {args.command}: {missing_extra(e)}", file=sys.stderr)
         return 2
     except (FileNotFoundError, ValueError, StoreError) as e:
-        print(f"pitwatch {args.command}: {first_line(str(e))}", file=sys.stderr)
+        print(printable(f"pitwatch {args.command}: {first_line(str(e))}"), file=sys.stderr)
         return 2
     return code
 

@@ -6,11 +6,13 @@ a carriage return or a newline would make the terminal do or show something the 
 does not say. `printable` writes each control character (C0, DEL, C1), and each Unicode
 mark that reorders text on the screen (bidirectional overrides and isolates), as a
 visible escape (`\x1b`, `\n`, `\u202e`). Every line pitwatch prints with such data in
-it goes through `printable`, whole, before its own newline is added.
+it goes through `printable`, whole, before its own newline is added; so does every log
+message (`escape_logs`), whatever handler or format writes it.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable
 from typing import IO, Final
@@ -40,3 +42,15 @@ def say_to(out: IO[str]) -> Callable[[str], None]:
         print(printable(line), file=out)
 
     return say
+
+
+class _PrintableRecord(logging.LogRecord):
+    def getMessage(self) -> str:
+        return printable(super().getMessage())
+
+
+def escape_logs() -> None:
+    """Every log record's message, once formatted with its arguments, through
+    `printable`: a device id or reason in a log line cannot forge another line or
+    drive the terminal that shows it. Tracebacks are written as they are."""
+    logging.setLogRecordFactory(_PrintableRecord)

@@ -323,7 +323,9 @@ def sink_process(settings: Settings, loglevel: str) -> None:
     import signal
 
     from pitwatch.store.server import ServerStore
+    from pitwatch.terminal import escape_logs
 
+    escape_logs()
     logging.basicConfig(level=loglevel.upper(),
                         format="[%(asctime)s] [%(process)d] [%(levelname)s] %(message)s")
     for name in ("aiokafka", "kafka"):

@@ -98,3 +98,25 @@ def test_the_case_files_violations_csv_neutralises_formulas(
              for c in row}
     assert "'" + EVIL in cells
     assert not any(c.startswith(("=", "+", "-", "@", "\t", "\r")) for c in cells)
+
+
+def test_a_log_line_cannot_forge_another_or_drive_the_terminal(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """`escape_logs`: a device id with a newline and an escape sequence, logged as an
+    argument, comes out as one line with its controls written as escapes."""
+    import logging
+
+    from pitwatch.terminal import escape_logs
+
+    before = logging.getLogRecordFactory()
+    escape_logs()
+    try:
+        evil = "T-01\n[2026-12-05 03:00:00] [1] [INFO] all clear\x1b[2J"
+        with caplog.at_level(logging.WARNING):
+            logging.getLogger("pitwatch.test").warning("dead letter from %s", evil)
+        (message,) = [r.getMessage() for r in caplog.records]
+        assert "\n" not in message and "\x1b" not in message
+        assert message == "dead letter from T-01\\n[2026-12-05 03:00:00] [1] [INFO] " \
+                          "all clear\\x1b[2J"
+    finally:
+        logging.setLogRecordFactory(before)
