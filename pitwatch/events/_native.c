@@ -19,7 +19,7 @@
    boolean other than 0 or 1, a varint past 64 bits, bytes left over after the last
    record, a builder that raises. It is stricter than fastavro, never looser, so a block
    it accepts fastavro reads to the same values, and a block it refuses the caller reads
-   with fastavro as before.
+   with fastavro instead.
 
    No I/O, and no state but a `Recent`'s or a `Clock`'s own: the same bytes (the same
    event) give the same answer. */
@@ -36,7 +36,7 @@
    with the type's version tag (a type changed since is looked up again); the types and
    names kept are held, so their addresses are never another's. Anything else (a type
    with its own __getattribute__, a name that is not a slot, an empty slot, a full
-   cache) goes through Python's getattr as before. */
+   cache) goes through Python's getattr. */
 
 #define SLOT_CACHE 256
 static struct {

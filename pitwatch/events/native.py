@@ -18,7 +18,7 @@ All are stricter than fastavro, never looser: a block they accept, fastavro read
 same values, and each record is in its one encoding (what fastavro writes of those
 values: no over-long varint, an array's items in one block of a positive count, no
 float that reads back other); a block they refuse (None) the caller reads with fastavro
-as before, so the outcome never depends on this module. A schema with a map, or an array
+instead, so the outcome never depends on this module. A schema with a map, or an array
 of items that take no bytes, has no program. For the store, `row_body` writes the body of an
 event's row (its JSON Lines form less the row's columns; `json_body` the whole form) ten
 times faster than building its dict for orjson, `event_columns` a whole batch of

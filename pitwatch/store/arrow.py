@@ -4,10 +4,10 @@ the DDL) and as staged Arrow IPC files, which the embedded store inserts with
 
 Every array is made from its buffers (`pa.Array.from_buffers`), never with `pa.array`:
 pyarrow's `pa.array` imports pandas to ask whether a list is pandas-like, and pandas
-alone is about 47 MB of the audit's peak memory (measured beside chDB opened). The
+alone is about 47 MB of the audit's peak memory over chDB opened. The
 buffers of an `events` batch are written in C (`native.event_columns`); the other
 tables' few rows, and an events batch C refuses, are packed here with `array.array`,
-which refuses what a column's type cannot hold, as `pa.array` did.
+which refuses what a column's type cannot hold, as `pa.array` would.
 """
 
 from __future__ import annotations

@@ -6,16 +6,15 @@ staged Arrow IPC file in the data directory, and each file, once it holds `INSER
 rows (`OTHER_INSERT_ROWS` of the other tables), is inserted with `INSERT ... SELECT ...
 FROM file(..., Arrow)`; no value is ever spliced into SQL text, and no batch waits in
 memory. What a killed process staged is removed when the store is next opened
-(`arrow.orphans`). (Measured in bench/audit.py's history, 5,000 rows a batch: the Arrow
-file takes a third of the time of the JSONEachRow file it replaced, and chDB's `Python()`
-table function over the same Arrow table takes longer than the file. The audit hands its
-batches already as columns, `insert_columns`, with no dict a row, and its events as
-themselves, `insert_events`: their Arrow buffers are written in C, `arrow_events`.)
+(`arrow.orphans`). An Arrow file is the cheapest form chDB reads: a JSONEachRow file of
+the same batch takes three times as long, and chDB's `Python()` table function over the
+same Arrow table longer than the file. The audit hands its batches already as columns,
+`insert_columns`, with no dict a row, and its events as themselves, `insert_events`:
+their Arrow buffers are written in C, `arrow_events`.
 
-The inserts run on a thread of the store's own (`_Inserter`), in order, at most one file
-waiting: chDB releases the GIL while it inserts, so the audit goes on in Python on one
-core while chDB works on the other (bench/audit.py, 267k events: into chDB 2.21x the
-`--no-store` time before, 1.73x after).
+The inserts run on a thread of the store's own (`_Inserter`), in order, at most
+`WAITING_BATCHES` files waiting: chDB releases the GIL while it inserts, so the audit goes
+on in Python on one core while chDB works on the other.
 """
 
 from __future__ import annotations
@@ -53,33 +52,28 @@ def _param_values(params: Params) -> dict[str, Any]:
 
 #: Batches that may wait for the inserter thread behind the one it is inserting, so the
 #: audit runs ahead by that many at most (a store slower than the audit holds it back).
-#: A waiting batch is a file: its rows are on disk, not in memory. With one, the store
-#: process stopped reading the audit's batches while an insert ran (`process.INBOX`).
-#: Four, and the store process reading ahead, alternated over 8 rounds of 1.08M events:
-#: the audit into chDB 1.40x `--no-store` (median) against 1.46x, faster in 6 rounds of
-#: 8, the store process's peak RSS the same (429-441 MB). Four without the reading ahead
-#: was no faster than one (4 rounds).
+#: A waiting batch is a file: its rows are on disk, not in memory. Four, not one, so that
+#: the store process goes on reading the audit's batches while an insert runs
+#: (`process.INBOX`) and the audit's sends do not wait on chDB; the peak is the same
+#: (docs/performance.md, "Into chDB").
 WAITING_BATCHES = 4
 #: Rows an insert: a table's batches are appended to its staged file until it holds
 #: this many (or until `sync`). chDB spends about 0.1 s of CPU an insert whatever its
-#: size (214k events, the inserts alone: 5.6 s in 5,000-row inserts, 1.4 s in 100,000),
-#: and it holds about 2.5 times an insert's rows while it inserts (read, gathered into
-#: one block, sorted: 62 MB over chDB opened for 50,000 events), while small inserts
-#: make many parts to merge. Peak RSS over chDB opened, 1.08M events, with the
-#: `TABLE_SETTINGS`: 148 MB at 15,000 rows, 161 at 20,000, 129-132 at 25,000, 141 at
-#: 30,000, 157 at 35,000, 151-154 at 50,000 (which of the merges overlap an insert moves
-#: it); 115 on 267k events at 25,000.
+#: size, and it holds about 2.5 times an insert's rows while it inserts (read, gathered
+#: into one block, sorted), while small inserts make many parts to merge: of the sizes
+#: from 15,000 to 50,000 rows, 25,000 gives the lowest peak (docs/performance.md,
+#: "Where the memory goes").
 INSERT_ROWS = 25_000
 #: Rows an insert of the other tables (`rounds`, `violations`): a round comes every 44
-#: events or so, so at `INSERT_ROWS` an audit's rounds waited in their staged file to its
-#: end. An audit of 1.08M events then inserted its 24,640 rounds after its last event
-#: (0.28 s), and waited 0.49-0.60 s for its last inserts; at 5,000 rows, 0.35-0.37 s (the
-#: last rounds: 0.035 s), for four more inserts of rounds while it runs.
+#: events or so, so at `INSERT_ROWS` an audit's rounds would wait in their staged file to
+#: its end, and the audit for their insert after its last event. At 5,000 rows the last
+#: insert of rounds is small (0.035 s at the end of 1.08M events), for a few more inserts
+#: while the audit runs.
 OTHER_INSERT_ROWS = 5_000
 #: Rows a block of `dedupe`'s counts, not chDB's 65,505: a count with FINAL reads the
-#: sorting key of every part at once, a block of each, and at the end of an audit of
-#: 1.08M events (36 tables counted) it was the store process's peak, 356-361 MB against
-#: 345-346 MB at 2,048 rows, in the same time (docs/performance.md, 2026-12-04, evening).
+#: sorting key of every part at once, a block of each, and at the end of an audit that
+#: count sets the store process's peak: blocks of 2,048 rows take about 12 MB off it, in
+#: the same time.
 DEDUPE_BLOCK_ROWS = 2048
 
 
@@ -103,10 +97,10 @@ def _insert_file(session: Any, table: str, staged: Path) -> None:
 
 class _Inserter:
     """Inserts staged files on a thread of its own, in the order handed over. chDB's
-    `query` releases the GIL (measured: a Python loop ran at full speed beside a 14 s
-    query), so the audit goes on in Python on one core while chDB inserts on the other.
-    It holds no reference to the store: a store dropped without `close` is still
-    collected, and its session closed, as before."""
+    `query` releases the GIL (a Python loop runs at full speed beside a long query), so
+    the audit goes on in Python on one core while chDB inserts on the other. It holds no
+    reference to the store: a store dropped without `close` is still collected, and its
+    session closed."""
 
     def __init__(self, insert: Callable[[str, Path], None]) -> None:
         self._insert = insert
@@ -183,45 +177,40 @@ def _finish(staged: dict[str, StagedFile], inserter: _Inserter) -> None:
 
 
 #: chDB's allocator (the jemalloc built into it) keeps the pages an insert or a merge
-#: frees for 5 s before it returns them, and an audit frees pages all the time: the
-#: audit's peak memory into chDB was 270 MB over chDB opened with them kept, 200 without
-#: (267k events, bench/audit.py). It costs kernel time: inserting 1.08M events' staged
-#: files took 4.4-5.1 s of kernel CPU with it and 1.1-1.8 s with a 1 s decay, for a peak
-#: 55-72 MB higher (docs/performance.md). Read once, when chDB loads; a user's own
-#: setting wins.
+#: frees for 5 s by default before it returns them, and an audit frees pages all the
+#: time: kept, they are about a quarter of the audit's peak memory over chDB opened.
+#: Returning them at once costs kernel time (about 3 s more of kernel CPU for the inserts
+#: of 1.08M events than a 1 s decay, which peaks 55-72 MB higher). Read once, when chDB
+#: loads; a user's own setting wins.
 JEMALLOC_CONF = "dirty_decay_ms:0,muzzy_decay_ms:0"
 #: The allocator of the main process of `audit --jobs N`, whose work is the store while
 #: every other core audits, keeps the pages it frees for a second: there the store's CPU
-#: is the command's time. chDB's inserts of a 1.08M-event audit, alone, took 45% less
-#: CPU for about 70 MB more at the peak (docs/performance.md). `audit --jobs 1`'s store
-#: process (`process.StoreProcess`) hands them back at once: it has a core of its own
-#: beside the audit, whose thread sets the time, and in 11 alternated pairs of the whole
-#: command it was no slower (faster in 8) for 30-40 MB less peak, its CPU 1.4-2.4 s
-#: more. Beside the audit in one process it bought nothing.
+#: is the command's time: chDB's inserts take about 45% less CPU, for about 70 MB more at
+#: the peak. `audit --jobs 1`'s store process (`process.StoreProcess`) hands them back at
+#: once: it has a core of its own beside the audit, whose thread sets the time, so its
+#: extra CPU (1.4-2.4 s for 1.08M events) does not slow the command, and its peak is
+#: 30-40 MB lower.
 KEEPING_JEMALLOC_CONF = "dirty_decay_ms:1000,muzzy_decay_ms:0"
 #: The allocator of `audit --jobs 1`'s store process: pages handed back at once, as
 #: `JEMALLOC_CONF`, and no cache of freed blocks a thread (each of chDB's threads fills
-#: one in turn, an insert's and a merge's alike): its peak with 1.08M events 336-337 MB
-#: against 339-340, its CPU about 1 s more of 11-13 (docs/performance.md, 2026-12-04,
-#: night).
+#: one in turn, an insert's and a merge's alike): a few MB off its peak for about 1 s
+#: more CPU of 11-13 for 1.08M events, on the core it has to itself.
 STORE_PROCESS_JEMALLOC_CONF = JEMALLOC_CONF + ",tcache:false"
 
 
-#: Merges one column at a time, not all columns of every part at once: the audit's peak
-#: memory into chDB was 200 MB over chDB opened, and 172 MB with this (267k events,
-#: bench/audit.py), in the same time. And compressed blocks of 16 to 64 KiB, not 64 KiB
-#: to 1 MiB: each column an insert or a merge writes or reads holds a block and its
-#: compressed form, and the peak over chDB opened was 140-168 MB with the default, 142-152
-#: with these (4 runs each, 267k events, 50,000 rows an insert; the store no larger).
+#: Merges one column at a time, not all columns of every part at once: a merge holds one
+#: column of each part, not all of them, in the same time. And compressed blocks of 16 to
+#: 64 KiB, not 64 KiB to 1 MiB: each column an insert or a merge writes or reads holds a
+#: block and its compressed form (the store on disk no larger).
 #: And fewer files a part: a String column in one stream (chDB 4.4 writes its lengths as a
 #: stream of their own, two more files a String column), and an insert's part of
 #: `INSERT_ROWS` events Compact (one file for every column) while merged parts of 32 MiB
 #: and more stay Wide and merge vertically. On a file system without a journal (this
 #: project's machines: ext4, no journal) each new file's inode is found past every inode
 #: freed in the last ~35 s (`recently_deleted`), and a store's merges free files all the
-#: time: making the files was 16-28% of the inserts' CPU (perf). 1.08M events: 4,062
-#: files made and 4,276 removed, 2,162 and 2,376 with these; the kernel's CPU 12.1-13.4 s,
-#: 9.5-10.9 (three runs each, alternated); peak RSS 448 MB, 453-457.
+#: time: making files is a sixth to a quarter of the inserts' CPU, and these settings
+#: make about half as many (1.08M events: 2,162 files made, not 4,062), for a few MB more
+#: at the peak.
 #: Set here, not in schemas/clickhouse: the server (18.16) takes no MODIFY SETTING, and
 #: its memory is not the audit's.
 TABLE_SETTINGS = ("vertical_merge_algorithm_min_rows_to_activate = 1, "
@@ -234,10 +223,10 @@ TABLE_SETTINGS = ("vertical_merge_algorithm_min_rows_to_activate = 1, "
 #: Settings a table of a new store is made with (a table made before keeps its own; both
 #: read the same). Granules of 2,048 rows, not 8,192: merging the Compact parts of
 #: `events` reads a granule of every column from every part it merges, and a granule of
-#: 8,192 events is about 4 MB. Merging 8 parts of `INSERT_ROWS` events alone held 89 MB
-#: at 8,192 rows a granule, 78 at 4,096, 46 at 2,048 and 26 at 1,024. In the audit of
-#: 1.08M events into chDB, the store process's peak was 373-384 MB, against 403 (1,024:
-#: 371-375, for more CPU); its CPU the same (docs/performance.md, 2026-12-04, afternoon).
+#: 8,192 events is about 4 MB. Merging 8 parts of `INSERT_ROWS` events alone holds 89 MB
+#: at 8,192 rows a granule, 78 at 4,096, 46 at 2,048 and 26 at 1,024; 2,048 takes about
+#: 20-30 MB off the store process's peak in the same CPU, and 1,024 little more for more
+#: CPU.
 CREATE_SETTINGS = {"events": "index_granularity = 2048"}
 
 
@@ -404,8 +393,8 @@ class EmbeddedStore:
         `events_of`, only if the events of those table ids hold any: `Store.dedupe`).
         Whether it does is its row count with FINAL and without, which reads only the
         sorting key (of those tables' rows alone: it starts with the table id): an audit
-        seldom repeats a row, and rewriting every column of a table it did not was a
-        tenth of the whole audit into chDB. Counted in blocks of `DEDUPE_BLOCK_ROWS`."""
+        seldom repeats a row, and rewriting every column of a table that holds none
+        would be a tenth of the whole audit into chDB. Counted in blocks of `DEDUPE_BLOCK_ROWS`."""
         self.sync()
         small = f" SETTINGS max_block_size = {DEDUPE_BLOCK_ROWS}"
         for t in TABLES:

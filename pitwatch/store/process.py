@@ -2,9 +2,8 @@
 --jobs 1` stores through.
 
 In one process, the audit's thread sets the time of an audit into chDB: besides judging,
-it writes every event's row (in C) and stages it, and chDB's inserts share its core
-(docs/performance.md, 2026-12-03: its CPU 21-22 s into chDB against 13-17 s judging
-only). Here the audit's process hands the store process each batch of events as it read
+it writes every event's row (in C) and stages it, and chDB's inserts share its core.
+Here the audit's process hands the store process each batch of events as it read
 them, and the store process does the rest on the other core (its threads keep off one
 core, where the audit's thread runs alone: `_leave_a_core`). An event decoded from this
 schema's Avro bytes goes as those bytes and its position, and its row is written there
@@ -12,7 +11,7 @@ in C straight from the bytes, with no event built again (`Program.write_rows` in
 `events.native`: a third of the CPU of building each event and writing its row), so the
 audit's process does no row work for it (the bytes and the position are kept in C:
 `events.native.EventBytes`). Any other event (JSON Lines, an older schema's bytes) goes
-as its row, written here in C as before (`arrow.event_rows`). Round and violation rows
+as its row, written in C in the audit's process (`arrow.event_rows`). Round and violation rows
 go as their columns. The same hand-over (`Handing`, and `Receiver` in the process that
 owns the store) carries the batches of `audit --jobs N`'s workers to its main process.
 
@@ -51,22 +50,20 @@ from .embedded import STORE_PROCESS_JEMALLOC_CONF, EmbeddedStore, holds_store
 
 #: Messages the store process reads ahead of its work (a thread of its own, `_drain`),
 #: and bytes the audit's end of the pipe may hold in flight: a batch of events is about
-#: 300 KB. Read only between the store's own work, and with chDB's inserter holding
-#: one staged file waiting (not four, `embedded.WAITING_BATCHES`), the audit waited on
-#: its pipe 0.9-1.6 s of a 21-24 s audit; with both, 0.4-0.7 s (docs/performance.md).
+#: 300 KB. Read ahead, with chDB's inserter holding up to `embedded.WAITING_BATCHES`
+#: staged files waiting, the store process goes on taking batches while an insert runs,
+#: so the audit's sends seldom wait on its pipe.
 INBOX = 8
 SEND_BUFFER = 4 << 20
 #: Blocks of this many bytes and more glibc's malloc maps on their own in the store
 #: process, and unmaps when they are freed, and the free top of a heap past it goes
 #: back too. By default glibc raises both to the largest block freed (a batch's bytes,
 #: its columns: a few hundred KB), and such blocks then stay in its heaps between
-#: batches. The store process's peak with 1.08M events: 344 and 344 MB against 346 and
-#: 346 MB (docs/performance.md, 2026-12-04, evening).
+#: batches, raising the store process's peak.
 MALLOC_THRESHOLD = 128 << 10
 #: Arrow's allocator in the store process: glibc's malloc, with the thresholds above,
 #: which hands a batch's buffers back as they are freed. pyarrow's own (mimalloc) keeps
-#: them: the store process's peak with 1.08M events 339-340 MB against 343-345
-#: (docs/performance.md, 2026-12-04, night). A user's own setting wins.
+#: them, a few MB more at the store process's peak. A user's own setting wins.
 ARROW_POOL = "system"
 
 
@@ -158,13 +155,11 @@ def _leave_a_core() -> None:
     """Keep this process's threads off one of its CPUs (`store_cpus`), before chDB loads:
     its threads, created after, inherit it. Otherwise the scheduler wakes the store's
     threads (the pipe's reader, chDB's inserter and merges) on the core the audit is
-    running on, and the audit's thread both waits and finds its caches cold: its CPU
-    for 1.08M events was 17.8-18.1 s beside the store process, 14.0-15.4 s beside no
-    process at all (the same work handed to nothing), and a core kept busy by another
-    program (a spin loop, memcpy, gzip, sort) did not slow it. Kept off a core: the
-    command 13.8-14.9 s against 18.5-19.3 s in three of four alternated rounds, and
-    1.32x `--no-store` against 1.74x (docs/performance.md). The audit's process is left
-    as it is: two audits at once still spread over the cores."""
+    running on, and the audit's thread both waits and finds its caches cold (a core kept
+    busy by another program does not slow it). Kept off a core, an audit into chDB takes
+    about 1.3x `--no-store`, where it takes about 1.7x otherwise (docs/performance.md,
+    "Into chDB"). The audit's process is left as it is: two audits at once still spread
+    over the cores."""
     with contextlib.suppress(AttributeError, OSError):  # no affinity on this system
         cpus = store_cpus(os.sched_getaffinity(0))
         if cpus is not None:
@@ -310,7 +305,7 @@ class StoreProcess(Handing):
     """The embedded store in `path`, run by a process of its own (module doc). A Store:
     its statements are answered by the store process; its inserts return at once, and so
     do `setup` and, over a new store, the opening (the store process reads ahead while
-    chDB opens: an audit starts 0.4 s sooner)."""
+    chDB opens, so an audit does not wait for it)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -333,7 +328,7 @@ class StoreProcess(Handing):
         # multiprocessing waits for it at exit)
         multiprocessing.util.Finalize(self, self._conn.close, exitpriority=10)
         #: nothing stored: a new store, given nothing but `setup` yet. An audit into it
-        #: starts while chDB opens it (0.4 s), and hears why it could not at its next
+        #: starts while chDB opens it, and hears why it could not at its next
         #: hand-over or call.
         self.empty = not holds_store(self.path)
         if self.empty:
