@@ -7,7 +7,7 @@ nothing, a sequence gap keeps the digest chain, and so on. Each fault names the 
 the audit sees it on; that step's event id goes to truth.jsonl.
 
 A fault is injected only at tables whose rule pack judges its code (the sources in
-design/violations.md): insurance faults at Blackjack Switch (13:69F-2A.8), Free Bet
+docs/violations.md): insurance faults at Blackjack Switch (13:69F-2A.8), Free Bet
 (672a.8) and New Zealand (9.1-9.4) tables, surrender and bonus faults at New Jersey
 blackjack tables (2.8, 2.25), even money at Free Bet and New Zealand, blackjack payment
 in New Zealand; the dealing and record faults everywhere.

@@ -164,7 +164,7 @@ class _Simulate:
 Deal real rounds at a floor of tables: New Jersey blackjack and Blackjack Switch,
 Pennsylvania Free Bet Blackjack, New Zealand blackjack (docs/procedure.md). Each
 table's devices (console, shoe, card reader, wager sensors) emit the events of
-design/events.md with contiguous seq and the prev_digest chain, and sign them with
+docs/events.md with contiguous seq and the prev_digest chain, and sign them with
 Ed25519 checkpoints (keys made from the seed; the public ones in DIR/keys.json, for
 `pitwatch audit --keys DIR/keys.json`; --unsigned for none).
 

@@ -2,7 +2,7 @@
 events are stored from: an audit of files (one run or many), the streaming sink, or
 both into one store.
 
-design/events.md: one table's events arrive in the order they happened, and that order
+docs/events.md: one table's events arrive in the order they happened, and that order
 is the order of record (`ts` never orders anything). Each device numbers its own events
 (`seq` 1, 2, 3, …), so what the arrival order adds is only how the devices interleave.
 The position of an event is the table's *record clock* when it arrives: the sum, over

@@ -131,7 +131,7 @@ def test_every_code_of_every_pack_has_a_fault_round() -> None:
 
 def test_a_malformed_line_is_reported_with_its_line_number_and_the_rest_audited(
         tmp_path: Path) -> None:
-    """design/events.md: a line that does not parse, or names an unknown type, is
+    """docs/events.md: a line that does not parse, or names an unknown type, is
     reported with its line number and kept aside; it never stops the rest of the
     file."""
     text = ROUNDS.read_text(encoding="utf-8").splitlines(keepends=True)

@@ -496,7 +496,7 @@ def test_2a_8_d_settlement_message_names_the_odds_as_odds() -> None:
 
     > all winning insurance bets shall be paid at odds of 2 to 1.
 
-    The message is read by people (design/violations.md: one sentence with the figures).
+    The message is read by people (docs/violations.md: one sentence with the figures).
     """
     sc, _ = _insurance_round(hole="K", insure={0: 1500}, win_odds=(1, 1))
     v = only(audit(sc.events), "INSURANCE_SETTLEMENT_WRONG")

@@ -1,4 +1,4 @@
-"""The record checks the auditor makes for every pack (design/events.md: seq, prev_digest,
+"""The record checks the auditor makes for every pack (docs/events.md: seq, prev_digest,
 redelivery, RoundEnded) and the procedure and card checks every pack holds, on
 hand-built streams.
 
@@ -120,7 +120,7 @@ def test_a_sequence_gap_on_a_table_event_has_no_round() -> None:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_sequence_conflict_is_raised_and_the_copy_ignored(kind: str) -> None:
-    """design/events.md: one `seq` of one device carried two different events. The
+    """docs/events.md: one `seq` of one device carried two different events. The
     second is raised and not applied: here a second card with the seq of the dealer's
     drawn 10 would have made the dealer's hand 36, which nothing else then judges."""
     sc = TableScript.opened(kind, "T-01")
@@ -145,7 +145,7 @@ def test_sequence_conflict_is_raised_and_the_copy_ignored(kind: str) -> None:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_redelivery_is_a_no_op(kind: str) -> None:
-    """design/events.md: a second copy of the same event_id is a redelivery, not a new
+    """docs/events.md: a second copy of the same event_id is a redelivery, not a new
     event: no violation, and nothing counted twice (the wager of a redelivered
     WagerPlaced, the events of the round)."""
     sc = TableScript.opened(kind, "T-01")
@@ -183,7 +183,7 @@ def test_a_whole_stream_delivered_twice_is_audited_once() -> None:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_digest_mismatch_on_an_altered_prev_digest(kind: str) -> None:
-    """design/events.md: `prev_digest` is SHA-256 of the previous event from the same
+    """docs/events.md: `prev_digest` is SHA-256 of the previous event from the same
     device, in its canonical Avro binary form. One event's prev_digest altered (the
     chain then goes on from that event as sent): exactly one violation, on it."""
     sc = TableScript.opened(kind, "T-01")
@@ -231,7 +231,7 @@ def test_digest_mismatch_on_a_first_event_that_claims_a_predecessor() -> None:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_round_incomplete_when_the_next_round_starts(kind: str) -> None:
-    """design/violations.md: a round with no RoundEnded after the table moved on. Raised
+    """docs/violations.md: a round with no RoundEnded after the table moved on. Raised
     on the next round's first event (its evidence, and its time), cited on the round's
     last event as every ROUND_INCOMPLETE is (docs/procedure.md); the next round itself
     is clean."""
@@ -415,7 +415,7 @@ def test_unknown_table_gets_the_record_only_pack() -> None:
 
 
 def test_posted_rules_change_from_the_next_round_on() -> None:
-    """design/events.md: a later TableOpened replaces the rules from the next round on.
+    """docs/events.md: a later TableOpened replaces the rules from the next round on.
     Posted mid-round without surrender, it leaves this round's surrender standing and
     voids the next round's."""
     sc = TableScript.opened("nj_blackjack", "T-01")
