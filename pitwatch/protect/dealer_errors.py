@@ -1,0 +1,83 @@
+"""Detector 4: a dealer's error rate against the floor's.
+
+A dealer's errors are the rounds they dealt that carry a violation of the dealer's
+game (a payout, a draw, the procedure): the record's own defects (events lost, a
+device restarted, a signature, a table never opened, a round cut off) are the
+record's, never the dealer's, and do not count. Over the same record, the floor's
+rate is the other dealers' rounds with errors per round dealt; the dealer's count k in
+n rounds is judged against Poisson(n x that rate): the p-value is P(X >= k).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Final
+
+from ..engine.violation import Violation
+from .observation import DEALER, DEALER_ERROR_RATE, Observation, strength
+from .rounds import RoundView
+from .stats import poisson_upper
+
+#: the record's findings: not the dealer's doing
+RECORD_CODES: Final = frozenset({
+    "EVENTS_LOST", "DEVICE_RESTARTED", "SEQUENCE_CONFLICT", "DIGEST_MISMATCH",
+    "SIGNATURE_INVALID", "DEVICE_LIMIT_EXCEEDED", "TABLE_NOT_OPENED", "ROUND_INCOMPLETE",
+    "POSTED_RULES_CONTRADICT_REGULATION",
+})
+#: the shipped threshold: flagged when P(X >= k) is below this, with MIN_ERRORS at least
+P_THRESHOLD: Final = 1e-3
+MIN_ERRORS: Final = 3
+
+
+@dataclass(frozen=True, slots=True)
+class DealerTest:
+    dealer_id: str
+    rounds: int
+    errors: int
+    expected: float
+    p_value: float
+    error_rounds: tuple[str, ...]
+
+
+def dealer_tests(dealt: dict[str, list[str]], error_rounds: set[str]) -> list[DealerTest]:
+    """`dealt`: each dealer's round ids; `error_rounds`: the rounds with an error."""
+    total_n = sum(len(v) for v in dealt.values())
+    total_k = sum(1 for v in dealt.values() for r in v if r in error_rounds)
+    out = []
+    for dealer in sorted(dealt):
+        ids = dealt[dealer]
+        bad = tuple(r for r in ids if r in error_rounds)
+        n, k = len(ids), len(bad)
+        others_n = total_n - n
+        rate = (total_k - k) / others_n if others_n else 0.0
+        mu = n * rate
+        out.append(DealerTest(dealer, n, k, mu, poisson_upper(k, mu), bad))
+    return out
+
+
+def detect_dealer_errors(tables: dict[str, list[RoundView]],
+                         violations: Iterable[Violation]) -> list[Observation]:
+    dealt: dict[str, list[str]] = {}
+    for rounds in tables.values():
+        for r in rounds:
+            dealt.setdefault(r.dealer_id, []).append(r.round_id)
+    bad = {v.round_id for v in violations if v.code not in RECORD_CODES}
+    out = []
+    for t in dealer_tests(dealt, bad):
+        if t.errors < MIN_ERRORS or t.p_value >= P_THRESHOLD:
+            continue
+        per100 = 100 * t.errors / t.rounds
+        floor100 = 100 * t.expected / t.rounds
+        out.append(Observation(
+            DEALER_ERROR_RATE, DEALER, "", t.dealer_id, None, t.dealer_id, "errors",
+            float(t.errors), t.p_value, None,
+            strength(-math.log10(max(t.p_value, 1e-300)), -math.log10(P_THRESHOLD)),
+            t.rounds, t.error_rounds, False,
+            f"dealer {t.dealer_id}: {t.errors} rounds with errors in {t.rounds} "
+            f"({per100:.1f} per 100) against the floor's {floor100:.1f} per 100 "
+            f"(p={t.p_value:.2g})",
+            (("per_100", per100), ("floor_per_100", floor100),
+             ("expected", t.expected))))
+    return out

@@ -1,0 +1,122 @@
+"""Detector 3: hold against theoretical, by table and by dealer.
+
+Each seat's round has an expected house result: its main wager times the house edge
+for the posted rules (pitwatch.protect.expectations.player_edge, infinite deck), plus,
+for each decision that departed from basic strategy, what the departure cost the
+player by the up card alone (the basic play's expectation minus the play's, times the
+wager). The actual house result is what the hand wagers collected minus what they paid
+(insurance and side wagers are left out). Its variance is VAR_PER_STAKE times the
+square of the main wager (the variance of one blackjack hand with its doubles and
+splits, about 1.3 squared stakes: Griffin). Summed over a table's or a dealer's rounds,
+z = (actual - expected) / sqrt(variance); the band is expected +- 3 sd. Only blackjack
+rounds are judged (Switch and Free Bet have no edge model here yet).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Final
+
+from .expectations import against_up, peeked, player_edge
+from .holecard import basic_play
+from .observation import (
+    DEALER,
+    HOLD_OFF_THEORETICAL,
+    TABLE,
+    Observation,
+    strength,
+)
+from .rounds import BLACKJACK, RoundView
+from .stats import normal_two_sided
+
+VAR_PER_STAKE: Final = 1.32
+#: the shipped threshold: |z| above this is an observation (two-sided 0.27% nominal)
+Z_THRESHOLD: Final = 3.0
+#: fewer seat-rounds than this: no judgement
+MIN_HANDS: Final = 100
+
+
+def seat_expectations(r: RoundView) -> dict[int, tuple[float, float]]:
+    """Each seat's (expected house result, variance) for the round, in cents."""
+    edge = player_edge(r.rules)
+    out = {s: (-edge * sr.main, VAR_PER_STAKE * float(sr.main) ** 2)
+           for s, sr in r.seats.items() if sr.main > 0}
+    for spot in r.spots:
+        if spot.seat not in out:
+            continue
+        basic = basic_play(spot, r.rules)
+        if spot.decision == basic:
+            continue
+        ex = against_up(spot.up, r.rules.dealer_hits_soft_17, peeked(spot.up, r.rules))
+        cost = (ex.action(basic, spot.ranks, r.rules)
+                - ex.action(spot.decision, spot.ranks, r.rules))
+        e, v = out[spot.seat]
+        out[spot.seat] = (e + cost * spot.wager, v)
+    return out
+
+
+@dataclass(slots=True)
+class HoldTally:
+    scope: str
+    subject: str
+    table_id: str
+    rounds: int = 0
+    hands: int = 0
+    expected: float = 0.0
+    actual: int = 0
+    variance: float = 0.0
+    round_ids: list[str] = field(default_factory=list)
+
+    def add(self, r: RoundView) -> None:
+        seats = seat_expectations(r)
+        if not seats:
+            return
+        self.rounds += 1
+        self.round_ids.append(r.round_id)
+        for s, (e, v) in seats.items():
+            self.hands += 1
+            self.expected += e
+            self.variance += v
+            self.actual += r.seats[s].house
+
+    @property
+    def z(self) -> float:
+        return (self.actual - self.expected) / math.sqrt(self.variance) if self.variance else 0.0
+
+
+def hold_tallies(tables: dict[str, list[RoundView]]) -> list[HoldTally]:
+    """One tally per table and one per dealer (across tables), tables first, each
+    group sorted by its id."""
+    by_table: dict[str, HoldTally] = {}
+    by_dealer: dict[str, HoldTally] = {}
+    for table_id, rounds in sorted(tables.items()):
+        for r in rounds:
+            if r.game != BLACKJACK:
+                continue
+            by_table.setdefault(table_id, HoldTally(TABLE, table_id, table_id)).add(r)
+            by_dealer.setdefault(r.dealer_id, HoldTally(DEALER, r.dealer_id, "")).add(r)
+    return [by_table[k] for k in sorted(by_table)] + [by_dealer[k] for k in sorted(by_dealer)]
+
+
+def detect_hold(tallies: Iterable[HoldTally]) -> list[Observation]:
+    out = []
+    for t in tallies:
+        if t.hands < MIN_HANDS or abs(t.z) <= Z_THRESHOLD:
+            continue
+        p = normal_two_sided(t.z)
+        sd = math.sqrt(t.variance)
+        low, high = t.expected - Z_THRESHOLD * sd, t.expected + Z_THRESHOLD * sd
+        who = f"table {t.subject}" if t.scope == TABLE else f"dealer {t.subject}"
+        out.append(Observation(
+            HOLD_OFF_THEORETICAL, t.scope, t.table_id, t.subject, None,
+            t.subject if t.scope == DEALER else None, "z", t.z, p, None,
+            strength(-math.log10(max(p, 1e-300)), -math.log10(normal_two_sided(Z_THRESHOLD))),
+            t.rounds, (), False,
+            f"{who}: house result {t.actual / 100:,.2f} against {t.expected / 100:,.2f} "
+            f"expected over {t.hands} hands (band {low / 100:,.2f} to {high / 100:,.2f}, "
+            f"z={t.z:+.2f})",
+            (("expected_cents", t.expected), ("actual_cents", float(t.actual)),
+             ("sd_cents", sd), ("hands", float(t.hands)))))
+    return out
