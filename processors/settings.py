@@ -1,7 +1,8 @@
 """Worker settings: where Kafka and ClickHouse are, topic names, batching, time-outs.
 
-Every setting can come from the environment (PITWATCH_<NAME>, e.g. PITWATCH_KAFKA,
-PITWATCH_ROUND_TIMEOUT_S); a command-line flag wins over the environment."""
+`pitwatch worker` takes each setting from its flag, else from the environment as
+PITWATCH_<FLAG>, the flag's name (`env_default`: PITWATCH_KAFKA for --kafka,
+PITWATCH_ROUND_TIMEOUT for --round-timeout), else from the defaults here."""
 
 from __future__ import annotations
 

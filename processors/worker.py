@@ -31,8 +31,9 @@ a device ts more than --round-timeout after the round's last event, or when the
 partition is caught up and nothing arrived for the table for --round-timeout seconds
 (docs/procedure.md, "When a round is incomplete").
 
-Every flag can also be set in the environment as PITWATCH_<FLAG> (e.g. PITWATCH_KAFKA,
-PITWATCH_CLICKHOUSE, PITWATCH_ROUND_TIMEOUT); a flag wins over the environment.
+Every flag but --no-sink and --require-signatures can also be set in the environment as
+PITWATCH_<FLAG> (e.g. PITWATCH_KAFKA, PITWATCH_CLICKHOUSE, PITWATCH_ROUND_TIMEOUT,
+PITWATCH_KAFKA_SECURITY); a flag wins over the environment.
 Health and Prometheus metrics: http://127.0.0.1:<web-port>/health and /metrics.
 
 Local services for trying it: deploy/services.sh start (Kafka on 127.0.0.1:19092,
