@@ -219,7 +219,9 @@ def create_app(settings: Settings) -> BatchApp:
             ev = decode_single(value)
         except DecodeError as e:
             acks.append(await reject(topic, partition, offset, key, value, str(e)))
-            return
+            if e.event is None or key != e.event.table_id.encode():
+                return
+            ev = e.event  # refused, yet its record's: `TableAuditor.refused` says so
         if key != ev.table_id.encode():
             acks.append(await reject(topic, partition, offset, key, value,
                                      f"key {key!r} is not the event's table_id "

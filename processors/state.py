@@ -212,8 +212,10 @@ class TableStates:
                     continue
                 try:
                     ev: Event = decode_single(value)
-                except DecodeError:
-                    continue  # it went to the dead-letter topic when first read
+                except DecodeError as e:
+                    if e.event is None:
+                        continue  # it went to the dead-letter topic when first read
+                    ev = e.event  # so did this one, and the record holds its place
                 if ev.table_id != table_id:
                     continue  # so did an event under another table's key
                 a.feed(ev)

@@ -372,7 +372,7 @@ def chain_back(store: Store, table_id: str, begin: int,
 
 #: The findings raised on an event the record refused (`engine.record.Fed.REFUSED`),
 #: which the store never holds.
-REFUSAL_CODES = frozenset({"SEQUENCE_CONFLICT", "DEVICE_LIMIT_EXCEEDED"})
+REFUSAL_CODES = frozenset({"SEQUENCE_CONFLICT", "DEVICE_LIMIT_EXCEEDED", "EVENT_REFUSED"})
 
 
 def _stored(store: Store, rounds: dict[str, Rebuilt]) -> None:

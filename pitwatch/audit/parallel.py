@@ -206,7 +206,13 @@ class _Shard:
                         continue
                     try:
                         ev = block.judged(rec)
-                    except (DecodeError, KeyError) as e:
+                    except DecodeError as e:
+                        if e.event is not None:  # the record's, refused: in its place
+                            yield e.event
+                            continue
+                        self._reject(Rejected(name, n, f"record {n}: {e}", block.shown(rec)))
+                        continue
+                    except KeyError as e:
                         self._reject(Rejected(name, n, f"record {n}: {e}", block.shown(rec)))
                         continue
                     yield ev
@@ -249,6 +255,9 @@ class _Shard:
             try:
                 yield loads(line) if d is None else from_json(d)
             except InvalidEvent as e:
+                if e.event is not None:  # the record's, refused: in its place
+                    yield e.event
+                    continue
                 self._reject(Rejected(name, lineno, str(e),
                                       line.decode("utf-8", "replace").rstrip("\n")))
 

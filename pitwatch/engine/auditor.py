@@ -208,6 +208,9 @@ class TableAuditor:
         (recorded, and judged where the record allows), REDELIVERY (an identical copy of
         a recorded event: a no-op) or REFUSED (not applied, and reported): a store keeps
         only what was accepted."""
+        why = ev.refused
+        if why is not None:
+            return self.refused(ev, why)
         fill = self._fill
         if fill is not None and fill.wants(ev.device_id, ev.seq):
             return self._backfill(fill, ev)
@@ -229,6 +232,38 @@ class TableAuditor:
                                  f"the table's clock passed {timeout / 1000:g} s after its "
                                  "last event")
         self._route(ev)
+        return fed
+
+    def refused(self, ev: Event, reason: str) -> Fed:
+        """An event of the table's record its decoder refused (`reason`: a field of its
+        payload outside the contract's ranges; its envelope decoded cleanly). It takes
+        its place in its device's record, whose next event names its digest (of its
+        bytes as sent), so the chain holds and no seq is missing; it is never applied
+        to the table or a round, and is one HIGH finding naming it and why
+        (EVENT_REFUSED). Returns REFUSED (a store keeps nothing of it), or what the
+        record says of it otherwise (REDELIVERY for a copy of it)."""
+        fill = self._fill
+        if fill is not None and fill.wants(ev.device_id, ev.seq):
+            fed = self._backfill(fill, ev)
+        else:
+            fed = self._refusal(ev, reason)
+        return Fed.REFUSED if fed is Fed.ACCEPTED else fed
+
+    def _refusal(self, ev: Event, reason: str) -> Fed:
+        """`refused`'s record and finding: ACCEPTED when the record took the event in."""
+        fed = self._record(ev)
+        if fed is not Fed.ACCEPTED:
+            return fed
+        if self.keys is not None:
+            self._unsigned(ev)
+        rid = ev.round_id
+        self._raise_record(
+            "EVENT_REFUSED", ev, rid,
+            f"{ev.type} {ev.event_id} ({ev.device_id} seq {ev.seq}"
+            + (f", round {rid}" if rid else ", between rounds")
+            + f") was refused where it was decoded: {reason}. Not applied: the round "
+            "goes on without it; its place in the device's record is kept (its digest is "
+            "of its bytes as sent), so the record is continuous")
         return fed
 
     def prime(self, ev: Event) -> None:
@@ -883,7 +918,8 @@ class TableAuditor:
         """An event re-sent for the lost stretch: audited by the fold, in the stretch's
         order; the hole it fills is no longer one. When the stretch is whole and joins
         the record after it, the loss finding says so."""
-        fed = fill.fold.feed(ev)
+        why = ev.refused
+        fed = fill.fold.feed(ev) if why is None else fill.fold._refusal(ev, why)
         if fed is Fed.ACCEPTED:
             self.devices[ev.device_id].fill(ev.seq, digest(ev))
             fill.holes[ev.device_id].took(ev.seq)

@@ -72,7 +72,14 @@ _EMPTY: Final[dict[str, Any]] = {}
 
 
 class DecodeError(ValueError):
-    """Bytes that are not an event of a schema this reader knows."""
+    """Bytes that are not an event of a schema this reader knows, or an event outside
+    the contract's ranges. `event`: the event as sent, when only its payload is outside
+    them (its envelope inside, its bytes its one form): still its device's record's,
+    marked `refused` with this message, for the auditor to take as refused."""
+
+    def __init__(self, message: str, event: Event | None = None) -> None:
+        super().__init__(message)
+        self.event = event
 
 
 # --- typed event <-> Avro datum -----------------------------------------------------
@@ -206,7 +213,11 @@ def checked(ev: Event) -> Event:
     try:
         limits.check(ev)
     except limits.OutOfRange as e:
-        raise DecodeError(f"out of the contract's range: {e}") from e
+        why = f"out of the contract's range: {e}"
+        if not limits.envelope_in_range(ev):
+            raise DecodeError(why) from e
+        ev.refused = why
+        raise DecodeError(why, ev) from e
     return ev
 
 

@@ -2,7 +2,10 @@
 
 Reading never stops at a bad record: each one becomes a `Rejected` with its source,
 line (or record number) and reason, handed to the caller's `reject` callback to be
-kept aside (a dead-letter file), and reading goes on.
+kept aside (a dead-letter file), and reading goes on. An event refused only for its
+payload's ranges, its envelope clean, is its device's record's all the same: it is
+given in its place, marked `refused` (the auditor takes it as refused and the caller
+sets it aside as the record refused it).
 """
 
 from __future__ import annotations
@@ -60,6 +63,9 @@ def read_jsonl(src: IO[bytes], name: str, reject: Reject) -> Iterator[Event]:
         try:
             yield loads(line)
         except InvalidEvent as e:
+            if e.event is not None:
+                yield e.event
+                continue
             reject(Rejected(name, lineno, str(e), line.decode("utf-8", "replace").rstrip("\n")))
 
 
@@ -71,7 +77,12 @@ def read_avro(src: IO[bytes], name: str, reject: Reject) -> Iterator[Event]:
                 n += 1
                 try:
                     yield block.judged(rec)
-                except (DecodeError, KeyError) as e:
+                except DecodeError as e:
+                    if e.event is not None:
+                        yield e.event
+                        continue
+                    reject(Rejected(name, n, f"record {n}: {e}", block.shown(rec)))
+                except KeyError as e:
                     reject(Rejected(name, n, f"record {n}: {e}", block.shown(rec)))
     except Exception as e:  # a corrupt block: the rest of the file cannot be framed
         reject(Rejected(name, n + 1, f"corrupt Avro container after record {n}: {e}", ""))

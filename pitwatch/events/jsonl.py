@@ -12,7 +12,7 @@ from typing import Any, Final
 import orjson
 
 from . import limits
-from .avro import rules_from_dict, rules_to_dict
+from .avro import encode, rules_from_dict, rules_to_dict
 from .model import (
     DECISIONS,
     DOUBLE_ON,
@@ -33,7 +33,13 @@ from .native import json_body
 
 
 class InvalidEvent(ValueError):
-    """A JSON object that is not an event of the contract; the message says why."""
+    """A JSON object that is not an event of the contract; the message says why.
+    `event`: the event as sent, when only its payload is outside the contract's ranges
+    (as `avro.DecodeError.event`)."""
+
+    def __init__(self, message: str, event: Event | None = None) -> None:
+        super().__init__(message)
+        self.event = event
 
 
 # field -> check, per payload type. A check is a type, a vocabulary, or "?type" for nullable.
@@ -158,8 +164,22 @@ def from_json(d: Any) -> Event:
     try:
         limits.check(ev)
     except limits.OutOfRange as e:
-        raise InvalidEvent(f"out of the contract's range: {e}") from e
+        raise _refused(ev, f"out of the contract's range: {e}") from e
     return ev
+
+
+def _refused(ev: Event, why: str) -> InvalidEvent:
+    """The error for an event outside the ranges: carrying the event (marked `refused`)
+    when its envelope is inside them and its values have a canonical Avro form (its
+    digest, which its device's next event names)."""
+    if not limits.envelope_in_range(ev):
+        return InvalidEvent(why)
+    try:
+        encode(ev)
+    except Exception:  # a value no Avro field of its type holds: no digest, no record
+        return InvalidEvent(why)
+    ev.refused = why
+    return InvalidEvent(why, ev)
 
 
 def to_json(ev: Event) -> dict[str, Any]:

@@ -180,6 +180,16 @@ def _fields(obj: Any, fields: tuple[native.Field, ...], prefix: str) -> None:
             raise OutOfRange(f"{prefix}{name}: {len(v)} {unit}, not {want}")
 
 
+def envelope_in_range(ev: Event) -> bool:
+    """Whether `ev`'s envelope (table, device, seq, event id, ts, round, prev_digest) is
+    inside the ranges: an event refused for its payload alone is still its device's."""
+    try:
+        _fields(ev, ENVELOPE, "")
+    except OutOfRange:
+        return False
+    return True
+
+
 def check(ev: Event) -> None:
     """Raise OutOfRange naming the first field of `ev` outside the contract's ranges."""
     if not _in_range(ev):

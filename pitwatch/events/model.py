@@ -245,6 +245,11 @@ class Event:
     #: The 8-byte fingerprint of the schema `raw` was written under, when not the
     #: current one (a device on another released version). Not part of its value.
     writer: bytes | None = field(default=None, compare=False, repr=False)
+    #: Why its decoder refused it, when it did for a field of its payload outside the
+    #: contract's ranges while its envelope decoded cleanly: an event of its device's
+    #: record all the same, which the auditor takes as refused (`TableAuditor.refused`:
+    #: its place in the record kept, never applied). Not part of its value.
+    refused: str | None = field(default=None, compare=False, repr=False)
 
     @property
     def type(self) -> str:

@@ -53,6 +53,8 @@ RECORD_CITATIONS: dict[str, tuple[Severity, str]] = {
     "DIGEST_MISMATCH": (LOW, f"{RECORD} The record (prev_digest: SHA-256 of the previous "
                         "event)"),
     "ROUND_INCOMPLETE": (LOW, f"{RECORD} Rounds (every round ends with RoundEnded)"),
+    "EVENT_REFUSED": (HIGH, f"{RECORD} Ranges (an event outside them is refused where it "
+                      "is decoded)"),
     "DEVICE_LIMIT_EXCEEDED": (MEDIUM, f"{RECORD} Ranges (a table has at most 32 devices)"),
     "TABLE_NOT_OPENED": (MEDIUM, f"{RECORD} Rounds (a table's TableOpened comes before its "
                          "rounds)"),

@@ -113,9 +113,10 @@ def test_violations_carry_the_table_pack_and_its_citation() -> None:
 def test_every_code_of_every_pack_has_a_fault_round() -> None:
     """The file covers, for each pack, every code the pack can raise (its rules and the
     auditor's record checks). SIGNATURE_INVALID needs a key registry, which this
-    unsigned file is audited without, TABLE_NOT_OPENED a table that never opened and
-    DEVICE_LIMIT_EXCEEDED a 33rd device: tests/unit/test_signatures.py and
-    tests/unit/test_hostile_input.py cover them."""
+    unsigned file is audited without, TABLE_NOT_OPENED a table that never opened,
+    DEVICE_LIMIT_EXCEEDED a 33rd device and EVENT_REFUSED an event out of the ranges:
+    tests/unit/test_signatures.py, tests/unit/test_hostile_input.py and
+    tests/unit/test_refused_events.py cover them."""
     tables = {str(d["table_id"]): (str(d["jurisdiction"]), str(d["game"])) for d in lines()
               if d["type"] == "TableOpened"}
     covered: dict[str, set[str]] = defaultdict(set)
@@ -125,7 +126,8 @@ def test_every_code_of_every_pack_has_a_fault_round() -> None:
         if not d["round_id"]:  # a posting's finding, on its table's TableOpened
             covered[select(*tables[d["table_id"]]).name].add(d["code"])
     for pack in PACKS.values():
-        apart = {"SIGNATURE_INVALID", "TABLE_NOT_OPENED", "DEVICE_LIMIT_EXCEEDED"}
+        apart = {"SIGNATURE_INVALID", "TABLE_NOT_OPENED", "DEVICE_LIMIT_EXCEEDED",
+                 "EVENT_REFUSED"}
         assert pack.codes() - covered[pack.name] - apart == set(), pack.name
 
 

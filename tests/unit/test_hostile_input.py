@@ -97,12 +97,18 @@ def test_files_reject_each_with_its_line_number(tmp_path: Path) -> None:
     f = tmp_path / "events.jsonl"
     f.write_bytes(b"\n".join(lines) + b"\n")
     rejected: list[Rejected] = []
-    assert list(read_files([f], rejected.append)) == good
-    assert [r.line for r in rejected] == list(range(2, 2 + len(bad)))
-    by_line = dict(zip(range(2, 2 + len(bad)), bad, strict=True))
+    read = list(read_files([f], rejected.append))
+    # an event out of range in its payload alone is its device's record's: given in its
+    # place, marked refused (the audit raises EVENT_REFUSED: test_refused_events.py)
+    payload_only = {"seat 300", "seat 0", "hand -1", "negative amount",
+                    "amount over the contract", "200 seats"}
+    assert read == [good[0], *(e for n, e in bad.items() if n in payload_only), good[1]]
+    assert [e.refused is not None for e in read] == [False, *[True] * 6, False]
+    assert any("seat: 300 is outside 1..32" in (e.refused or "") for e in read)
+    lines_of = {n: k for k, n in enumerate(bad, 2)}
+    assert [r.line for r in rejected] == [lines_of[n] for n in bad if n not in payload_only]
     for r in rejected:
-        assert "contract" in r.reason or "limit" in r.reason, (by_line[r.line], r.reason)
-    assert any("seat: 300 is outside 1..32" in r.reason for r in rejected)
+        assert "contract" in r.reason or "limit" in r.reason, r.reason
     assert any("seq: -5" in r.reason for r in rejected)
 
 
@@ -113,8 +119,16 @@ def test_avro_files_reject_each_with_its_record_number(tmp_path: Path) -> None:
     f = tmp_path / "events.avro"
     f.write_bytes(buf.getvalue())
     rejected: list[Rejected] = []
+    read = list(read_files([f], rejected.append))
+    assert [(e.seq, e.refused is not None) for e in read] == [(3, False), (3, True), (4, False)]
+    assert "seat: 300" in (read[1].refused or "")
+    assert rejected == []
+    evs = [WAGER, replace(WAGER, seq=0), replace(WAGER, seq=4)]
+    buf = io.BytesIO()
+    write_container(buf, evs)
+    f.write_bytes(buf.getvalue())
     assert [e.seq for e in read_files([f], rejected.append)] == [3, 4]
-    assert [(r.line, "seat" in r.reason) for r in rejected] == [(2, True)]
+    assert [(r.line, "seq" in r.reason) for r in rejected] == [(2, True)]
 
 
 def test_a_json_object_with_a_seat_of_300_is_not_stored_wrapped() -> None:

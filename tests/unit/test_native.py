@@ -361,16 +361,19 @@ def test_schemas_without_a_string_table_id_have_no_framer(schema: dict[str, Any]
 
 def test_a_record_outside_the_contract_is_rejected_as_fastavro_read_shows_it(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """A record built in C that the ranges refuse is rejected with the reason and the
-    datum one reading it with fastavro gives."""
+    """A record built in C that the ranges refuse is read as fastavro's reading gives it:
+    one out of range in its payload alone is given in its place, marked refused with
+    the reason; one whose envelope is out of range is rejected with the reason and the
+    datum fastavro reads."""
     from pitwatch.events.files import Rejected, read_avro
 
     good = Event("0b8e0f2c-5a63-4c3e-9d31-52d0f5c1a001", "T-01", "sensor-1", 7, 0, "R-1", None,
                  WagerPlaced(1, 0, "MAIN", 2500))
     bad = Event("0b8e0f2c-5a63-4c3e-9d31-52d0f5c1a002", "T-01", "sensor-1", 8, 0, "R-1", None,
                 WagerPlaced(40, 0, "MAIN", 2500))  # seat 40: past the contract's 32
+    worse = Event("", "T-01", "sensor-1", 9, 0, "R-1", None, WagerPlaced(1, 0, "MAIN", 2500))
     buf = io.BytesIO()
-    avro.write_container(buf, [good, bad, good])
+    avro.write_container(buf, [good, bad, worse, good])
 
     def read() -> tuple[list[Event], list[Rejected]]:
         buf.seek(0)
@@ -381,10 +384,12 @@ def test_a_record_outside_the_contract_is_rejected_as_fastavro_read_shows_it(
     monkeypatch.setattr(avro.ContainerBlock, "events", lambda self, spans=None: None)
     assert read() == native_read
     evs, rejects = native_read
-    assert evs == [good, good]
+    assert evs == [good, bad, good]
+    assert [e.refused for e in evs] == [
+        None, "out of the contract's range: WagerPlaced.seat: 40 is outside 1..32", None]
     assert [(r.line, r.reason) for r in rejects] == [
-        (2, "record 2: out of the contract's range: WagerPlaced.seat: 40 is outside 1..32")]
-    assert "'seat': 40" in rejects[0].raw
+        (3, "record 3: out of the contract's range: event_id: 0 characters, not 1..128")]
+    assert "'event_id': ''" in rejects[0].raw
 
 
 def test_a_message_is_built_in_c_and_what_it_refuses_fastavro_reads(
