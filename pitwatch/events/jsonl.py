@@ -1,4 +1,4 @@
-"""The JSON Lines form of design/events.md: envelope fields, "type", payload fields beside.
+"""The JSON Lines form of docs/events.md: envelope fields, "type", payload fields beside.
 
 `from_json` is the strict edge: whatever a device vendor or investigator writes is
 checked here, field by field, and refused with a reason that names the field.

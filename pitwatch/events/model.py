@@ -1,4 +1,4 @@
-"""Typed table events: the envelope of design/events.md and one payload each.
+"""Typed table events: the envelope of docs/events.md and one payload each.
 
 Plain slotted dataclasses compared by value. Events and payloads are not frozen:
 constructing a frozen dataclass costs twice as much, and a million of them are made per
