@@ -4,10 +4,10 @@ subset ClickHouse 18.16 and chDB share).
 
 An event's row holds its JSON Lines form whole: the fields its columns hold
 (`ROW_FIELDS`) there, and the rest (the prev_digest, the payload) as the row's `body`,
-which is therefore about 150 bytes, not 330: every insert and every merge of `events`
-handles 40% fewer bytes (docs/performance.md, 2026-12-04, evening). A row written before
-(a store made before then) has the whole JSON Lines form as its body; `stored_event`
-reads both.
+which is therefore about 150 bytes, not the whole form's 330: every insert and every
+merge of `events` handles 40% fewer bytes (docs/performance.md, "Into chDB"). A row
+whose body is the whole JSON Lines form (as older stores hold) reads back as it is;
+`stored_event` reads both.
 """
 
 from __future__ import annotations
