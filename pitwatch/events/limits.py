@@ -51,10 +51,15 @@ MIN_TS: Final = 0
 MAX_TS: Final = 4_294_967_295_999
 MAX_SEAT: Final = 32  # seats are 1..MAX_SEAT
 MAX_HAND: Final = 31  # hands are 0..MAX_HAND
-#: Any amount, limit or chip in cents: 0 to 10^12 (ten thousand million dollars).
+#: Any amount but a payout's (`MAX_PAYOUT`), limit or chip in cents: 0 to 10^12 (ten
+#: thousand million dollars).
 MAX_AMOUNT: Final = 10**12
 MAX_DECKS: Final = 16
 MAX_RATIO: Final = 10**6  # a ratio's num and den are 1..MAX_RATIO
+#: A payout in cents: a wager's ceiling at the highest odds a table can post (MAX_RATIO
+#: to 1), so no payout the posted odds allow is refused: 10^18, under a signed 64-bit
+#: column's 9.2 x 10^18. Whether it is the right amount is the rules' question.
+MAX_PAYOUT: Final = MAX_AMOUNT * MAX_RATIO
 MAX_PAY_TABLES: Final = 32
 MAX_PAY_ENTRIES: Final = 64
 DIGEST_BYTES: Final = 32
@@ -137,8 +142,9 @@ ENVELOPE: Final[tuple[native.Field, ...]] = (
 _SEAT_HAND: Final[tuple[native.Field, ...]] = (
     ("seat", "int", 1, MAX_SEAT, True), ("hand", "int", 0, MAX_HAND, True))
 _MONEY: Final = (*_SEAT_HAND, ("amount", "int", 0, MAX_AMOUNT, False))
+_PAID: Final = (*_SEAT_HAND, ("amount", "int", 0, MAX_PAYOUT, False))
 FIELDS: Final[dict[type, tuple[native.Field, ...]]] = {
-    WagerPlaced: _MONEY, PayoutMade: _MONEY, WagerCollected: _MONEY, WagerReturned: _MONEY,
+    WagerPlaced: _MONEY, PayoutMade: _PAID, WagerCollected: _MONEY, WagerReturned: _MONEY,
     CardDealt: _SEAT_HAND, CardsCleared: _SEAT_HAND, PlayerDecision: _SEAT_HAND,
     SwitchOffered: (("seat", "int", 1, MAX_SEAT, False),),
     ShoeLoaded: (("shoe_id", "str", *_ID, False), ("decks", "int", 1, MAX_DECKS, False)),

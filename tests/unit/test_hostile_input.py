@@ -20,8 +20,15 @@ from pitwatch.engine.violation import Violation
 from pitwatch.events import limits
 from pitwatch.events.avro import DecodeError, decode_single, encode_single, write_container
 from pitwatch.events.files import Rejected, read_files
-from pitwatch.events.jsonl import dumps, to_json
-from pitwatch.events.model import Event, RoundEnded, RoundStarted, TableOpened, WagerPlaced
+from pitwatch.events.jsonl import dumps, from_json, to_json
+from pitwatch.events.model import (
+    Event,
+    PayoutMade,
+    RoundEnded,
+    RoundStarted,
+    TableOpened,
+    WagerPlaced,
+)
 from pitwatch.packs.registry import select
 from processors.dead_letters import dead_letter
 from processors.state import TableStates
@@ -229,3 +236,42 @@ def test_a_stream_inventing_device_ids_cannot_grow_a_table() -> None:
     assert len(over) == 5 and over[0].severity == "MEDIUM"
     assert "dev-32 would be device 33" in over[0].message
     assert len(orjson.dumps(a.export_state())) < 200_000
+
+
+def test_a_payout_s_ceiling_is_the_wager_s_at_the_highest_odds_a_table_can_post() -> None:
+    """docs/events.md § Ranges: "`PayoutMade.amount` (cents) | 0 to 10^18: a wager's
+    10^12 at the highest odds a table can post (10^6 to 1), so no payout the posted odds
+    allow is refused". A wager keeps its own 10^12."""
+    assert limits.MAX_PAYOUT == limits.MAX_AMOUNT * limits.MAX_RATIO == 10**18
+    p = WAGER.payload
+    assert isinstance(p, WagerPlaced)
+    paid = replace(WAGER, payload=PayoutMade(3, 0, "MAIN", p.amount))
+    for amount in (limits.MAX_AMOUNT * 3 // 2, limits.MAX_AMOUNT * 15, limits.MAX_PAYOUT):
+        ev = replace(paid, payload=PayoutMade(3, 0, "MAIN", amount))
+        assert decode_single(encode_single(ev)) == ev
+        assert from_json(to_json(ev)) == ev
+    for ev in (replace(paid, payload=PayoutMade(3, 0, "MAIN", limits.MAX_PAYOUT + 1)),
+               replace(WAGER, payload=replace(p, amount=limits.MAX_AMOUNT + 1))):
+        with pytest.raises(DecodeError, match="amount") as e:
+            decode_single(encode_single(ev))
+        assert e.value.event is not None  # the record's, refused (EVENT_REFUSED)
+
+
+def test_a_maximum_wager_paid_at_the_posted_odds_is_judged_not_refused() -> None:
+    """A blackjack on the contract's largest wager, 10^12 cents, paid 3 to 2: one and a
+    half times the wager's own ceiling, read and judged right (and a cent more, wrong)."""
+    from tests.rounds import TableScript, audit
+
+    def round_paid(extra: int) -> list[Event]:
+        sc = TableScript.opened("nj_blackjack", "T-MAX", max_wager=limits.MAX_AMOUNT)
+        sc.start(1, [1])
+        sc.wager(1, "MAIN", limits.MAX_AMOUNT)
+        sc.deal({(1, 0): ("A", "K")}, up="9", hole="7")
+        sc.pay(1, "MAIN", limits.MAX_AMOUNT * 3 // 2 + extra)
+        sc.clear(1, 0)
+        sc.reveal()
+        sc.finish_round()
+        return [decode_single(encode_single(e)) for e in sc.events]
+
+    assert audit(round_paid(0)) == []
+    assert [v.code for v in audit(round_paid(1))] == ["PAYOUT_WRONG"]
