@@ -27,7 +27,7 @@ PACKAGES = ("pitwatch", "processors", "producers", "replay", "console")
 MENTION = re.compile(r"PITWATCH_[A-Z0-9_]*(?:\{[A-Z0-9_,]+\}[A-Z0-9_]*)*")
 NAME = re.compile(r"PITWATCH_[A-Z0-9_]*[A-Z0-9]")
 #: a shell or compose expansion: $PITWATCH_X, ${PITWATCH_X:-default}
-SHELL_READ = re.compile(r"\$\{?(PITWATCH_[A-Z0-9_]*[A-Z0-9])")
+SHELL_READ = re.compile(r"(?<!\$)\$\{?(PITWATCH_[A-Z0-9_]*[A-Z0-9])")
 #: a name a script builds and reads indirectly: "PITWATCH_KAFKA_${role}_USER"
 SHELL_TEMPLATE = re.compile(r"PITWATCH_[A-Z0-9_]*\$\{?[A-Za-z_]+\}?[A-Z0-9_]*[A-Z0-9]")
 #: a test's own switch: os.environ.get("PITWATCH_X"), os.getenv("PITWATCH_X")
@@ -136,15 +136,21 @@ def worker_flag_names() -> tuple[dict[str, str], set[str]]:
     return flags, set(re.findall(r"--[a-z-]+", rule.group(1)))
 
 
-@pytest.fixture(scope="module")
-def read(asked_at_run_time: set[str]) -> set[str]:
-    """Every name some part of the project reads."""
+def read_by_scripts() -> set[str]:
+    """The names the deploy and CI scripts expand (compose's $$ is the container's own
+    shell, not a setting)."""
     ops = [ROOT / "deploy" / "docker-compose.yml", ROOT / "Makefile", ROOT / ".ci" / "run",
            *sorted((ROOT / "deploy").glob("*.sh")), *sorted((ROOT / "scripts").glob("*"))]
     scripts = "\n".join(p.read_text(encoding="utf-8") for p in ops if p.is_file())
+    return set(SHELL_READ.findall(scripts))
+
+
+@pytest.fixture(scope="module")
+def read(asked_at_run_time: set[str]) -> set[str]:
+    """Every name some part of the project reads."""
     tests = {n for p in sorted((ROOT / "tests").rglob("*.py"))
              for n in TEST_READ.findall(p.read_text(encoding="utf-8"))}
-    return constants_read() | asked_at_run_time | set(SHELL_READ.findall(scripts)) | tests
+    return constants_read() | asked_at_run_time | read_by_scripts() | tests
 
 
 @pytest.fixture(scope="module")
@@ -184,6 +190,11 @@ def test_every_name_the_code_reads_is_documented(documented: set[str],
     """A setting the core or a stage reads is in the docs or a --help."""
     code = constants_read() | asked_at_run_time
     assert sorted(code - documented) == []
+
+
+def test_every_name_the_scripts_read_is_documented(documented: set[str]) -> None:
+    """A setting of the deploy and CI scripts is in the docs (deploy/README.md's table)."""
+    assert sorted(read_by_scripts() - documented) == []
 
 
 def test_the_worker_reads_each_flag_its_help_says_the_environment_sets(
