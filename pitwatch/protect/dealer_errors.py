@@ -41,15 +41,14 @@ class DealerTest:
     error_rounds: tuple[str, ...]
 
 
-def dealer_tests(dealt: dict[str, list[str]], error_rounds: set[str]) -> list[DealerTest]:
-    """`dealt`: each dealer's round ids; `error_rounds`: the rounds with an error."""
-    total_n = sum(len(v) for v in dealt.values())
-    total_k = sum(1 for v in dealt.values() for r in v if r in error_rounds)
+def dealer_tests(dealt: dict[str, tuple[int, tuple[str, ...]]]) -> list[DealerTest]:
+    """`dealt`: each dealer's rounds dealt and the ids of those with an error."""
+    total_n = sum(n for n, _ in dealt.values())
+    total_k = sum(len(bad) for _, bad in dealt.values())
     out = []
     for dealer in sorted(dealt):
-        ids = dealt[dealer]
-        bad = tuple(r for r in ids if r in error_rounds)
-        n, k = len(ids), len(bad)
+        n, bad = dealt[dealer]
+        k = len(bad)
         others_n = total_n - n
         rate = (total_k - k) / others_n if others_n else 0.0
         mu = n * rate
@@ -57,16 +56,22 @@ def dealer_tests(dealt: dict[str, list[str]], error_rounds: set[str]) -> list[De
     return out
 
 
+def flagged(t: DealerTest) -> bool:
+    """The shipped threshold."""
+    return t.errors >= MIN_ERRORS and t.p_value < P_THRESHOLD
+
+
 def detect_dealer_errors(tables: dict[str, list[RoundView]],
                          violations: Iterable[Violation]) -> list[Observation]:
+    bad = {v.round_id for v in violations if v.code not in RECORD_CODES}
     dealt: dict[str, list[str]] = {}
     for rounds in tables.values():
         for r in rounds:
             dealt.setdefault(r.dealer_id, []).append(r.round_id)
-    bad = {v.round_id for v in violations if v.code not in RECORD_CODES}
+    tallies = {d: (len(ids), tuple(r for r in ids if r in bad)) for d, ids in dealt.items()}
     out = []
-    for t in dealer_tests(dealt, bad):
-        if t.errors < MIN_ERRORS or t.p_value >= P_THRESHOLD:
+    for t in dealer_tests(tallies):
+        if not flagged(t):
             continue
         per100 = 100 * t.errors / t.rounds
         floor100 = 100 * t.expected / t.rounds

@@ -109,15 +109,17 @@ def dealer_up(up_value: int, h17: bool, peeked: bool) -> tuple[float, ...]:
 class Expectations:
     """The player's expectation of each action against one dealer distribution."""
 
-    __slots__ = ("_best", "dist")
+    __slots__ = ("_best", "_stand", "dist")
 
     def __init__(self, dist: tuple[float, ...]) -> None:
         self.dist = dist
         self._best: dict[tuple[int, bool], float] = {}
+        self._stand = [self._stand_on(t) for t in range(22)]
 
     def stand(self, total: int) -> float:
-        if total > 21:
-            return -1.0
+        return -1.0 if total > 21 else self._stand[total]
+
+    def _stand_on(self, total: int) -> float:
         d = self.dist
         win = d[5]
         lose = 0.0

@@ -1,22 +1,22 @@
 """Detector 2: hole-card play, per seat session.
 
 A player who sees the dealer's hole card departs from basic strategy exactly when the
-hole card makes the departure pay: stands on 14 against a 10 with a 6 under it, hits
-17 against a 10 with a 9 under it, doubles a 12 against a dealer 16. An honest player's
+hole card makes the departure pay: stands on 14 against a 10 with a 6 under it, hits 17
+against a 10 with a 9 under it, doubles a 12 against a dealer 16. An honest player's
 departures (mistakes, hunches, a "never bust" habit) do not depend on the hole card.
 
-For each departure from basic strategy (`pitwatch.blackjack.decide` for the posted
-rules and what the table allowed), the departure is *right* for a hole card when, with
-the dealer's two cards known, it is worth more than the basic play
-(pitwatch.protect.expectations). Under the honest hypothesis the hole card is any of
-the cards the player has not seen (one blackjack-making card excluded where the reader
-checked), so the chance q that the departure is right is exact: the share of unseen
-cards that make it right. Under the hole-card hypothesis it is right with probability
-P_RIGHT. Each departure multiplies the likelihood ratio by P_RIGHT/q when right and
-(1-P_RIGHT)/(1-q) when not. The ratio is a martingale under the honest hypothesis, so
-the chance that it ever reaches A in a session is at most 1/A (Ville's inequality): the
-session is flagged when it does, and the rounds whose right departures carried it
-there are named.
+For each departure from basic strategy (`pitwatch.blackjack.decide` for the posted rules
+and what the table allowed), the departure is *right* for a hole card when, with the
+dealer's two cards known, it is the best play the table allowed and worth more than the
+basic play (pitwatch.protect.expectations). Under the honest hypothesis the hole card is
+any of the cards the player has not seen (one blackjack-making card excluded where the
+reader checked), so the chance q that the departure is right is exact: the share of
+unseen cards that make it right. Under the hole-card hypothesis it is right with
+probability P_RIGHT. Each departure multiplies the likelihood ratio by P_RIGHT/q when
+right and (1-P_RIGHT)/(1-q) when not. The ratio is a martingale under the honest
+hypothesis, so the chance that it ever reaches A in a session is at most 1/A (Ville's
+inequality): the session is flagged when it does, and the rounds whose right departures
+carried it there are named.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass
 from typing import Final
 
-from ..blackjack import RANK_VALUES, decide
+from ..blackjack import DOUBLE, HIT, RANK_VALUES, SPLIT, STAND, SURRENDER, decide
 from ..events.model import Rules
 from .expectations import RANK_OF, against_known, peeked
 from .observation import HOLE_CARD_PLAY, SEAT_SESSION, Observation, strength
@@ -33,9 +33,9 @@ from .rounds import Spot
 from .sessions import SeatSession
 
 #: under the hole-card hypothesis, the chance a departure is right for the hole card
-P_RIGHT: Final = 0.95
+P_RIGHT: Final = 0.98
 #: the shipped threshold: flagged when the likelihood ratio reaches this
-LR_THRESHOLD: Final = 1000.0
+LR_THRESHOLD: Final = 200.0
 #: a departure must beat the basic play by this much (stakes) to count as right
 MARGIN: Final = 1e-9
 WEIGHT_ROUNDS: Final = 10
@@ -75,6 +75,8 @@ def departure(spot: Spot, round_id: str, rules: Rules) -> Departure | None:
         return None
     checked = peeked(spot.up, rules)
     h17 = rules.dealer_hits_soft_17
+    legal = [a for a, ok in ((HIT, True), (STAND, True), (DOUBLE, spot.can_double),
+                             (SPLIT, spot.can_split), (SURRENDER, spot.can_surrender)) if ok]
     right_by_value: dict[int, bool] = {}
     weight = 0
     hits = 0
@@ -84,8 +86,10 @@ def departure(spot: Spot, round_id: str, rules: Rules) -> Departure | None:
         if n <= 0 or (checked and {up_value, v} == {1, 10}):
             continue
         ex = against_known((spot.up, RANK_OF[v]), h17)
-        right = (ex.action(spot.decision, spot.ranks, rules)
-                 > ex.action(basic, spot.ranks, rules) + MARGIN)
+        taken = ex.action(spot.decision, spot.ranks, rules)
+        best = max(ex.action(a, spot.ranks, rules) for a in legal)
+        right = (taken > ex.action(basic, spot.ranks, rules) + MARGIN
+                 and taken >= best - MARGIN)
         right_by_value[v] = right
         weight += n
         hits += n if right else 0

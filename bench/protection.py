@@ -1,0 +1,209 @@
+"""Game protection: each detector's power and false-positive rate at its shipped
+threshold, over simulated seat sessions (producers/players.py), against issue 37's
+targets.
+
+    nice .venv/bin/python bench/protection.py [--tables 2000] [--seed 37] [--quick]
+
+- Counter tables (`--tables`, 300 rounds each): seat 1 a Hi-Lo counter with a 1-8 ramp,
+  seat 4 the same with 30% camouflage, seat 7 a 1-4 ramp; seats 2, 3, 5, 6 honest
+  (flat, random sizes, paroli, martingale). One session of each counter per table.
+- Flashing tables (`--tables`, 100 rounds each, the dealer flashing the hole card on
+  `--flash` of the rounds): seat 4 a hole-card player, the other six honest.
+- Honest floor (`--honest-tables`, 300 rounds each, seven honest seats, a new dealer
+  every 40 rounds): the hold's |z| > 3 share by table and by dealer, and more honest
+  sessions "over a shift".
+- Dealer error rates (`--floors` floors of 50 dealers dealing 300 rounds at the floor's
+  rate of 1 per 100, and one dealer at 3x or 5x): a model of the error counts, not
+  dealt rounds.
+
+The counts are seat sessions; each flag is the detector's shipped threshold. `--quick`
+runs 40 tables of each kind (a smoke test, not a measurement).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+
+from pitwatch.protect.counting import detect_count_betting
+from pitwatch.protect.dealer_errors import dealer_tests, flagged
+from pitwatch.protect.hold import Z_THRESHOLD, detect_hold, hold_tallies
+from pitwatch.protect.holecard import detect_hole_card_play
+from pitwatch.protect.observation import DEALER, TABLE
+from pitwatch.protect.rounds import RoundView, read_table
+from pitwatch.protect.sessions import infer_sessions
+from pitwatch.protect.stats import normal_two_sided
+from producers.players import DealerProfile, SimTable, make_player, payloads
+
+COUNTER_SEATS = {1: "counter-8", 2: "flat", 3: "random", 4: "counter-8-camo", 5: "paroli",
+                 6: "martingale", 7: "counter-4"}
+HOLE_SEATS = {1: "flat", 2: "random", 3: "paroli", 4: "holecard", 5: "martingale",
+              6: "flat", 7: "random"}
+HONEST_SEATS = {1: "flat", 2: "random", 3: "paroli", 4: "martingale", 5: "flat",
+                6: "random", 7: "martingale"}
+DETECTORS = (("count", detect_count_betting), ("hole", detect_hole_card_play))
+
+
+class Tally:
+    """Sessions per profile and label, and how many each detector flagged."""
+
+    def __init__(self) -> None:
+        self.sessions: Counter[str] = Counter()
+        self.flags: Counter[tuple[str, str]] = Counter()
+
+    def session(self, label: str, hits: set[str]) -> None:
+        self.sessions[label] += 1
+        for name in hits:
+            self.flags[(label, name)] += 1
+        if hits:
+            self.flags[(label, "any")] += 1
+
+    def share(self, label: str, name: str) -> float:
+        n = self.sessions[label]
+        return self.flags[(label, name)] / n if n else 0.0
+
+
+def deal(kind: str, seats: dict[int, str], tables: int, rounds: int, seed: int,
+         tally: Tally, flash: float = 0.0, keep: Callable[[str, list[RoundView]], None]
+         | None = None) -> None:
+    for i in range(tables):
+        index = {"counter": 0, "hole": 1, "honest": 2}[kind] * 1_000_000 + i
+        players = {s: make_player(p, seed, s, index) for s, p in seats.items()}
+        table = SimTable(index, seed, players, flash=flash)
+        rounds_read = list(read_table(table.cfg.table_id, payloads(table, rounds)))
+        for session in infer_sessions(rounds_read):
+            profile = seats[session.seat]
+            label = f"{profile} ({kind} table, {rounds} rounds)"
+            hits = {name for name, detect in DETECTORS if detect(session) is not None}
+            tally.session(label, hits)
+        if keep is not None:
+            keep(table.cfg.table_id, rounds_read)
+
+
+def wilson(k: int, n: int) -> tuple[float, float]:
+    """A 95% interval for a share k/n (Wilson)."""
+    if n == 0:
+        return 0.0, 1.0
+    z = 1.96
+    p = k / n
+    mid = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, mid - half), min(1.0, mid + half)
+
+
+def dealer_bench(floors: int, seed: int, factor: float) -> tuple[int, int, int, int]:
+    """(raised dealers flagged, raised dealers, honest dealers flagged, honest dealers)."""
+    rng = random.Random(f"pitwatch-bench/dealers/{seed}/{factor}")
+    rate, n = 0.01, 300
+    hit = false = honest = 0
+    for f in range(floors):
+        dealers = [DealerProfile(f"F{f}-D{d:02d}", rate) for d in range(50)]
+        dealers.append(DealerProfile(f"F{f}-RAISED", rate * factor))
+        dealt = {d.dealer_id: (n, tuple(f"{d.dealer_id}-{k}" for k in d.error_rounds(n, rng)))
+                 for d in dealers}
+        for t in dealer_tests(dealt):
+            if t.dealer_id.endswith("RAISED"):
+                hit += flagged(t)
+            else:
+                honest += 1
+                false += flagged(t)
+    return hit, floors, false, honest
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tables", type=int, default=2000,
+                    help="counter tables and flashing tables, each (default 2,000)")
+    ap.add_argument("--honest-tables", type=int, default=1000,
+                    help="honest floor tables for the hold (default 1,000)")
+    ap.add_argument("--floors", type=int, default=2000,
+                    help="simulated floors for the dealer error rate (default 2,000)")
+    ap.add_argument("--flash", type=float, default=0.3,
+                    help="share of rounds a flashing dealer exposes the hole card (0.3)")
+    ap.add_argument("--seed", type=int, default=37)
+    ap.add_argument("--quick", action="store_true", help="40 tables of each kind")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.tables, args.honest_tables, args.floors = 40, 40, 200
+    t0 = time.perf_counter()
+    tally = Tally()
+    deal("counter", COUNTER_SEATS, args.tables, 300, args.seed, tally)
+    deal("hole", HOLE_SEATS, args.tables, 100, args.seed, tally, flash=args.flash)
+    floor: dict[str, list[RoundView]] = {}
+    deal("honest", HONEST_SEATS, args.honest_tables, 300, args.seed, tally,
+         keep=floor.__setitem__)
+    t1 = time.perf_counter()
+
+    print(f"seat sessions by profile, flagged at the shipped thresholds "
+          f"(seed {args.seed}, flashing dealers expose {args.flash:.0%} of rounds):")
+    print(f"  {'profile':<46} {'sessions':>8} {'count':>7} {'hole':>7} {'any':>7}")
+    for label in sorted(tally.sessions):
+        print(f"  {label:<46} {tally.sessions[label]:>8,} "
+              + " ".join(f"{100 * tally.share(label, k):>6.2f}%" for k in ("count", "hole", "any")))
+    honest_labels = [lb for lb in tally.sessions
+                     if lb.split(" ")[0] in ("flat", "random", "paroli", "martingale")]
+    hn = sum(tally.sessions[lb] for lb in honest_labels)
+    hk = sum(tally.flags[(lb, "any")] for lb in honest_labels)
+    shift = [lb for lb in honest_labels if "300 rounds" in lb]
+    sn = sum(tally.sessions[lb] for lb in shift)
+    sk = sum(tally.flags[(lb, "any")] for lb in shift)
+
+    tallies = hold_tallies(floor)
+    flagged_hold = detect_hold(tallies)
+    nominal = normal_two_sided(Z_THRESHOLD)
+    tables = [t for t in tallies if t.scope == TABLE]
+    dealers = [t for t in tallies if t.scope == DEALER]
+    ft = sum(1 for o in flagged_hold if o.scope == TABLE)
+    fd = sum(1 for o in flagged_hold if o.scope == DEALER)
+    zz = [t.z for t in tallies]
+    print(f"hold against theoretical on the honest floor ({len(tables)} tables, "
+          f"{len(dealers)} dealers of 40 rounds): |z| > {Z_THRESHOLD:g} for {ft} tables "
+          f"({100 * ft / max(1, len(tables)):.2f}%) and {fd} dealers "
+          f"({100 * fd / max(1, len(dealers)):.2f}%), nominal {100 * nominal:.2f}%; "
+          f"z mean {sum(zz) / len(zz):+.3f}, sd {math.sqrt(sum(z * z for z in zz) / len(zz)):.3f}")
+
+    lines = []
+    for factor in (3.0, 5.0):
+        hit, n, false, honest = dealer_bench(args.floors, args.seed, factor)
+        lines.append((factor, hit, n, false, honest))
+        print(f"dealer error rate, 300 rounds at {factor:g}x the floor's 1 per 100: "
+              f"{hit}/{n} flagged ({100 * hit / n:.1f}%); honest dealers flagged "
+              f"{false}/{honest} ({100 * false / honest:.3f}%)")
+
+    def target(name: str, ok: bool, got: str) -> bool:
+        print(f"  [{'PASS' if ok else 'FAIL'}] {name}: {got}")
+        return ok
+
+    print("targets (issue 37):")
+    c8 = next(lb for lb in tally.sessions if lb.startswith("counter-8 "))
+    hc = next(lb for lb in tally.sessions if lb.startswith("holecard"))
+    p8, ph = tally.share(c8, "count"), tally.share(hc, "hole")
+    lo, hi = wilson(hk, hn)
+    share = (ft + fd) / max(1, len(tallies))
+    results = [
+        target("counters with a 1-8 ramp detected in >= 95% of 300-round sessions",
+               p8 >= 0.95, f"{100 * p8:.1f}% of {tally.sessions[c8]:,}"),
+        target("hole-card players detected in >= 95% of 100-round sessions at a flashing "
+               "table", ph >= 0.95, f"{100 * ph:.1f}% of {tally.sessions[hc]:,}"),
+        target("<= 1% of honest seat sessions over a shift flagged by any detector",
+               sn > 0 and sk / sn <= 0.01,
+               f"{100 * sk / max(1, sn):.3f}% of {sn:,} 300-round sessions "
+               f"({100 * hk / max(1, hn):.3f}% of all {hn:,} honest sessions, "
+               f"95% CI {100 * lo:.3f}-{100 * hi:.3f}%)"),
+        target("hold |z| > 3 share on honest floors within 2x nominal",
+               share <= 2 * nominal,
+               f"{100 * share:.3f}% of {len(tallies):,} tables and dealers "
+               f"(nominal {100 * nominal:.3f}%)"),
+    ]
+    print(f"dealt and judged in {t1 - t0:.0f} s")
+    return 0 if all(results) or args.quick else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
