@@ -8,6 +8,7 @@ the players make the same choices. Amounts are integer cents in the table's chip
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -27,6 +28,13 @@ INSURE_SHARE: Final = 0.3  # players who insure when the dealer shows an ace
 EVEN_MONEY_SHARE: Final = 0.8  # players with blackjack who take even money where offered
 
 
+#: A player's own play, asked at each decision: (the hand's ranks, the dealer's cards so
+#: far (up card, then the hole card), can double, can split, can surrender, basic
+#: strategy's play) -> the play, one the table allows. Without one a seat plays basic
+#: strategy (producers/players.py has players who do not).
+Chooser = Callable[[Sequence[str], Sequence[str], bool, bool, bool, str], str]
+
+
 @dataclass(frozen=True, slots=True)
 class SeatPlan:
     seat: int
@@ -36,6 +44,7 @@ class SeatPlan:
     even_money: bool
     #: Blackjack Switch: which hands an insuring player insures (0, 1 or both)
     insure_hands: tuple[int, ...]
+    play: Chooser | None = None
 
 
 def chips(amount: int, unit: int) -> int:

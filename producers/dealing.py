@@ -22,6 +22,7 @@ from pitwatch.blackjack import Card, Settlement, ShoeEmptyError
 from pitwatch.events.model import (
     CardDealt,
     CardsCleared,
+    HoleCardChecked,
     HoleCardInserted,
     HoleCardRevealed,
     InsuranceOffered,
@@ -264,10 +265,13 @@ class _Round:
         # 6. insurance and even money
         if self.up == "A" and rules.insurance:
             self.offer_insurance()
-        # 7. the card reader
+        # 7. the card reader, or at a PEEK table the dealer's peek (on the console)
         dealer_bj = len(self.dealer) == 2 and bj.is_blackjack(self.dealer_ranks)
-        if rules.hole_card == "READER" and self.up_ace_or_ten:
-            self.add(READER, HoleCardInserted(dealer_bj), "reader")
+        if rules.hole_card in ("READER", "PEEK") and self.up_ace_or_ten:
+            if rules.hole_card == "READER":
+                self.add(READER, HoleCardInserted(dealer_bj), "reader")
+            else:
+                self.add(CONSOLE, HoleCardChecked(dealer_bj), "peek")
             if dealer_bj:
                 self.facts.dealer_blackjack = True
                 self.dealer_blackjack_round()
@@ -363,6 +367,9 @@ class _Round:
                           hits_soft_17=rules.dealer_hits_soft_17,
                           dealer_22_pushes=cfg.dealer_22_pushes, free_bet=free_bet,
                           double_after_split=rules.double_after_split)
+            if st.plan.play is not None:
+                d = st.plan.play(ranks, self.dealer_ranks, can_double, can_split,
+                                 can_surrender, d)
             self.add(CONSOLE, PlayerDecision(h.seat, h.num, d), "dec", h.seat, h.num,
                      h.decisions, d)
             h.decisions += 1
