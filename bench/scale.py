@@ -29,6 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from pitwatch.address import host_port
 from pitwatch.audit.run import audit_events
 from pitwatch.store.base import Store
 from producers.history import copy_floor, extent
@@ -80,8 +81,9 @@ def open_side(backend: str, where: str) -> Store:
         return EmbeddedStore(where)
     from pitwatch.store.server import ServerStore
 
-    host, port, db = where.split(":")
-    return ServerStore(host, int(port), db)
+    address, _, db = where.rpartition(":")
+    host, port = host_port(address)
+    return ServerStore(host, port, db)
 
 
 def side(conn: Connection, backend: str, where: str, size: int, tables: int,
@@ -89,7 +91,7 @@ def side(conn: Connection, backend: str, where: str, size: int, tables: int,
     """A worker holding one store of `size` events: builds it, then measures on demand."""
     store = open_side(backend, where)
     if backend != "chDB":
-        store._admin.execute(f"DROP DATABASE IF EXISTS {where.split(':')[2]}")  # type: ignore[attr-defined]
+        store._admin.execute(f"DROP DATABASE IF EXISTS {where.rpartition(':')[2]}")  # type: ignore[attr-defined]
     store.setup()
     t0 = time.perf_counter()
     audit_events(simulate_floor(tables, rounds, 33, 0.05)[0], store=store)
@@ -108,7 +110,7 @@ def side(conn: Connection, backend: str, where: str, size: int, tables: int,
     while conn.recv() == "measure":
         conn.send(once(store, *picked))
     if backend != "chDB":
-        store._admin.execute(f"DROP DATABASE IF EXISTS {where.split(':')[2]}")  # type: ignore[attr-defined]
+        store._admin.execute(f"DROP DATABASE IF EXISTS {where.rpartition(':')[2]}")  # type: ignore[attr-defined]
     store.close()
 
 

@@ -16,8 +16,9 @@ Environment (a flag of the same name, where a command has one, wins: see
     PITWATCH_CLICKHOUSE_CLUSTER       the cluster (remote_servers) whose Distributed
                                       tables the store is: its DDL goes ON CLUSTER
 
-A ClickHouse address is a list, `HOST:PORT[,HOST:PORT...]` (`clickhouse_hosts`): a
-client connects to the first that answers and, when that one dies, to the next.
+A ClickHouse address is a list, `HOST:PORT[,HOST:PORT...]` (read by
+`pitwatch.address.host_ports`): a client connects to the first that answers and, when
+that one dies, to the next.
 
 Passwords are never taken from a flag (a flag shows in the process list): only from
 the environment or a file, and a file that its group or others may read is refused.
@@ -44,6 +45,8 @@ KAFKA_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_SSL")
 #: Kafka's transports that would send a SASL password without TLS: refused by name.
 CLEAR_SASL = ("SASL_PLAINTEXT",)
 SASL_MECHANISMS = ("SCRAM-SHA-512", "SCRAM-SHA-256")
+#: ClickHouse's native port: the port of a ClickHouse address that names none
+CLICKHOUSE_PORT = 9000
 
 
 class ConnectionConfigError(ValueError):
@@ -237,22 +240,6 @@ class ClickHouseAuth:
 
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
-
-
-def clickhouse_hosts(spec: str, default_port: int = 9000) -> list[tuple[str, int]]:
-    """`HOST[:PORT][,HOST[:PORT]...]` as (host, port) pairs, in the order given: the
-    servers a client tries, first to last. An IPv6 address goes in brackets."""
-    out: list[tuple[str, int]] = []
-    for item in spec.split(","):
-        item = item.strip()
-        host, sep, port = item.rpartition(":")
-        if not sep or (host.count(":") and not host.endswith("]")):
-            host, port = item, str(default_port)  # no port, or a bare IPv6 address
-        if not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise ConnectionConfigError(
-                f"ClickHouse address {item!r} in {spec!r}: use HOST:PORT[,HOST:PORT...]")
-        out.append((host, int(port)))
-    return out
 
 
 def is_loopback(host: str) -> bool:

@@ -8,7 +8,8 @@ import sys
 import threading
 from typing import Any
 
-from pitwatch.connect import add_connection_flags, clickhouse_hosts
+from pitwatch.address import host_ports
+from pitwatch.connect import CLICKHOUSE_PORT, add_connection_flags
 
 from .settings import Settings, env_default
 from .topics import replication
@@ -126,7 +127,7 @@ examples:
         else:
             print(f"pitwatch worker: {NOT_CHECKED}: no key registry (--keys FILE or "
                   f"${KEYS_ENV})", file=sys.stderr)
-        (host, port), *alt = clickhouse_hosts(args.clickhouse)
+        (host, port), *alt = host_ports(args.clickhouse, CLICKHOUSE_PORT)
         settings = Settings(kafka=args.kafka, clickhouse_host=host, clickhouse_port=port,
                             clickhouse_alt_hosts=tuple(alt), clickhouse_db=args.clickhouse_db,
                             app_id=args.app_id,

@@ -10,7 +10,8 @@ from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from ..connect import ClickHouseAuth, clickhouse_hosts
+from ..address import host_ports, join_host_port
+from ..connect import CLICKHOUSE_PORT, ClickHouseAuth
 from .base import TABLES, Params, StoreError, columns, ddl_statements
 
 _TIME_COLUMNS = frozenset({"ts", "started", "ended", "detected_at"})
@@ -83,7 +84,7 @@ class ServerStore:
         login = auth.driver(host)
         for other, _ in alt_hosts:
             auth.driver(other)  # a password goes in clear to none of them either
-        alt = ",".join(f"{h}:{p}" for h, p in alt_hosts) or None
+        alt = ",".join(join_host_port(h, p) for h, p in alt_hosts) or None
         # on a cluster, an insert returns once every shard holds its rows
         settings = {"insert_distributed_sync": 1} if self.cluster else {}
         self.client = Client(host=host, port=port, database=database, alt_hosts=alt,
@@ -97,7 +98,7 @@ class ServerStore:
     def at(cls, hosts: str, database: str = "pitwatch") -> ServerStore:
         """The store on the servers `HOST:PORT[,HOST:PORT...]` (the first that answers;
         the next when it dies)."""
-        (host, port), *alt = clickhouse_hosts(hosts)
+        (host, port), *alt = host_ports(hosts, CLICKHOUSE_PORT)
         return cls(host, port, database, alt_hosts=alt)
 
     def _execute(self, sql: str, params: Any = None) -> Any:
@@ -201,16 +202,17 @@ class ServerStore:
                           {"c": self.cluster})
         shards: dict[int, list[str]] = {}
         for r in rows:
-            shards.setdefault(int(r["shard_num"]), []).append(f"{r['host_address']}:{r['port']}")
+            shards.setdefault(int(r["shard_num"]), []).append(
+                join_host_port(str(r["host_address"]), int(r["port"])))
         for hosts in shards.values():
-            (host, port), *alt = clickhouse_hosts(",".join(hosts))
+            (host, port), *alt = host_ports(",".join(hosts), CLICKHOUSE_PORT)
             # the hosts come from the server's answer: each is held to the same rule as
             # those named by the user (no password in clear to another host)
             login = self._auth.driver(host)
             for other, _ in alt:
                 self._auth.driver(other)
             c = Client(host=host, port=port, database=self.database, connect_timeout=5,
-                       alt_hosts=",".join(f"{h}:{p}" for h, p in alt) or None, **login)
+                       alt_hosts=",".join(join_host_port(h, p) for h, p in alt) or None, **login)
             try:  # 18.16 fails OPTIMIZE of a replicated table that has no part yet
                 if c.execute("SELECT count() FROM system.parts WHERE active AND database = "
                              "%(d)s AND table = %(t)s", {"d": self.database,

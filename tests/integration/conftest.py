@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from pitwatch.address import host_port
 from pitwatch.audit.run import DEFAULT_ROUND_TIMEOUT_MS, audit_events
 from pitwatch.engine.auditor import Auditor, RoundSummary
 from pitwatch.engine.violation import Violation
@@ -119,9 +120,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session", autouse=True)
 def services() -> None:
-    kafka_host, kafka_port = KAFKA.rsplit(":", 1)
+    kafka_host, kafka_port = host_port(KAFKA.split(",")[0])
     missing = [name for name, ok in (
-        (f"Kafka at {KAFKA}", _reachable(kafka_host, int(kafka_port))),
+        (f"Kafka at {KAFKA}", _reachable(kafka_host, kafka_port)),
         (f"ClickHouse at {CH_HOST}:{CH_PORT}", _reachable(CH_HOST, CH_PORT))) if not ok]
     if missing:
         msg = f"{' and '.join(missing)} not running: start them with deploy/services.sh start"

@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from pitwatch.address import host_port
 from pitwatch.events.model import Event
 from producers.kafka_out import Pacing, make_producer, send_events
 
@@ -41,9 +42,8 @@ def _gone(pid: int) -> bool:
         state = "gone"
     if state not in ("Z", "gone"):
         return False
-    host, port = KAFKA.rsplit(":", 1)
     try:
-        with socket.create_connection((host, int(port)), timeout=1):
+        with socket.create_connection(host_port(KAFKA.split(",")[0]), timeout=1):
             return False
     except OSError:
         return True

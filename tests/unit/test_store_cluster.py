@@ -1,5 +1,5 @@
 """The store's DDL on a ClickHouse cluster (pitwatch.store.cluster), the list of servers
-a client tries (pitwatch.connect.clickhouse_hosts), and which refusals are outages."""
+a client tries (pitwatch.address.host_ports), and which refusals are outages."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from pitwatch.connect import ClickHouseAuth, ConnectionConfigError, clickhouse_hosts
+from pitwatch.address import host_ports
+from pitwatch.connect import CLICKHOUSE_PORT, ClickHouseAuth, ConnectionConfigError
 from pitwatch.store import cluster
 from pitwatch.store.base import ddl_statements
 from pitwatch.store.server import is_outage
@@ -62,11 +63,11 @@ def test_a_statement_without_a_template_is_refused(monkeypatch: pytest.MonkeyPat
 
 
 def test_clickhouse_hosts_in_order_and_refused_when_malformed() -> None:
-    assert clickhouse_hosts("a:1,b:2, c") == [("a", 1), ("b", 2), ("c", 9000)]
-    assert clickhouse_hosts("[::1]:9440") == [("[::1]", 9440)]
+    assert host_ports("a:1,b:2, c", CLICKHOUSE_PORT) == [("a", 1), ("b", 2), ("c", 9000)]
+    assert host_ports("[::1]:9440", CLICKHOUSE_PORT) == [("::1", 9440)]
     for bad in ("a:x", "a:0", ",", "a:1,:2"):
         with pytest.raises(ConnectionConfigError, match="HOST:PORT"):
-            clickhouse_hosts(bad)
+            host_ports(bad, CLICKHOUSE_PORT)
 
 
 def test_cluster_name_from_the_environment_and_checked() -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from pitwatch.address import host_port
 from pitwatch.audit.run import audit_events
 from pitwatch.store import lookup
 from pitwatch.store.base import Store, StoreError
@@ -47,8 +48,8 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
             pytest.skip("PITWATCH_TEST_CLICKHOUSE=HOST:PORT names no server")
         from pitwatch.store.server import ServerStore
 
-        host, _, port = SERVER.rpartition(":")
-        s = ServerStore(host, int(port), "pitwatch_test_lookups")
+        host, port = host_port(SERVER)
+        s = ServerStore(host, port, "pitwatch_test_lookups")
         s._admin.execute("DROP DATABASE IF EXISTS pitwatch_test_lookups")
     s.setup()
     audit_events(simulate_floor(2, 12, 11, 0.3)[0], store=s)
