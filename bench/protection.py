@@ -17,7 +17,7 @@ targets.
   dealt rounds.
 
 The counts are seat sessions; each flag is the detector's shipped threshold. `--quick`
-runs 40 tables of each kind (a smoke test, not a measurement).
+runs 12 tables of each kind (a smoke test, not a measurement).
 """
 
 from __future__ import annotations
@@ -127,10 +127,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--flash", type=float, default=0.3,
                     help="share of rounds a flashing dealer exposes the hole card (0.3)")
     ap.add_argument("--seed", type=int, default=37)
-    ap.add_argument("--quick", action="store_true", help="40 tables of each kind")
+    ap.add_argument("--quick", action="store_true", help="12 tables of each kind (a smoke test)")
     args = ap.parse_args(argv)
     if args.quick:
-        args.tables, args.honest_tables, args.floors = 40, 40, 200
+        args.tables, args.honest_tables, args.floors = 12, 12, 100
     t0 = time.perf_counter()
     tally = Tally()
     deal("counter", COUNTER_SEATS, args.tables, 300, args.seed, tally)

@@ -32,6 +32,7 @@ from typing import Final
 from pitwatch import blackjack as bj
 from pitwatch.events.model import (
     CardDealt,
+    Event,
     Payload,
     PayoutMade,
     RoundEnded,
@@ -45,8 +46,10 @@ from pitwatch.protect.hilo import CARDS_PER_DECK, HiLo
 
 from .betting import SeatPlan, chips
 from .dealing import ShoeCursor, ShoeEmptyError, play_round
+from .devices import TableDevices
 from .floor import NJ_BLACKJACK, TableConfig
 from .script import CONSOLE, SHOE, Step
+from .table import OPENING_MS, ROUND_BUDGET_MS, SLOT_MS, epoch_ms
 
 HONEST: Final = ("flat", "random", "paroli", "martingale")
 #: a counter's index plays: (hand total, soft, up card value (ace 1), play, from TC)
@@ -291,3 +294,20 @@ def payloads(table: SimTable, rounds: int) -> Iterator[tuple[str | None, Payload
         for s in steps:
             if s.payload is not None:
                 yield (round_id if type(s.payload) is not ShoeLoaded else None), s.payload
+
+
+def events(table: SimTable, rounds: int, seed: int) -> list[Event]:
+    """The table's rounds as events from its devices (unsigned), one round a slot."""
+    base = f"pitwatch-players/{seed}/{table.cfg.index}"
+    start = epoch_ms(seed)
+    devices = TableDevices(table.cfg.table_id, random.Random(base + "/ids"),
+                           random.Random(base + "/clock"), start)
+    out = devices.render(table.opening(), None)
+    for k, (round_id, steps) in enumerate(table.rounds(rounds)):
+        slot = start + OPENING_MS + k * SLOT_MS
+        shoes = [s for s in steps if type(s.payload) is ShoeLoaded]
+        if shoes:
+            out.extend(devices.render(shoes, None, not_before=slot))
+        body = [s for s in steps if type(s.payload) is not ShoeLoaded]
+        out.extend(devices.render(body, round_id, not_before=slot, budget_ms=ROUND_BUDGET_MS))
+    return out
