@@ -66,6 +66,9 @@ def describe(ev: dict[str, Any]) -> str:
     if t == "HoleCardInserted":
         bj = "blackjack" if ev.get("dealer_blackjack") else "no blackjack"
         return f"hole card into the reader: {bj}"
+    if t == "HoleCardChecked":
+        bj = "blackjack" if ev.get("dealer_blackjack") else "no blackjack"
+        return f"the dealer peeked at the hole card: {bj}"
     if t == "HoleCardRevealed":
         return "hole card revealed"
     if t == "CardsCleared":

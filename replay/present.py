@@ -24,6 +24,7 @@ from pitwatch.events.model import (
     CardsCleared,
     Checkpoint,
     Event,
+    HoleCardChecked,
     HoleCardInserted,
     PayoutMade,
     PlayerDecision,
@@ -77,6 +78,8 @@ def describe(ev: Event) -> str:
             else "the dealer's cards"
     if isinstance(p, HoleCardInserted):
         return "reader: dealer blackjack" if p.dealer_blackjack else "reader: no blackjack"
+    if isinstance(p, HoleCardChecked):
+        return "peek: dealer blackjack" if p.dealer_blackjack else "peek: no blackjack"
     if isinstance(p, SwitchOffered):
         return f"seat {p.seat}"
     if isinstance(p, ShoeLoaded):

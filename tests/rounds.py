@@ -30,6 +30,7 @@ from pitwatch.events.model import (
     CardDealt,
     CardsCleared,
     Event,
+    HoleCardChecked,
     HoleCardInserted,
     HoleCardRevealed,
     InsuranceOffered,
@@ -57,7 +58,7 @@ ID_NAMESPACE: Final = uuid.UUID("5c1d2a57-6f0e-4d55-9a43-7069747761a1")
 DEVICE_OF: Final[dict[type, str]] = {
     TableOpened: "console", RoundStarted: "console", InsuranceOffered: "console",
     SwitchOffered: "console", HoleCardRevealed: "console", PlayerDecision: "console",
-    CardsCleared: "console", RoundEnded: "console",
+    CardsCleared: "console", RoundEnded: "console", HoleCardChecked: "console",
     ShoeLoaded: "shoe", CardDealt: "shoe",
     HoleCardInserted: "reader",
     WagerPlaced: "rfid", PayoutMade: "rfid", WagerCollected: "rfid", WagerReturned: "rfid",
@@ -228,6 +229,10 @@ class TableScript:
 
     def insert_hole(self, bj: bool) -> Event:
         return self.emit(HoleCardInserted(bj))
+
+    def peek(self, bj: bool) -> Event:
+        """The dealer's peek at a PEEK table (HoleCardChecked), on the console."""
+        return self.emit(HoleCardChecked(bj))
 
     def reveal(self) -> Event:
         return self.emit(HoleCardRevealed())

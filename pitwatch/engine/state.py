@@ -15,6 +15,7 @@ from ..events.model import (
     CardDealt,
     CardsCleared,
     Event,
+    HoleCardChecked,
     HoleCardInserted,
     HoleCardRevealed,
     InsuranceOffered,
@@ -142,6 +143,7 @@ class Round:
         "last_event_id",
         "last_ts",
         "paid",
+        "peeked",
         "pending_split",
         "raised",
         "returned",
@@ -177,7 +179,10 @@ class Round:
         self.first_card = False
         self.initial_complete = False
         self.further_card = False
+        #: the hole card is known to the table: the reader answered (HoleCardInserted), or
+        #: at a PEEK table the dealer peeked (HoleCardChecked, and then `peeked`)
         self.hole_inserted = False
+        self.peeked = False
         self.revealed = False  # the dealer's second card is known to all
         self.insurance_offered = False
         self.switch_offered = False
@@ -368,6 +373,8 @@ class Round:
             self.started_ts = ev.ts
         elif t is HoleCardInserted:
             self.hole_inserted = True
+        elif t is HoleCardChecked:
+            self.hole_inserted = self.peeked = True
         elif t is HoleCardRevealed:
             self.revealed = True
         elif t is InsuranceOffered:

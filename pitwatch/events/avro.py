@@ -30,6 +30,7 @@ from .model import (
     CardsCleared,
     Checkpoint,
     Event,
+    HoleCardChecked,
     HoleCardInserted,
     HoleCardRevealed,
     InsuranceOffered,
@@ -177,6 +178,7 @@ _FROM_AVRO: Final[dict[str, Any]] = {
     _PREFIX + "InsuranceOffered": lambda d: InsuranceOffered(),
     _PREFIX + "SwitchOffered": lambda d: SwitchOffered(d["seat"]),
     _PREFIX + "HoleCardInserted": lambda d: HoleCardInserted(d["dealer_blackjack"]),
+    _PREFIX + "HoleCardChecked": lambda d: HoleCardChecked(d["dealer_blackjack"]),
     _PREFIX + "HoleCardRevealed": lambda d: HoleCardRevealed(),
     _PREFIX + "PlayerDecision": lambda d: PlayerDecision(d["seat"], d["hand"], d["decision"]),
     _PREFIX + "PayoutMade": _wager(PayoutMade),
@@ -228,7 +230,7 @@ _TYPED: Final[dict[str, Any]] = {
     for cls in (TableOpened, ShoeLoaded, RoundStarted, WagerPlaced, CardDealt,
                 InsuranceOffered, SwitchOffered, HoleCardInserted, HoleCardRevealed,
                 PlayerDecision, PayoutMade, WagerCollected, WagerReturned, CardsCleared,
-                RoundEnded, Checkpoint, Rules, PayTable, PayEntry, Ratio)
+                RoundEnded, Checkpoint, HoleCardChecked, Rules, PayTable, PayEntry, Ratio)
 } | {_PREFIX + "TableEvent": Event, _PREFIX + "SealedCheckpoint": Checkpoint}
 
 

@@ -56,6 +56,7 @@ _FIELDS: Final[dict[str, dict[str, Any]]] = {
     "SwitchOffered": {"seat": _INT},
     "HoleCardInserted": {"dealer_blackjack": _BOOL},
     "HoleCardRevealed": {},
+    "HoleCardChecked": {"dealer_blackjack": _BOOL},
     "PlayerDecision": {"seat": _INT, "hand": _INT, "decision": DECISIONS},
     "PayoutMade": _WAGER,
     "WagerCollected": _WAGER,

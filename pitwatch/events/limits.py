@@ -18,6 +18,7 @@ from .model import (
     CardsCleared,
     Checkpoint,
     Event,
+    HoleCardChecked,
     HoleCardInserted,
     HoleCardRevealed,
     InsuranceOffered,
@@ -154,6 +155,7 @@ FIELDS: Final[dict[type, tuple[native.Field, ...]]] = {
                  ("schema_sha256", "bytes", DIGEST_BYTES, DIGEST_BYTES, True),
                  ("order", "bytes", DIGEST_BYTES, DIGEST_BYTES, True)),
     InsuranceOffered: (), HoleCardInserted: (), HoleCardRevealed: (), RoundEnded: (),
+    HoleCardChecked: (),
 }
 
 #: The payloads with ranges `FIELDS` cannot say: lists, and the rules' nested records.

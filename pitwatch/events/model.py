@@ -147,6 +147,13 @@ class HoleCardRevealed:
 
 
 @dataclass(slots=True)
+class HoleCardChecked:
+    """The dealer's peek at a PEEK table (schema version 4 on): what it found."""
+
+    dealer_blackjack: bool
+
+
+@dataclass(slots=True)
 class PlayerDecision:
     seat: int
     hand: int
@@ -213,7 +220,7 @@ class Checkpoint:
 Payload = (
     TableOpened | ShoeLoaded | RoundStarted | WagerPlaced | CardDealt | InsuranceOffered
     | SwitchOffered | HoleCardInserted | HoleCardRevealed | PlayerDecision | PayoutMade
-    | WagerCollected | WagerReturned | CardsCleared | RoundEnded | Checkpoint
+    | WagerCollected | WagerReturned | CardsCleared | RoundEnded | Checkpoint | HoleCardChecked
 )
 
 PAYLOAD_TYPES: Final[dict[str, type[Payload]]] = {
@@ -221,7 +228,7 @@ PAYLOAD_TYPES: Final[dict[str, type[Payload]]] = {
     for cls in (
         TableOpened, ShoeLoaded, RoundStarted, WagerPlaced, CardDealt, InsuranceOffered,
         SwitchOffered, HoleCardInserted, HoleCardRevealed, PlayerDecision, PayoutMade,
-        WagerCollected, WagerReturned, CardsCleared, RoundEnded, Checkpoint,
+        WagerCollected, WagerReturned, CardsCleared, RoundEnded, Checkpoint, HoleCardChecked,
     )
 }
 

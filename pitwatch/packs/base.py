@@ -11,6 +11,7 @@ from ..engine.violation import Severity
 from ..events.model import (
     CardDealt,
     CardsCleared,
+    HoleCardChecked,
     HoleCardInserted,
     HoleCardRevealed,
     InsuranceOffered,
@@ -42,7 +43,7 @@ AFTER: tuple[type[Payload], ...] = (CardDealt, PlayerDecision, SwitchOffered,
                                     HoleCardRevealed, *MONEY, CardsCleared, RoundEnded)
 #: Every event of a round.
 PLAY: tuple[type[Payload], ...] = (*AFTER, RoundStarted, WagerPlaced, InsuranceOffered,
-                                   HoleCardInserted)
+                                   HoleCardInserted, HoleCardChecked)
 
 RECORD = "pitwatch record rule, docs/events.md §"
 RECORD_CITATIONS: dict[str, tuple[Severity, str]] = {

@@ -62,7 +62,7 @@ import orjson  # noqa: E402
 
 from pitwatch.events import avro, jsonl, limits, native  # noqa: E402
 from pitwatch.events.files import read_avro  # noqa: E402
-from pitwatch.events.model import Event, RoundEnded  # noqa: E402
+from pitwatch.events.model import Event, HoleCardChecked, RoundEnded  # noqa: E402
 from pitwatch.events.schema import plain_schema  # noqa: E402
 
 
@@ -468,6 +468,10 @@ def make_corpus(seed: int) -> None:
     evs = list(Floor(1, 3, seed=seed).events())
     for ev in evs:
         seen.setdefault(ev.type, avro.encode(ev))
+    peek = next(ev for ev in evs if ev.type == "HoleCardInserted")  # no floor table peeks
+    seen.setdefault("HoleCardChecked", avro.encode(Event(
+        peek.event_id, peek.table_id, peek.device_id, peek.seq, peek.ts, peek.round_id,
+        peek.prev_digest, HoleCardChecked(False))))
     for name, body in seen.items():
         (CORPUS / "events" / f"{name}.bin").write_bytes(body)
     for i in range(6):

@@ -82,7 +82,7 @@ def test_every_payload_of_the_vocabulary_is_in_the_union() -> None:
         "TableOpened", "ShoeLoaded", "RoundStarted", "WagerPlaced", "CardDealt",
         "InsuranceOffered", "SwitchOffered", "HoleCardInserted", "HoleCardRevealed",
         "PlayerDecision", "PayoutMade", "WagerCollected", "WagerReturned", "CardsCleared",
-        "RoundEnded", "Checkpoint", "SealedCheckpoint",
+        "RoundEnded", "Checkpoint", "SealedCheckpoint", "HoleCardChecked",
     }
 
 

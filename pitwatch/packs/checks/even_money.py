@@ -24,6 +24,7 @@ def not_available(r: Round, ev: Event) -> Finding | None:
            else "the hand is not a blackjack" if h is None or not h.blackjack
            else "the hand is already insured (even money is instead of insurance)"
            if insured is not None
+           else "the dealer already peeked at the hole card" if r.peeked
            else "the hole card already went into the reader" if r.hole_inserted
            else "the dealer's second card is already known" if r.revealed
            else "further cards were already dealt" if r.further_card

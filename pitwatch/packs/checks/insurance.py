@@ -87,6 +87,7 @@ def too_late(r: Round, ev: Event) -> Finding | None:
     if p is None:
         return None
     why = ("after a player got a further card" if r.further_card
+           else "after the dealer peeked at the hole card" if r.peeked
            else "after the hole card went into the reader" if r.hole_inserted
            else "after the switch was offered" if r.switch_offered
            else "after the dealer's second card" if r.revealed
