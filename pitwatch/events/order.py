@@ -165,7 +165,10 @@ def _avro_events(path: Path) -> Iterator[Event]:
                 for rec in block.records():
                     try:
                         yield block.judged(rec)
-                    except (DecodeError, KeyError):
+                    except DecodeError as e:
+                        if e.event is not None:  # refused, yet in its device's record
+                            yield e.event
+                    except KeyError:
                         continue
         except Exception:  # the rest of the file cannot be framed
             return
@@ -208,8 +211,8 @@ def _envelope(line: bytes) -> tuple[Key, int, bytes | None] | None:
 def _line_digest(line: bytes) -> bytes | None:
     try:
         return digest(loads(line))
-    except InvalidEvent:
-        return None
+    except InvalidEvent as e:  # one refused for its payload alone keeps its place
+        return None if e.event is None else digest(e.event)
 
 
 # --- the order --------------------------------------------------------------------------

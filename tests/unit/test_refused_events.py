@@ -165,3 +165,17 @@ def test_audit_jobs_gives_the_one_job_finding(tmp_path: Path, form: str) -> None
     assert [v.violation_id for v in _refused(two.violations)] == \
         [v.violation_id for v in _refused(one.violations)]
     assert (two.refused, two.rejected) == (one.refused, one.rejected) == (1, 0)
+
+
+@pytest.mark.parametrize("form", ["jsonl", "avro"])
+def test_files_cut_after_a_refused_event_are_ordered_by_it(tmp_path: Path, form: str) -> None:
+    """The set's first pass reads the refused event's digest as the audit does: the file
+    that continues it follows, whatever the names say."""
+    evs, bad = _with_bad_wager()
+    cut = evs.index(bad) + 1
+    write = write_jsonl if form == "jsonl" else write_avro
+    write(tmp_path / f"b.{form}", evs[:cut])
+    write(tmp_path / f"a.{form}", evs[cut:])
+    rep = audit_paths([tmp_path / f"a.{form}", tmp_path / f"b.{form}"])
+    assert [v.event_id for v in _refused(rep.violations)] == [bad.event_id]
+    assert not RECORD_BREAKS & {v.code for v in rep.violations}
