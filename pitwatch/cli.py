@@ -44,8 +44,9 @@ answers SQL on it. The streaming pipeline: see README.md, "Streaming".
 
 def builtin_commands() -> list[Command]:
     from .audit.cli import AUDIT, QUERY
+    from .protect.cli import PROTECT
 
-    return [AUDIT, QUERY]
+    return [AUDIT, QUERY, PROTECT]
 
 
 #: The optional extra (pyproject.toml) that installs each optional module.
@@ -87,7 +88,7 @@ def build_parser(commands: list[Command]) -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    order = ["demo", "simulate", "audit", "query", "replay", "investigate", "verify",
+    order = ["demo", "simulate", "audit", "protect", "query", "replay", "investigate", "verify",
              "reaudit", "produce", "worker"]
     for cmd in sorted(commands, key=lambda c: (order.index(c.name) if c.name in order else 99)):
         p = sub.add_parser(cmd.name, help=cmd.help, description=cmd.description,

@@ -223,16 +223,27 @@ def read_table(table_id: str, payloads: Iterable[tuple[str | None, Payload]]
             yield done
 
 
-def rounds_by_table(events: Iterable[Event]) -> dict[str, list[RoundView]]:
-    """Every table's completed rounds from events in record order, tables sorted."""
-    readers: dict[str, TableReader] = {}
-    out: dict[str, list[RoundView]] = {}
-    for ev in events:
-        reader = readers.get(ev.table_id)
+class FloorReader:
+    """Reads events of any tables in record order; `tables` holds each table's
+    completed rounds."""
+
+    def __init__(self) -> None:
+        self.readers: dict[str, TableReader] = {}
+        self.tables: dict[str, list[RoundView]] = {}
+
+    def feed(self, ev: Event) -> None:
+        reader = self.readers.get(ev.table_id)
         if reader is None:
-            reader = readers[ev.table_id] = TableReader(ev.table_id)
-            out[ev.table_id] = []
+            reader = self.readers[ev.table_id] = TableReader(ev.table_id)
+            self.tables[ev.table_id] = []
         done = reader.feed(ev.round_id, ev.payload)
         if done is not None:
-            out[ev.table_id].append(done)
-    return dict(sorted(out.items()))
+            self.tables[ev.table_id].append(done)
+
+
+def rounds_by_table(events: Iterable[Event]) -> dict[str, list[RoundView]]:
+    """Every table's completed rounds from events in record order, tables sorted."""
+    floor = FloorReader()
+    for ev in events:
+        floor.feed(ev)
+    return dict(sorted(floor.tables.items()))

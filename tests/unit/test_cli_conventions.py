@@ -133,8 +133,9 @@ def test_a_missing_extra_names_the_pip_install() -> None:
 def test_a_command_named_imports_no_other_stage() -> None:
     """`pitwatch audit` (and `query`) start without importing the stages; a stage's
     command loads that stage alone; help and a name not known list every command."""
-    assert {c.name for c in commands_for(["audit", "floor/"])} == {"audit", "query"}
-    assert {c.name for c in commands_for(["simulate"])} == {"audit", "query", "simulate"}
+    core = {"audit", "query", "protect"}
+    assert {c.name for c in commands_for(["audit", "floor/"])} == core
+    assert {c.name for c in commands_for(["simulate"])} == core | {"simulate"}
     every = {c.name for c in commands_for([])}
     assert {"demo", "simulate", "replay", "worker", "produce", "investigate"} <= every
     assert {c.name for c in commands_for(["--help"])} == every
