@@ -39,7 +39,7 @@ from stream_feed import (
 )
 
 from pitwatch.engine.alerts import decode_violation
-from producers.kafka_out import ensure_topics
+from pitwatch.topics import ensure_topics
 
 
 def producer_max(feed: Spliced, n: int) -> float:

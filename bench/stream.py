@@ -45,7 +45,7 @@ from stream_feed import (
 from pitwatch.audit.run import audit_events
 from pitwatch.events.avro import encode_single
 from pitwatch.store.server import ServerStore
-from producers.kafka_out import ensure_topics
+from pitwatch.topics import ensure_topics
 
 
 def bare_consume(topic: str, n: int) -> float:

@@ -26,6 +26,7 @@ import orjson
 from aiohttp import web
 
 from pitwatch.store.base import Store, StoreError
+from pitwatch.topics import ALERTS_TOPIC, EVENTS_TOPIC
 
 from . import pages
 from .accounts import Accounts
@@ -51,9 +52,9 @@ MAX_BULK = 500  # findings one action may change
 @dataclass(frozen=True, slots=True)
 class Settings:
     kafka: str | None = None
-    alerts_topic: str = "alerts"
+    alerts_topic: str = ALERTS_TOPIC
     worker_group: str = "pitwatch"  # whose lag on events_topic the status shows
-    events_topic: str = "table-events"
+    events_topic: str = EVENTS_TOPIC
     clock: str = "wall"  # wall (arrival in the store) | store (a recorded shift)
     silent_after_s: int = 300
     cases: Path | None = None

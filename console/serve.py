@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from pitwatch.connect import add_connection_flags
 from pitwatch.store.base import Store
+from pitwatch.topics import ALERTS_TOPIC, EVENTS_TOPIC
 
 if TYPE_CHECKING:
     from .accounts import Accounts
@@ -64,7 +65,7 @@ Host is one it is served as (--allow-host)."""
                        help="its database (default %(default)s)")
         p.add_argument("--kafka", metavar="HOST:PORT",
                        help="read the alerts topic here for the live feed")
-        p.add_argument("--alerts-topic", default="alerts", metavar="TOPIC",
+        p.add_argument("--alerts-topic", default=ALERTS_TOPIC, metavar="TOPIC",
                        help="(default %(default)s)")
         p.add_argument("--host", default="127.0.0.1", help="listen address (default %(default)s)")
         p.add_argument("--port", type=int, default=8080, help="(default %(default)s)")
@@ -115,7 +116,7 @@ Host is one it is served as (--allow-host)."""
         p.add_argument("--worker-group", default="pitwatch", metavar="GROUP",
                        help="the worker's consumer group, whose lag the status shows "
                        "(default %(default)s)")
-        p.add_argument("--events-topic", default="table-events", metavar="TOPIC",
+        p.add_argument("--events-topic", default=EVENTS_TOPIC, metavar="TOPIC",
                        help="(default %(default)s)")
         p.add_argument("--poll", type=float, default=2.0, metavar="SECONDS",
                        help="how often to read a ClickHouse server's newest violations into "

@@ -9,6 +9,7 @@ import argparse
 import os
 
 from pitwatch.engine.alerts import decode_violation
+from pitwatch.topics import ALERTS_TOPIC
 
 
 def main() -> None:
@@ -16,7 +17,7 @@ def main() -> None:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kafka", default=os.environ.get("PITWATCH_KAFKA", "127.0.0.1:19092"),
                     help="bootstrap server (env PITWATCH_KAFKA; default %(default)s)")
-    ap.add_argument("--topic", default="alerts")
+    ap.add_argument("--topic", default=ALERTS_TOPIC)
     ap.add_argument("--from-start", action="store_true", help="not only new alerts")
     args = ap.parse_args()
     from kafka import KafkaConsumer

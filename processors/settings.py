@@ -10,6 +10,14 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from pitwatch.topics import (
+    ALERTS_TOPIC,
+    DEAD_LETTER_TOPIC,
+    EVENTS_TOPIC,
+    PARTITIONS,
+    ROUNDS_TOPIC,
+)
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -21,11 +29,11 @@ class Settings:
     clickhouse_alt_hosts: tuple[tuple[str, int], ...] = ()
     app_id: str = "pitwatch"
     topic_prefix: str = ""
-    events_topic: str = "table-events"
-    alerts_topic: str = "alerts"
-    rounds_topic: str = "rounds"
-    dead_letter_topic: str = "dead-letters"
-    partitions: int = 4
+    events_topic: str = EVENTS_TOPIC
+    alerts_topic: str = ALERTS_TOPIC
+    rounds_topic: str = ROUNDS_TOPIC
+    dead_letter_topic: str = DEAD_LETTER_TOPIC
+    partitions: int = PARTITIONS
     replication_factor: int = 1
     #: Faust table store for the open rounds: memory:// (tests) or rocksdb:// (production)
     store: str = "memory://"

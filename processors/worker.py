@@ -10,9 +10,9 @@ from typing import Any
 
 from pitwatch.address import host_ports
 from pitwatch.connect import CLICKHOUSE_PORT, add_connection_flags
+from pitwatch.topics import ensure_topics, replication
 
 from .settings import Settings, env_default
-from .topics import replication
 
 log = logging.getLogger("pitwatch.worker")
 
@@ -145,7 +145,7 @@ examples:
         logging.basicConfig(level=args.loglevel.upper(),
                             format="[%(asctime)s] [%(process)d] [%(levelname)s] %(message)s")
         Path(settings.data_dir).mkdir(parents=True, exist_ok=True)
-        from .topics import ensure_changelog, ensure_topics
+        from .topics import ensure_changelog
 
         try:  # the project's topic configs, whoever starts first
             ensure_topics(settings.kafka, settings.partitions, settings.topic_prefix,

@@ -1,6 +1,6 @@
 """Sending events to Kafka with kafka-python: keyed by table_id, acks=all, the
-idempotent producer, compression and batching; topics created with the partition
-counts and settings the workers need.
+idempotent producer, compression and batching (the topics themselves, their partitions
+and configs, are `pitwatch.topics`).
 
 Through a broker outage (a restart, a crash) the producer keeps its records and
 retries them, in order, for up to `OUTAGE_S`. A record Kafka never acknowledged is
@@ -15,10 +15,8 @@ from dataclasses import dataclass
 from pitwatch.connect import KafkaAuth
 from pitwatch.events.avro import encode_single
 from pitwatch.events.model import Event
-from processors.topics import TOPIC_CONFIGS, ensure_topics
 
-__all__ = ["OUTAGE_S", "TOPIC_CONFIGS", "DeliveryError", "Pacing", "ensure_topics",
-           "make_producer", "send_events"]
+__all__ = ["OUTAGE_S", "DeliveryError", "Pacing", "make_producer", "send_events"]
 
 #: How long a record is retried through a broker outage before it fails (kafka-python's
 #: default, two minutes, is shorter than a loaded broker's restart can take), and how

@@ -12,8 +12,9 @@ from pitwatch.connect import add_connection_flags
 from pitwatch.events.files import Rejected, expand, read_files
 from pitwatch.events.model import Event
 from pitwatch.events.order import in_record_order
+from pitwatch.topics import EVENTS_TOPIC, PARTITIONS, ensure_topics
 
-from .kafka_out import OUTAGE_S, DeliveryError, Pacing, ensure_topics, make_producer, send_events
+from .kafka_out import OUTAGE_S, DeliveryError, Pacing, make_producer, send_events
 from .simulate import Floor
 
 
@@ -53,7 +54,7 @@ examples:
                        help="bootstrap server (env PITWATCH_KAFKA; default %(default)s)")
         p.add_argument("--topic-prefix", default=os.environ.get("PITWATCH_TOPIC_PREFIX", ""),
                        help="prefix of every topic name (env PITWATCH_TOPIC_PREFIX)")
-        p.add_argument("--partitions", type=int, default=4,
+        p.add_argument("--partitions", type=int, default=PARTITIONS,
                        help="partitions for topics created here (default %(default)s)")
         sim = p.add_argument_group("simulate (when no PATH is given)")
         sim.add_argument("--tables", type=int, default=8)
@@ -124,7 +125,7 @@ examples:
 
             bar = tqdm(unit=" events", unit_scale=True, file=sys.stderr, desc="produce")
         try:
-            n = send_events(producer, args.topic_prefix + "table-events", self.events(args),
+            n = send_events(producer, args.topic_prefix + EVENTS_TOPIC, self.events(args),
                             Pacing(args.rate, args.live, args.speed),
                             None if bar is None else bar.update)
         except DeliveryError as e:

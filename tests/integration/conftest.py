@@ -26,7 +26,8 @@ from pitwatch.events.keys import KeyRegistry
 from pitwatch.events.model import Event
 from pitwatch.packs.registry import select
 from pitwatch.store.server import ServerStore
-from producers.kafka_out import ensure_topics, make_producer, send_events
+from pitwatch.topics import ensure_topics
+from producers.kafka_out import make_producer, send_events
 from producers.simulate import Floor
 
 ROOT = Path(__file__).resolve().parents[2]

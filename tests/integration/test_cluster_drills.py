@@ -31,7 +31,8 @@ import pytest
 from pitwatch.events.model import Event
 from pitwatch.store.base import StoreError
 from pitwatch.store.server import ServerStore
-from producers.kafka_out import Pacing, ensure_topics, make_producer, send_events
+from pitwatch.topics import ensure_topics
+from producers.kafka_out import Pacing, make_producer, send_events
 
 from . import conftest
 from .conftest import (

@@ -319,7 +319,7 @@ def test_topic_configs_are_applied_whoever_starts_first(pipeline: Pipeline) -> N
     sets the project's configs when it starts, and audits the topics it found."""
     from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 
-    from processors.topics import TOPIC_CONFIGS
+    from pitwatch.topics import TOPIC_CONFIGS
 
     names = [pipeline.prefix + t for t in TOPIC_CONFIGS]
     admin = KafkaAdminClient(bootstrap_servers=KAFKA)

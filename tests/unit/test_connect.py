@@ -20,7 +20,7 @@ from pitwatch.connect import (
     add_connection_flags,
     apply_connection_flags,
 )
-from processors.topics import replication
+from pitwatch.topics import replication
 
 PASSWORD = "s3cr3t-Pa55word-never-shown"
 

@@ -17,13 +17,13 @@ from pitwatch.engine.violation import Violation
 from pitwatch.events.avro import encode_single
 from pitwatch.events.model import Event
 from pitwatch.packs.registry import select
+from pitwatch.topics import topic_partitions
 from processors.catch_up import Record, Stretch
 from processors.faust_batch import NotCommitted, require_committed
 from processors.gaps import unread_before
 from processors.metrics import Metrics
 from processors.settings import Settings
 from processors.state import Moved, TableStates
-from processors.topics import _counts
 from producers.simulate import Floor
 
 TOPIC = "table-events"
@@ -165,4 +165,4 @@ def test_partition_counts_read_kafka_python_3_metadata() -> None:
                     {"topic": "b", "partitions": [{}] * 4},
                     {"name": "c", "partitions": []}]
 
-    assert _counts(Admin(), ["a", "b", "c"]) == {"a": 8, "b": 4}
+    assert topic_partitions(Admin(), ["a", "b", "c"]) == {"a": 8, "b": 4}
