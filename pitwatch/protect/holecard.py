@@ -108,7 +108,7 @@ def hole_test(session: SeatSession) -> HoleTest:
     deps: list[Departure] = []
     total = peak = 0.0
     for r in session.rounds:
-        if r.game != "BLACKJACK":
+        if r.game != "BLACKJACK" or not r.composition_known:
             continue
         for spot in r.spots:
             if spot.seat != session.seat:

@@ -82,6 +82,9 @@ class RoundView:
     true_count: float | None
     seats: dict[int, SeatRound] = field(default_factory=dict)
     spots: list[Spot] = field(default_factory=list)
+    #: the shoe's cards before the round are all known (False from a break in the record
+    #: to the next ShoeLoaded: the hole-card test does not judge the round's decisions)
+    composition_known: bool = True
 
 
 @dataclass(slots=True)

@@ -4,22 +4,58 @@ violations of the same record (for the dealer error rate)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
+from typing import Final
 
 from ..engine.violation import Violation
 from ..events.model import Event
 from .counting import detect_count_betting
-from .dealer_errors import detect_dealer_errors
+from .dealer_errors import RECORD_CODES, detect_dealer_errors
 from .hold import detect_hold, hold_tallies
 from .holecard import detect_hole_card_play
 from .observation import Observation
 from .rounds import RoundView, rounds_by_table
 from .sessions import infer_sessions
 
+#: findings that say the record of a round is not whole (its cards or money may be
+#: missing): the round is not judged, nor the count or composition of its shoe after it
+BREAKS: Final = RECORD_CODES - {"POSTED_RULES_CONTRADICT_REGULATION", "TABLE_NOT_OPENED"}
+
+
+def suspend(tables: dict[str, list[RoundView]], violations: Iterable[Violation]
+            ) -> dict[str, list[RoundView]]:
+    """The rounds with a break in their record left out, and the rounds after them in
+    the same shoe without a true count or a known composition: judgement on them waits
+    for the next shoe."""
+    broken = {v.round_id for v in violations if v.code in BREAKS}
+    if not broken:
+        return tables
+    out: dict[str, list[RoundView]] = {}
+    for table_id, rounds in tables.items():
+        kept: list[RoundView] = []
+        in_break, shoe = False, None
+        for r in rounds:
+            if r.round_id in broken:
+                in_break, shoe = True, r.shoe_id
+                continue
+            if in_break and r.shoe_id == shoe:
+                r = replace(r, true_count=None, composition_known=False)
+            else:
+                in_break = False
+            kept.append(r)
+        out[table_id] = kept
+    return out
+
 
 def observe(tables: dict[str, list[RoundView]],
             violations: Iterable[Violation] = ()) -> list[Observation]:
     """The observations of rounds already read: seat sessions table by table, then
-    holds, then dealers. The same rounds give the same observations in the same order."""
+    holds, then dealers. The same rounds give the same observations in the same order.
+    A break in the record (BREAKS) suspends judgement (`suspend`); the dealer's error
+    rate never counts it."""
+    violations = list(violations)
+    all_rounds = tables
+    tables = suspend(tables, violations)
     out: list[Observation] = []
     for table_id in sorted(tables):
         for session in infer_sessions(tables[table_id]):
@@ -28,7 +64,7 @@ def observe(tables: dict[str, list[RoundView]],
                 if found is not None:
                     out.append(found)
     out.extend(detect_hold(hold_tallies(tables)))
-    out.extend(detect_dealer_errors(tables, violations))
+    out.extend(detect_dealer_errors(all_rounds, violations))
     return out
 
 

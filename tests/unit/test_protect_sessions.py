@@ -50,3 +50,21 @@ def test_events_and_payloads_give_the_same_rounds() -> None:
     assert from_events == from_payloads
     assert all(r.true_count is not None for r in from_events)
     assert from_events[0].true_count == 0.0
+
+
+def test_a_break_in_the_record_suspends_judgement_until_the_next_shoe() -> None:
+    """'checks that need the missing part suspend judgement until the record decides
+    them again': the broken round is not judged, the rest of its shoe has no count."""
+    from pitwatch.engine.violation import Violation
+    from pitwatch.protect.run import suspend
+
+    rounds = [_round(i, {1: 1000}) for i in range(6)]
+    for r in rounds:
+        r.shoe_id = "S1" if r.index < 4 else "S2"
+    lost = Violation("EVENTS_LOST", "HIGH", "T1", "T1-000001", None, None, "e1", (), "",
+                     "", "nj", "1", 0)
+    kept = suspend({"T1": rounds}, [lost])["T1"]
+    assert [r.index for r in kept] == [0, 2, 3, 4, 5]
+    assert [r.true_count for r in kept] == [0.0, None, None, 0.0, 0.0]
+    assert [r.composition_known for r in kept] == [True, False, False, True, True]
+    assert suspend({"T1": rounds}, [])["T1"] is rounds
