@@ -8,7 +8,7 @@ import sys
 import threading
 from typing import Any
 
-from pitwatch.address import host_ports
+from pitwatch.address import host_ports, join_host_port
 from pitwatch.connect import CLICKHOUSE_PORT, add_connection_flags
 from pitwatch.topics import ensure_topics, replication
 
@@ -54,9 +54,11 @@ examples:
         p.add_argument("--kafka", default=env("kafka", d.kafka),
                        help="bootstrap server (env PITWATCH_KAFKA; default %(default)s)")
         p.add_argument("--clickhouse",
-                       default=env("clickhouse", f"{d.clickhouse_host}:{d.clickhouse_port}"),
-                       help="ClickHouse native host:port, or a list host:port,host:port "
-                            "tried in order (env PITWATCH_CLICKHOUSE; default %(default)s)")
+                       default=env("clickhouse",
+                                   join_host_port(d.clickhouse_host, d.clickhouse_port)),
+                       help="ClickHouse native HOST:PORT, or a list HOST:PORT,HOST:PORT "
+                            "tried in order, an IPv6 address in brackets "
+                            "(env PITWATCH_CLICKHOUSE; default %(default)s)")
         p.add_argument("--clickhouse-db", default=env("clickhouse_db", d.clickhouse_db),
                        help="ClickHouse database (created if missing; default %(default)s)")
         p.add_argument("--app-id", default=env("app_id", d.app_id),

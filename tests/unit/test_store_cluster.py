@@ -62,7 +62,7 @@ def test_a_statement_without_a_template_is_refused(monkeypatch: pytest.MonkeyPat
         cluster.cluster_statements("db", "c")
 
 
-def test_clickhouse_hosts_in_order_and_refused_when_malformed() -> None:
+def test_clickhouse_addresses_in_order_and_refused_when_malformed() -> None:
     assert host_ports("a:1,b:2, c", CLICKHOUSE_PORT) == [("a", 1), ("b", 2), ("c", 9000)]
     assert host_ports("[::1]:9440", CLICKHOUSE_PORT) == [("::1", 9440)]
     for bad in ("a:x", "a:0", ",", "a:1,:2"):
