@@ -89,7 +89,7 @@ def test_nj_blackjack_insurance_is_judged_as_posted(label: str) -> None:
     > may reach the next chip unit (`rules.chip_unit`) when half cannot be bet in chips.
 
     > Insurance is placed after the initial deal and before any further card, and, where a
-    > card reader is used, before the hole card goes into the reader.
+    > card reader is used, before the hole card goes into the reader;
 
     > Losing insurance is collected as soon as the hole card is known to make no blackjack
     > and before the dealer draws any further card.
