@@ -41,9 +41,9 @@ def same_odds(a: Ratio, b: Ratio) -> bool:
 
 
 class Rounding(NamedTuple):
-    """A rounding rule (no regulation text fixes one; the contract cannot yet post one,
-    so every table has the default, `CENT_TO_PLAYER`) for an amount the player receives
-    that is not a whole number of cents, or of chips:
+    """A rounding rule (no regulation text fixes one; a table posts it in
+    `rules.rounding`, schema version 5 on, else has the default, `CENT_TO_PLAYER`) for
+    an amount the player receives that is not a whole number of cents, or of chips:
 
     * ``PLAYER`` (the default when none is posted): up to the next cent, the odd cent to
       the player;

@@ -26,6 +26,7 @@ except ImportError:  # a platform without its wheel: zlib inflates
 from ..blackjack.ratio import Ratio
 from . import limits
 from .model import (
+    POSTED_V5,
     CardDealt,
     CardsCleared,
     Checkpoint,
@@ -47,6 +48,7 @@ from .model import (
     WagerCollected,
     WagerPlaced,
     WagerReturned,
+    posts_v5,
 )
 from .native import Program
 from .schema import (
@@ -86,8 +88,10 @@ class DecodeError(ValueError):
 # --- typed event <-> Avro datum -----------------------------------------------------
 
 
-def rules_to_dict(r: Rules) -> dict[str, Any]:
-    return {
+def rules_to_dict(r: Rules, posted_v5: bool = True) -> dict[str, Any]:
+    """The rules as their Avro datum or JSON object; without `posted_v5`, the `Rules`
+    record's (the fields before schema version 5)."""
+    d = {
         "decks": r.decks, "dealer_hits_soft_17": r.dealer_hits_soft_17,
         "blackjack_pays": {"num": r.blackjack_pays.num, "den": r.blackjack_pays.den},
         "insurance_pays": {"num": r.insurance_pays.num, "den": r.insurance_pays.den},
@@ -105,6 +109,9 @@ def rules_to_dict(r: Rules) -> dict[str, Any]:
             for t in r.pay_tables
         ],
     }
+    if posted_v5:
+        d.update((k, getattr(r, k)) for k in POSTED_V5)
+    return d
 
 
 def rules_from_dict(d: dict[str, Any]) -> Rules:
@@ -126,6 +133,7 @@ def rules_from_dict(d: dict[str, Any]) -> Rules:
             PayTable(t["name"], tuple(PayEntry(e["key"], e["num"], e["den"]) for e in t["entries"]))
             for t in tables
         ),
+        **{k: d.get(k, v) for k, v in POSTED_V5.items()},  # absent before version 5
     )
 
 
@@ -134,7 +142,8 @@ def _payload_to_avro(p: object) -> dict[str, Any]:
         return {"to": p.to, "seat": p.seat, "hand": p.hand, "rank": RANK_TO_AVRO[p.rank],
                 "suit": p.suit, "face_up": p.face_up}
     if isinstance(p, TableOpened):
-        return {"jurisdiction": p.jurisdiction, "game": p.game, "rules": rules_to_dict(p.rules)}
+        return {"jurisdiction": p.jurisdiction, "game": p.game,
+                "rules": rules_to_dict(p.rules, posts_v5(p.rules))}
     if isinstance(p, RoundStarted):
         return {"dealer_id": p.dealer_id, "seats": list(p.seats)}
     if isinstance(p, Checkpoint) and p.schema_sha256 is None:  # the version 2 form
@@ -148,9 +157,12 @@ def _payload_to_avro(p: object) -> dict[str, Any]:
 
 def _branch(p: object) -> str:
     """The union branch of a payload: its class's name, but a Checkpoint with a schema
-    hash is a SealedCheckpoint."""
+    hash is a SealedCheckpoint, and a TableOpened whose rules post what only version 5
+    can say a PostedTableOpened."""
     if type(p) is Checkpoint and p.schema_sha256 is not None:
         return _PREFIX + "SealedCheckpoint"
+    if type(p) is TableOpened and posts_v5(p.rules):
+        return _PREFIX + "PostedTableOpened"
     return _PREFIX + type(p).__name__
 
 
@@ -170,6 +182,8 @@ def _wager(cls: Any) -> Any:
 _FROM_AVRO: Final[dict[str, Any]] = {
     _PREFIX + "TableOpened": lambda d: TableOpened(d["jurisdiction"], d["game"],
                                                    rules_from_dict(d["rules"])),
+    _PREFIX + "PostedTableOpened": lambda d: TableOpened(d["jurisdiction"], d["game"],
+                                                         rules_from_dict(d["rules"])),
     _PREFIX + "ShoeLoaded": lambda d: ShoeLoaded(d["shoe_id"], d["decks"]),
     _PREFIX + "RoundStarted": lambda d: RoundStarted(d["dealer_id"], tuple(d["seats"])),
     _PREFIX + "WagerPlaced": _wager(WagerPlaced),
@@ -231,7 +245,8 @@ _TYPED: Final[dict[str, Any]] = {
                 InsuranceOffered, SwitchOffered, HoleCardInserted, HoleCardRevealed,
                 PlayerDecision, PayoutMade, WagerCollected, WagerReturned, CardsCleared,
                 RoundEnded, Checkpoint, HoleCardChecked, Rules, PayTable, PayEntry, Ratio)
-} | {_PREFIX + "TableEvent": Event, _PREFIX + "SealedCheckpoint": Checkpoint}
+} | {_PREFIX + "TableEvent": Event, _PREFIX + "SealedCheckpoint": Checkpoint,
+     _PREFIX + "PostedTableOpened": TableOpened, _PREFIX + "PostedRules": Rules}
 
 
 #: Enums built as other values than their symbols.
@@ -245,8 +260,8 @@ def _typed(name: str, fields: list[str], top: bool) -> Any:
     names = list(cls._fields) if hasattr(cls, "_fields") else [
         f.name for f in dataclasses.fields(cls)]
     expected = fields + ["raw"] * top
-    if not top and cls is Checkpoint and names[:len(fields)] == fields:
-        return cls  # the version 2 form: its later fields keep their defaults
+    if not top and cls in (Checkpoint, Rules) and names[:len(fields)] == fields:
+        return cls  # an earlier form: its later fields keep their defaults
     return cls if names[:len(expected)] == expected and (top or names == fields) else None
 
 

@@ -20,14 +20,17 @@ from .model import (
     HOLE_CARD_MODES,
     JURISDICTIONS,
     PAYLOAD_TYPES,
+    POSTED_V5,
     RANKS,
     RECIPIENTS,
+    ROUNDINGS,
     SUITS,
     WAGER_KINDS,
     Checkpoint,
     Event,
     Rules,
     TableOpened,
+    posts_v5,
 )
 from .native import json_body
 
@@ -110,6 +113,12 @@ def _rules(d: dict[str, Any]) -> Rules:
         raise InvalidEvent(f"TableOpened.rules.hole_card: {rules.hole_card!r}")
     if rules.double_on not in DOUBLE_ON:
         raise InvalidEvent(f"TableOpened.rules.double_on: {rules.double_on!r}")
+    if rules.rounding not in ROUNDINGS:
+        raise InvalidEvent(f"TableOpened.rules.rounding: {rules.rounding!r} is not "
+                           f"{sorted(ROUNDINGS)}")
+    for name, default in POSTED_V5.items():
+        if type(getattr(rules, name)) is not type(default):
+            raise InvalidEvent(f"TableOpened.rules.{name}: {getattr(rules, name)!r}")
     return rules
 
 
@@ -193,7 +202,8 @@ def to_json(ev: Event) -> dict[str, Any]:
     for name in p.__slots__:
         d[name] = getattr(p, name)
     if isinstance(p, TableOpened):
-        d["rules"] = rules_to_dict(p.rules)  # the JSON object has the datum's shape
+        # the JSON object has the datum's shape: version 5's keys only where it posts them
+        d["rules"] = rules_to_dict(p.rules, posts_v5(p.rules))
     elif isinstance(p, Checkpoint):
         for name in _HEX:
             d[name] = getattr(p, name).hex()

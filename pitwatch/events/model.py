@@ -30,6 +30,7 @@ RANKS: Final = ("A", "2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K"
 SUITS: Final = ("C", "D", "H", "S")
 HOLE_CARD_MODES: Final = frozenset({"READER", "PEEK", "NONE"})
 DOUBLE_ON: Final = frozenset({"ANY", "NINE_TEN_ELEVEN", "TEN_ELEVEN"})
+ROUNDINGS: Final = frozenset({"PLAYER", "HOUSE", "CHIP_UNIT"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,12 +79,35 @@ class Rules:
     max_wager: int = 500000
     chip_unit: int = 100
     pay_tables: tuple[PayTable, ...] | None = None
+    #: the other wagers N.J.A.C. 13:69F-2.25(h) bars beside the bonus wager (2.20, 2.22,
+    #: 2.23, 2.24, 2.26), and the posted rounding rule (`pitwatch.blackjack.Rounding`):
+    #: schema version 5 on (`POSTED_V5`), written as a `PostedTableOpened` only when one
+    #: of them is not its default, so every earlier TableOpened keeps its bytes
+    blackjack_bonus_wager: bool = False
+    streak_wager: bool = False
+    match_the_dealer_wager: bool = False
+    twenty_point_bonus_wager: bool = False
+    in_between_wager: bool = False
+    rounding: str = "PLAYER"
 
     def pay_table(self, name: str) -> PayTable | None:
         for t in self.pay_tables or ():
             if t.name == name:
                 return t
         return None
+
+
+#: The `Rules` fields schema version 5 added, with their defaults.
+POSTED_V5: Final[dict[str, object]] = {
+    "blackjack_bonus_wager": False, "streak_wager": False, "match_the_dealer_wager": False,
+    "twenty_point_bonus_wager": False, "in_between_wager": False, "rounding": "PLAYER",
+}
+
+
+def posts_v5(r: Rules) -> bool:
+    """Whether `r` posts what only schema version 5 can say (a `POSTED_V5` field not at
+    its default): then its TableOpened is written as a `PostedTableOpened`."""
+    return any(getattr(r, k) != v for k, v in POSTED_V5.items())
 
 
 # --- payloads -----------------------------------------------------------------------

@@ -77,8 +77,8 @@ GOLDEN: dict[str, tuple[str, str]] = {
 #: schema file -> (CRC-64-AVRO, SHA-256) of its Parsing Canonical Form, as fastavro
 #: writes them (the CRC as its 8 little-endian bytes)
 FINGERPRINTS: dict[str, tuple[str, str]] = {
-    "TableEvent.avsc": ("06a58ef26e8362f8",
-                        "5e78ccaa1b3e0f24ddb0eeb8e243955fe49d7bdaa2d929efbac7ffaa895eb04d"),
+    "TableEvent.avsc": ("eefe3437380ef758",
+                        "16011a2545f94a1a675f51553b2b15e69847a166c86c768438ffd06fdfb5aeaf"),
     "Violation.avsc": ("fe54c155c806e965",
                        "77baf269a926b553a05ff89a4e577c63732100316e9995c32172bb9ba62a5382"),
 }
@@ -116,18 +116,24 @@ V2_FINGERPRINTS: dict[str, tuple[str, str]] = {
     "TableEvent.avsc": ("6ebdb5aab495a1e5",
                         "864ddb1a1cba8e6eaa6976dd0c02e365d7bbbe06b080e0ceb6f0ed401b5df049"),
 }
-#: What released/v3 had before the HoleCardChecked payload (v4, the current version)
+#: What released/v3 had before the HoleCardChecked payload (v4)
 V3_FINGERPRINTS: dict[str, tuple[str, str]] = {
     **FINGERPRINTS,
     "TableEvent.avsc": ("7cc3a50e7f94332c",
                         "212849b9620e7f40741657f3825a234c7a920cb2d2e36131180e36277b48ff61"),
 }
+#: What released/v4 had before the PostedTableOpened payload (v5, the current version)
+V4_FINGERPRINTS: dict[str, tuple[str, str]] = {
+    **FINGERPRINTS,
+    "TableEvent.avsc": ("06a58ef26e8362f8",
+                        "5e78ccaa1b3e0f24ddb0eeb8e243955fe49d7bdaa2d929efbac7ffaa895eb04d"),
+}
 _BY_RELEASE = {"released/v1/": V1_FINGERPRINTS, "released/v2/": V2_FINGERPRINTS,
-               "released/v3/": V3_FINGERPRINTS}
+               "released/v3/": V3_FINGERPRINTS, "released/v4/": V4_FINGERPRINTS}
 
 
 @pytest.mark.parametrize("release", ["", "released/v1/", "released/v2/", "released/v3/",
-                                     "released/v4/"])
+                                     "released/v4/", "released/v5/"])
 @pytest.mark.parametrize("schema", sorted(FINGERPRINTS))
 def test_schema_fingerprints_with_fastavro(schema: str, release: str) -> None:
     with open(schemas_dir() / "avro" / f"{release}{schema}", encoding="utf-8") as f:

@@ -550,6 +550,11 @@ def _bonus_placement(rules: dict[str, object], main: int | None, bonus: int, *,
     ({"bonus_wager": False}, "does not offer it"),
     ({"multiple_action": True, "surrender": False}, "multiple action"),
     ({"progressive_wager": True, "surrender": False}, "progressive"),
+    ({"blackjack_bonus_wager": True}, "blackjack bonus wager (2.20)"),
+    ({"streak_wager": True}, "streak wager (2.22)"),
+    ({"match_the_dealer_wager": True}, "match-the-dealer wager (2.23)"),
+    ({"twenty_point_bonus_wager": True}, "20 point bonus wager (2.24)"),
+    ({"in_between_wager": True}, "in-between wager (2.26)"),
 ])
 def test_2_25_a_h_bonus_wager_not_available(rules: dict[str, object], why: str) -> None:
     """N.J.A.C. 13:69F-2.25(a), (h)
@@ -566,8 +571,8 @@ def test_2_25_a_h_bonus_wager_not_available(rules: dict[str, object], why: str) 
     > match-the-dealer wager pursuant to 13:69F-2.23, a 20 point bonus wager pursuant to
     > 13:69F-2.24, or the in-between wager authorized by 13:69F-2.26.
 
-    The contract can post two of the seven (docs/procedure.md). The void wager is handed
-    back at settlement. A table that posts the bonus wager
+    The contract posts all seven (five of them from schema version 5 on). The void
+    wager is handed back at settlement. A table that posts the bonus wager
     beside what (h) bars is itself a finding, on its TableOpened.
     """
     sc, bad = _bonus_placement(rules, 2000, 500, void=True)
@@ -602,6 +607,23 @@ def test_2_2_a_4_six_or_eight_decks_beside_the_bonus_wager(decks: int, ok: bool)
     v = only([v for v in found if v.code != POSTING], "BONUS_WAGER_NOT_AVAILABLE")
     expect(v, code="BONUS_WAGER_NOT_AVAILABLE", severity="HIGH",
            citation="N.J.A.C. 13:69F-2.2(a)4", event=bad, seat=1, hand=0, pack=PACK)
+
+
+def test_2_2_a_4_six_or_eight_decks_beside_the_match_the_dealer_wager() -> None:
+    """N.J.A.C. 13:69F-2.2(a)4
+
+    > 4. six or eight, where the match-the-dealer wager (13:69F-2.23) or the optional bonus
+    > wager (13:69F-2.25) is offered.
+
+    A match-the-dealer table (postable from schema version 5 on) of four decks is a
+    finding on its TableOpened; of six, none."""
+    def posting(decks: int) -> list[str]:
+        sc = TableScript.opened("nj_blackjack", "T-MTD", decks=decks, bonus_wager=False,
+                                match_the_dealer_wager=True)
+        return [v.citation for v in audit(sc.events) if v.code == POSTING]
+
+    assert posting(6) == []
+    assert posting(4) == ["N.J.A.C. 13:69F-2.2(a)4"]
 
 
 def test_2_25_a_bonus_wager_where_offered_stands() -> None:

@@ -28,9 +28,9 @@ def verb(p: Money) -> str:
 
 
 def rounding(r: Round) -> Rounding:
-    """The table's rounding rule (docs/procedure.md, "Rounding"): the stated default,
-    since the contract cannot yet carry a posted one."""
-    return Rounding("PLAYER", r.rules.chip_unit)
+    """The table's posted rounding rule (`rules.rounding`, schema version 5 on; PLAYER,
+    the stated default, where none is posted: docs/procedure.md, "Rounding")."""
+    return Rounding(r.rules.rounding, r.rules.chip_unit)
 
 
 def expected_text(exp: Settlement) -> str:

@@ -52,11 +52,16 @@ def surrender_barred(rules: Rules) -> str | None:
 
 
 def bonus_bar(rules: Rules) -> str | None:
-    """N.J.A.C. 13:69F-2.25(h): the first of the wagers the bonus wager may not be offered
-    beside that the table posts, or None. The contract carries two of the seven (multiple
-    action, progressive); the other five cannot be posted yet (docs/procedure.md)."""
+    """N.J.A.C. 13:69F-2.25(h): the first of the seven wagers the bonus wager may not be
+    offered beside that the table posts, or None (five of them posted from schema
+    version 5 on)."""
     for posted, what in ((rules.multiple_action, "multiple action blackjack (13:69E-2.18)"),
-                         (rules.progressive_wager, "a progressive wager (2.19)")):
+                         (rules.progressive_wager, "a progressive wager (2.19)"),
+                         (rules.blackjack_bonus_wager, "a blackjack bonus wager (2.20)"),
+                         (rules.streak_wager, "a streak wager (2.22)"),
+                         (rules.match_the_dealer_wager, "a match-the-dealer wager (2.23)"),
+                         (rules.twenty_point_bonus_wager, "a 20 point bonus wager (2.24)"),
+                         (rules.in_between_wager, "the in-between wager (2.26)")):
         if posted:
             return what
     return None
@@ -79,7 +84,9 @@ BONUS_DECKS = 6
 def bonus_decks(rules: Rules) -> str | None:
     """N.J.A.C. 13:69F-2.2(a)4: six or eight decks where the optional bonus wager or the
     match-the-dealer wager is offered (read as at least six: "the fewest decks")."""
-    if not rules.bonus_wager or rules.decks >= BONUS_DECKS:
+    wager = ("the bonus wager" if rules.bonus_wager
+             else "the match-the-dealer wager" if rules.match_the_dealer_wager else None)
+    if wager is None or rules.decks >= BONUS_DECKS:
         return None
-    return (f"the table posts the bonus wager with {rules.decks} deck(s); where it is "
-            "offered the fewest decks are six or eight")
+    return (f"the table posts {wager} with {rules.decks} deck(s); where it is offered the "
+            "fewest decks are six or eight")
