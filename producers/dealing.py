@@ -143,6 +143,8 @@ class _Round:
         r = self.rules
         self.bj_ratio = bj.Ratio(r.blackjack_pays.num, r.blackjack_pays.den)
         self.ins_ratio = bj.Ratio(r.insurance_pays.num, r.insurance_pays.den)
+        #: the posted rounding rule, the one the audit judges by (`checks._common.rounding`)
+        self.rounding = bj.Rounding(r.rounding, r.chip_unit)
         posted = r.pay_table("BONUS")  # the three-eights odds of 2.25(f), where posted
         self.bonus_odds = None if posted is None else {
             e.key: bj.Ratio(e.num, e.den) for e in posted.entries}
@@ -249,7 +251,8 @@ class _Round:
                 st = self.seats[s]
                 if st.side_open and st.side is not None:
                     four = [(c.rank, c.suit) for h in st.hands[:2] for c in h.cards[:2]]
-                    self.money(s, 0, "MATCH", bj.settle_match(st.side[1], four, pay_table=None),
+                    self.money(s, 0, "MATCH", bj.settle_match(st.side[1], four, pay_table=None,
+                                                              rounding=self.rounding),
                                "match_settle", s)
                     st.side_open = False
         # 5. New Zealand, up card 2-9: blackjacks paid at once and cleared
@@ -257,7 +260,8 @@ class _Round:
             for s in sorted(self.seats):
                 h = self.seats[s].hands[0]
                 if h.blackjack:
-                    self.add(RFID, PayoutMade(s, 0, "MAIN", bj.pay(h.base, self.bj_ratio)),
+                    self.add(RFID, PayoutMade(s, 0, "MAIN", bj.pay(h.base, self.bj_ratio,
+                                                                    self.rounding)),
                              "nz_bj", s)
                     h.settled = True
                     self.clear(h, "nz_bj", s)
@@ -331,7 +335,8 @@ class _Round:
         """Insurance, seats ascending: all of it wins or all of it loses."""
         for s in sorted(self.seats):
             for num, amount in sorted(self.seats[s].insurance.items()):
-                stl = bj.settle_insurance(amount, dealer_bj, pays=self.ins_ratio)
+                stl = bj.settle_insurance(amount, dealer_bj, pays=self.ins_ratio,
+                                          rounding=self.rounding)
                 self.money(s, num, "INSURANCE", stl, "ins_settle", s, num)
 
     def dealer_blackjack_round(self) -> None:
@@ -427,7 +432,7 @@ class _Round:
         self.clear(h, "bust", h.seat, h.num)
 
     def settle_surrender(self, h: _Hand) -> None:
-        stl = bj.settle_surrender(h.base, False)
+        stl = bj.settle_surrender(h.base, False, self.rounding)
         self.money(h.seat, h.num, "MAIN", stl, "surr_settle", h.seat, h.num)
         h.settled = True
         self.clear(h, "surr_settle", h.seat, h.num)
@@ -477,7 +482,7 @@ class _Round:
         for st in self.bonus_seats():
             assert st.side is not None
             stl = bj.settle_bonus(st.side[1], self.dealer_ranks[:3], suits[:3],
-                                  pay_table=self.bonus_odds)
+                                  pay_table=self.bonus_odds, rounding=self.rounding)
             self.money(st.plan.seat, 0, "BONUS", stl, "bonus_settle", st.plan.seat)
             st.side_open = False
 
@@ -490,7 +495,8 @@ class _Round:
             return bj.settle_free_wager(h.ranks, dealer, amount, dealer_22_pushes=pushes)
         return bj.settle_hand(h.ranks, dealer, amount, blackjack_pays=self.bj_ratio,
                               dealer_22_pushes=pushes,
-                              player_blackjack_allowed=not (h.split or h.switched))
+                              player_blackjack_allowed=not (h.split or h.switched),
+                              rounding=self.rounding)
 
     def final_pass(self) -> None:
         """Seats descending, hands ascending: each wager of each live hand once, the

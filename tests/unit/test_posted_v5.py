@@ -102,3 +102,25 @@ def test_a_posted_rounding_is_the_rule_judged(rounding: str, paid: int, ok: bool
     sc.finish_round()
     found = [v.code for v in audit(sc.events)]
     assert found == ([] if ok else ["PAYOUT_WRONG"])
+
+
+@pytest.mark.parametrize("rounding", ["HOUSE", "CHIP_UNIT"])
+@pytest.mark.parametrize("k", range(4))
+def test_the_simulator_pays_by_the_posted_rounding_and_the_audit_agrees(rounding: str,
+                                                                        k: int) -> None:
+    """Each game's table posting another rounding: dealt by it, judged by it, clean."""
+    from producers.floor import KINDS, TableConfig
+    from producers.table import TableRun
+    from pitwatch.audit.run import audit_events
+
+    jurisdiction, game, variants = KINDS[k]
+    variant, rules = variants[0]
+    cfg = TableConfig(1, f"RD-{k}", jurisdiction, game, variant,
+                      replace(rules, rounding=rounding))
+    run = TableRun(cfg, 11, 200, 0.0, [], sign=False)
+    evs = run.opening()
+    for n in range(1, 201):
+        evs += run.play(n)
+    evs += run.close()
+    rep = audit_events(evs)
+    assert rep.violations == [] and rep.engine_errors == []
