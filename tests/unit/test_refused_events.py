@@ -179,3 +179,24 @@ def test_files_cut_after_a_refused_event_are_ordered_by_it(tmp_path: Path, form:
     rep = audit_paths([tmp_path / f"a.{form}", tmp_path / f"b.{form}"])
     assert [v.event_id for v in _refused(rep.violations)] == [bad.event_id]
     assert not RECORD_BREAKS & {v.code for v in rep.violations}
+
+
+def test_the_worker_restored_from_a_snapshot_folds_a_refused_event_in_its_place() -> None:
+    """processors/state.py: the catch-up after a snapshot reads the partition again; the
+    refused event there takes its place as when first read (no EVENTS_LOST after it)."""
+    from processors.state import TableStates
+    from tests.unit.test_worker_records import _feed, _partition
+
+    evs, bad = _with_bad_wager()
+    dec = _as_decoded(evs)
+    log = _partition(evs)
+    i = evs.index(bad)
+    table: dict[bytes, bytes] = {}
+    first = TableStates(table, select, 15 * 60 * 1000)
+    before = _feed(first, dec, range(0, i - 3), log)
+    first.snapshot("AC-BJ-01")  # taken before the refused event
+    after = _feed(TableStates(table, select, 15 * 60 * 1000), dec, range(i + 3, len(evs)),
+                  log)
+    found = before + after
+    assert [v.event_id for v in _refused(found)] == [bad.event_id]
+    assert not RECORD_BREAKS & {v.code for v in found}
