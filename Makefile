@@ -38,7 +38,7 @@ fuzz: install-test
 	tests/fuzz/sanitize.sh $${FUZZ_SECONDS:-120}
 
 unit: install-test
-	$(BIN)/python -m pytest -q -m "not integration"
+	$(BIN)/python -m pytest -q -n auto -m "not integration"
 
 bench: install-test
 	$(BIN)/python bench/codec.py

@@ -13,7 +13,7 @@ echo "== C reader under ASan and UBSan, fuzzed against fastavro"
 # a fixed seed by default, so that a red run is reproduced by running it again
 # (`make fuzz` draws a new one each time, and fuzzes for 120 s rather than CI's 60)
 tests/fuzz/sanitize.sh "${FUZZ_SECONDS:-60}" "${FUZZ_SEED:-1}"
-echo "== unit tests"; $BIN/python -m pytest -q -m "not integration" -p no:cacheprovider
+echo "== unit tests"; $BIN/python -m pytest -q -n auto -m "not integration" -p no:cacheprovider
 
 echo "== services"
 # the cluster the drills start (tests/integration/test_cluster_drills.py) is stopped
