@@ -209,3 +209,28 @@ def test_a_table_whose_first_events_were_lost_is_back_filled_from_its_start() ->
     assert set(got) - set(truth) == {("EVENTS_LOST", table, losses[0].round_id,
                                       losses[0].event_id)}
     assert "DEVICE_RESTARTED" not in {k[0] for k in got} - {k[0] for k in truth}
+
+
+def test_an_event_refused_inside_the_stretch_keeps_its_place_and_the_loss_heals() -> None:
+    """A re-sent event its decoder refused (a negative wager) is EVENT_REFUSED in the
+    back-fill, as in a live stream, and holds its seq: the stretch is still whole."""
+    from tests.unit.test_refused_events import _as_decoded, _with_bad_wager
+
+    evs, bad = _with_bad_wager()
+    events = tuple(_as_decoded(evs))
+    table = bad.table_id
+    mine_at = [i for i, e in enumerate(events) if e.table_id == table]
+    at = next(i for i, e in enumerate(events) if e.event_id == bad.event_id)
+    gone = {i for i in mine_at if at - 20 <= i <= at + 20}
+    found: list[Violation] = []
+    a = Auditor(select, found.append, lambda _: None)
+    for i, e in enumerate(events):
+        if i == min(gone):
+            a.table(table).lost(WHERE)
+        if i not in gone:
+            a.feed(e)
+    fed = [a.feed(events[i]) for i in sorted(gone)]
+    assert fed[sorted(gone).index(at)] is Fed.REFUSED
+    assert [v.event_id for v in found if v.code == "EVENT_REFUSED"] == [bad.event_id]
+    losses = [v for v in found if v.code == "EVENTS_LOST" and WHERE in v.message]
+    assert [v.severity for v in losses] == ["HIGH", "LOW"]
