@@ -72,8 +72,12 @@ examples:
         refused = [False]
         rejected = [0]
 
+        seen: set[str] = set()
+
         def flush() -> None:
-            if held and not refused[0]:  # an event the record refused is not read
+            # an event the record refused is not read, nor a copy of one already read
+            if held and not refused[0] and held[0].event_id not in seen:
+                seen.add(held[0].event_id)
                 floor.feed(held[0])
             held.clear()
 

@@ -47,3 +47,14 @@ def test_no_events_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str
     (tmp_path / "empty.jsonl").write_text("")
     assert main(["protect", str(tmp_path)]) == 2
     assert "nothing read" in capsys.readouterr().err
+
+
+def test_a_redelivered_copy_is_read_once(floor: Path, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    text = (floor / "floor.jsonl").read_text()
+    lines = text.splitlines(keepends=True)
+    (tmp_path / "floor.jsonl").write_text("".join(lines[:200] + lines[100:]))
+    assert main(["protect", str(tmp_path), "--format", "jsonl"]) == 0
+    again = capsys.readouterr().out
+    assert main(["protect", str(floor), "--format", "jsonl"]) == 0
+    assert again == capsys.readouterr().out
