@@ -109,9 +109,9 @@ def test_a_posted_rounding_is_the_rule_judged(rounding: str, paid: int, ok: bool
 def test_the_simulator_pays_by_the_posted_rounding_and_the_audit_agrees(rounding: str,
                                                                         k: int) -> None:
     """Each game's table posting another rounding: dealt by it, judged by it, clean."""
+    from pitwatch.audit.run import audit_events
     from producers.floor import KINDS, TableConfig
     from producers.table import TableRun
-    from pitwatch.audit.run import audit_events
 
     jurisdiction, game, variants = KINDS[k]
     variant, rules = variants[0]
