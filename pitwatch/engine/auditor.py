@@ -240,8 +240,9 @@ class TableAuditor:
         its place in its device's record, whose next event names its digest (of its
         bytes as sent), so the chain holds and no seq is missing; it is never applied
         to the table or a round, and is one HIGH finding naming it and why
-        (EVENT_REFUSED). Returns REFUSED (a store keeps nothing of it), or what the
-        record says of it otherwise (REDELIVERY for a copy of it)."""
+        (EVENT_REFUSED). Only the device's next event is taken so (`_refusal`); any
+        other refused event is a dead letter alone. Returns REFUSED (a store keeps
+        nothing of it), or REDELIVERY for a copy of one taken."""
         fill = self._fill
         if fill is not None and fill.wants(ev.device_id, ev.seq):
             fed = self._backfill(fill, ev)
@@ -250,7 +251,19 @@ class TableAuditor:
         return Fed.REFUSED if fed is Fed.ACCEPTED else fed
 
     def _refusal(self, ev: Event, reason: str) -> Fed:
-        """`refused`'s record and finding: ACCEPTED when the record took the event in."""
+        """`refused`'s record and finding: ACCEPTED when the record took the event in.
+        Only its device's next event is taken (the seq after its last, naming its
+        digest; or seq 1 of a device not seen yet): an event the contract refuses never
+        restarts, breaks or displaces a device's record, so a peer's malformed copies
+        stay dead letters and change nothing."""
+        dev = self.devices.get(ev.device_id)
+        if dev is not None and dev.seen:
+            if dev.known(ev.seq, digest(ev)[:PREFIX]):
+                return Fed.REDELIVERY
+            if ev.seq != dev.last_seq + 1 or ev.prev_digest != dev.last_digest:
+                return Fed.REFUSED
+        elif ev.seq != 1 or ev.prev_digest is not None:
+            return Fed.REFUSED
         fed = self._record(ev)
         if fed is not Fed.ACCEPTED:
             return fed

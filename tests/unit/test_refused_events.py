@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from pitwatch.audit.run import audit_events, audit_paths
-from pitwatch.engine.auditor import TableAuditor
+from pitwatch.engine.auditor import Auditor, TableAuditor
 from pitwatch.engine.record import Fed
 from pitwatch.engine.violation import Violation
 from pitwatch.events.avro import DecodeError, decode_single, digest, encode_single
@@ -200,3 +200,29 @@ def test_the_worker_restored_from_a_snapshot_folds_a_refused_event_in_its_place(
     found = before + after
     assert [v.event_id for v in _refused(found)] == [bad.event_id]
     assert not RECORD_BREAKS & {v.code for v in found}
+
+
+def test_malformed_copies_from_a_peer_change_nothing_in_the_record() -> None:
+    """"Any other refused event (a malformed copy of a seq already recorded, one that
+    does not continue its device's chain) is a dead letter only": copies of a device's
+    first and of a later event, with payloads out of range, neither restart, break nor
+    displace its record, and raise nothing."""
+    evs = _floor()
+    clean: list[Violation] = []
+    a = Auditor(select, clean.append, lambda _: None)
+    for ev in evs:
+        a.feed(ev)
+    wagers = [e for e in evs if isinstance(e.payload, WagerPlaced)]
+    first = next(w for w in wagers if w.seq == 1)
+    later = next(w for w in wagers if w.seq > 2)
+    found: list[Violation] = []
+    b = Auditor(select, found.append, lambda _: None)
+    for k, ev in enumerate(evs):
+        b.feed(ev)
+        if k % 7 == 3:  # a peer's malformed copies, again and again
+            for n, w in enumerate((first, later)):
+                assert isinstance(w.payload, WagerPlaced)
+                bad = replace(w, event_id=f"{w.event_id}-{k}-{n}", raw=None,
+                              payload=replace(w.payload, amount=-1 - k))
+                assert b.feed(replace(bad, refused="amount out of range")) is Fed.REFUSED
+    assert [v.violation_id for v in found] == [v.violation_id for v in clean]
