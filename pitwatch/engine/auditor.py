@@ -216,11 +216,9 @@ class TableAuditor:
             return self._backfill(fill, ev)
         if type(ev.payload) is Checkpoint:
             return self._checkpoint(ev, ev.payload)
-        fed = self._record(ev)
+        fed = self._take(ev)
         if fed is not Fed.ACCEPTED:
             return fed
-        if self.keys is not None:
-            self._unsigned(ev)
         ts = ev.ts
         if ts > self.clock:
             self.clock = ts
@@ -264,11 +262,9 @@ class TableAuditor:
                 return Fed.REFUSED
         elif ev.seq != 1 or ev.prev_digest is not None:
             return Fed.REFUSED
-        fed = self._record(ev)
+        fed = self._take(ev)
         if fed is not Fed.ACCEPTED:
             return fed
-        if self.keys is not None:
-            self._unsigned(ev)
         rid = ev.round_id
         self._raise_record(
             "EVENT_REFUSED", ev, rid,
@@ -277,6 +273,14 @@ class TableAuditor:
             + f") was refused where it was decoded: {reason}. Not applied: the round "
             "goes on without it; its place in the device's record is kept (its digest is "
             "of its bytes as sent), so the record is continuous")
+        return fed
+
+    def _take(self, ev: Event) -> Fed:
+        """`ev` into its device's record (`_record`); once taken, at a table whose
+        devices sign, it awaits the checkpoint that covers it (`_unsigned`)."""
+        fed = self._record(ev)
+        if fed is Fed.ACCEPTED and self.keys is not None:
+            self._unsigned(ev)
         return fed
 
     def prime(self, ev: Event) -> None:
