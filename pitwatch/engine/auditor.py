@@ -45,6 +45,7 @@ from ..events.avro import (
 )
 from ..events.keys import KeyRegistry
 from ..events.model import (
+    SEAT_EVENTS,
     Checkpoint,
     Event,
     RoundEnded,
@@ -216,6 +217,8 @@ class TableAuditor:
             return self._backfill(fill, ev)
         if type(ev.payload) is Checkpoint:
             return self._checkpoint(ev, ev.payload)
+        if type(ev.payload) in SEAT_EVENTS:  # its device's record, never a round's
+            return self._take(ev)  # (docs/events.md, "Seat events")
         fed = self._take(ev)
         if fed is not Fed.ACCEPTED:
             return fed

@@ -39,6 +39,8 @@ from .model import (
     PayoutMade,
     PayTable,
     PlayerDecision,
+    PlayerLeft,
+    PlayerSeated,
     RoundEnded,
     RoundStarted,
     Rules,
@@ -205,6 +207,9 @@ _FROM_AVRO: Final[dict[str, Any]] = {
     _PREFIX + "SealedCheckpoint": lambda d: Checkpoint(
         d["head_seq"], d["head_digest"], d["key_id"], d["signature"], d["schema_sha256"],
         d["order"], d["end"]),
+    _PREFIX + "PlayerSeated": lambda d: PlayerSeated(d["seat"], d["player_id"],
+                                                     d["player_kind"]),
+    _PREFIX + "PlayerLeft": lambda d: PlayerLeft(d["seat"]),
 }
 
 
@@ -244,7 +249,8 @@ _TYPED: Final[dict[str, Any]] = {
     for cls in (TableOpened, ShoeLoaded, RoundStarted, WagerPlaced, CardDealt,
                 InsuranceOffered, SwitchOffered, HoleCardInserted, HoleCardRevealed,
                 PlayerDecision, PayoutMade, WagerCollected, WagerReturned, CardsCleared,
-                RoundEnded, Checkpoint, HoleCardChecked, Rules, PayTable, PayEntry, Ratio)
+                RoundEnded, Checkpoint, HoleCardChecked, PlayerSeated, PlayerLeft, Rules,
+                PayTable, PayEntry, Ratio)
 } | {_PREFIX + "TableEvent": Event, _PREFIX + "SealedCheckpoint": Checkpoint,
      _PREFIX + "PostedTableOpened": TableOpened, _PREFIX + "PostedRules": Rules}
 

@@ -24,6 +24,8 @@ from .model import (
     InsuranceOffered,
     PayoutMade,
     PlayerDecision,
+    PlayerLeft,
+    PlayerSeated,
     RoundEnded,
     RoundStarted,
     Rules,
@@ -156,6 +158,8 @@ FIELDS: Final[dict[type, tuple[native.Field, ...]]] = {
                  ("order", "bytes", DIGEST_BYTES, DIGEST_BYTES, True)),
     InsuranceOffered: (), HoleCardInserted: (), HoleCardRevealed: (), RoundEnded: (),
     HoleCardChecked: (),
+    PlayerSeated: (("seat", "int", 1, MAX_SEAT, False), ("player_id", "str", *_ID, False)),
+    PlayerLeft: (("seat", "int", 1, MAX_SEAT, False),),
 }
 
 #: The payloads with ranges `FIELDS` cannot say: lists, and the rules' nested records.

@@ -31,6 +31,9 @@ SUITS: Final = ("C", "D", "H", "S")
 HOLE_CARD_MODES: Final = frozenset({"READER", "PEEK", "NONE"})
 DOUBLE_ON: Final = frozenset({"ANY", "NINE_TEN_ELEVEN", "TEN_ELEVEN"})
 ROUNDINGS: Final = frozenset({"PLAYER", "HOUSE", "CHIP_UNIT"})
+#: What a seated player's id is: a loyalty card's rated player id, or an anonymous
+#: session id for an unrated player
+PLAYER_KINDS: Final = frozenset({"RATED", "ANONYMOUS"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,10 +244,34 @@ class Checkpoint:
     end: bool = False
 
 
+@dataclass(slots=True)
+class PlayerSeated:
+    """A player takes a seat (schema version 6 on): a seat session starts. Not a round
+    event: it never enters a round, its checks or the time rule."""
+
+    seat: int
+    #: a rated player's id from a loyalty card, or an anonymous session id
+    player_id: str
+    #: which `player_id` is (`PLAYER_KINDS`)
+    player_kind: str
+
+
+@dataclass(slots=True)
+class PlayerLeft:
+    """The player at a seat leaves it (schema version 6 on): its seat session ends."""
+
+    seat: int
+
+
+#: The seat events: table-level, kept apart from every round (`TableAuditor`)
+SEAT_EVENTS: Final = (PlayerSeated, PlayerLeft)
+
+
 Payload = (
     TableOpened | ShoeLoaded | RoundStarted | WagerPlaced | CardDealt | InsuranceOffered
     | SwitchOffered | HoleCardInserted | HoleCardRevealed | PlayerDecision | PayoutMade
     | WagerCollected | WagerReturned | CardsCleared | RoundEnded | Checkpoint | HoleCardChecked
+    | PlayerSeated | PlayerLeft
 )
 
 PAYLOAD_TYPES: Final[dict[str, type[Payload]]] = {
@@ -253,6 +280,7 @@ PAYLOAD_TYPES: Final[dict[str, type[Payload]]] = {
         TableOpened, ShoeLoaded, RoundStarted, WagerPlaced, CardDealt, InsuranceOffered,
         SwitchOffered, HoleCardInserted, HoleCardRevealed, PlayerDecision, PayoutMade,
         WagerCollected, WagerReturned, CardsCleared, RoundEnded, Checkpoint, HoleCardChecked,
+        PlayerSeated, PlayerLeft,
     )
 }
 

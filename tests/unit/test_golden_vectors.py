@@ -77,8 +77,8 @@ GOLDEN: dict[str, tuple[str, str]] = {
 #: schema file -> (CRC-64-AVRO, SHA-256) of its Parsing Canonical Form, as fastavro
 #: writes them (the CRC as its 8 little-endian bytes)
 FINGERPRINTS: dict[str, tuple[str, str]] = {
-    "TableEvent.avsc": ("eefe3437380ef758",
-                        "16011a2545f94a1a675f51553b2b15e69847a166c86c768438ffd06fdfb5aeaf"),
+    "TableEvent.avsc": ("e79bfcbeeea2ddde",
+                        "8ab2927b80243f6ab77d55aa74d2857bdc465f5e683a89499a2bdd12503f3dbe"),
     "Violation.avsc": ("fe54c155c806e965",
                        "77baf269a926b553a05ff89a4e577c63732100316e9995c32172bb9ba62a5382"),
 }
@@ -122,18 +122,26 @@ V3_FINGERPRINTS: dict[str, tuple[str, str]] = {
     "TableEvent.avsc": ("7cc3a50e7f94332c",
                         "212849b9620e7f40741657f3825a234c7a920cb2d2e36131180e36277b48ff61"),
 }
-#: What released/v4 had before the PostedTableOpened payload (v5, the current version)
+#: What released/v4 had before the PostedTableOpened payload (v5)
 V4_FINGERPRINTS: dict[str, tuple[str, str]] = {
     **FINGERPRINTS,
     "TableEvent.avsc": ("06a58ef26e8362f8",
                         "5e78ccaa1b3e0f24ddb0eeb8e243955fe49d7bdaa2d929efbac7ffaa895eb04d"),
 }
+#: What released/v5 had before the seat events (PlayerSeated, PlayerLeft: v6, the
+#: current version)
+V5_FINGERPRINTS: dict[str, tuple[str, str]] = {
+    **FINGERPRINTS,
+    "TableEvent.avsc": ("eefe3437380ef758",
+                        "16011a2545f94a1a675f51553b2b15e69847a166c86c768438ffd06fdfb5aeaf"),
+}
 _BY_RELEASE = {"released/v1/": V1_FINGERPRINTS, "released/v2/": V2_FINGERPRINTS,
-               "released/v3/": V3_FINGERPRINTS, "released/v4/": V4_FINGERPRINTS}
+               "released/v3/": V3_FINGERPRINTS, "released/v4/": V4_FINGERPRINTS,
+               "released/v5/": V5_FINGERPRINTS}
 
 
 @pytest.mark.parametrize("release", ["", "released/v1/", "released/v2/", "released/v3/",
-                                     "released/v4/", "released/v5/"])
+                                     "released/v4/", "released/v5/", "released/v6/"])
 @pytest.mark.parametrize("schema", sorted(FINGERPRINTS))
 def test_schema_fingerprints_with_fastavro(schema: str, release: str) -> None:
     with open(schemas_dir() / "avro" / f"{release}{schema}", encoding="utf-8") as f:

@@ -83,7 +83,7 @@ def test_every_payload_of_the_vocabulary_is_in_the_union() -> None:
         "InsuranceOffered", "SwitchOffered", "HoleCardInserted", "HoleCardRevealed",
         "PlayerDecision", "PayoutMade", "WagerCollected", "WagerReturned", "CardsCleared",
         "RoundEnded", "Checkpoint", "SealedCheckpoint", "HoleCardChecked",
-        "PostedTableOpened",
+        "PostedTableOpened", "PlayerSeated", "PlayerLeft",
     }
 
 

@@ -61,8 +61,10 @@ def by_round(events: list[Event]) -> dict[str, list[Event]]:
 
 def test_every_event_type_and_every_game(floor7: list[Event]) -> None:
     # no table of the floor peeks: HoleCardChecked is dealt at a PEEK table
-    # (tests/unit/test_hole_card_checked.py)
-    assert {ev.type for ev in floor7} == set(PAYLOAD_TYPES) - {"HoleCardChecked"}
+    # (tests/unit/test_hole_card_checked.py); seat events come only from a profiled
+    # table asked for them (tests/unit/test_seat_events.py)
+    assert {ev.type for ev in floor7} == set(PAYLOAD_TYPES) - {
+        "HoleCardChecked", "PlayerSeated", "PlayerLeft"}
     opened = [ev.payload for ev in floor7 if isinstance(ev.payload, TableOpened)]
     assert len(opened) == 12
     assert {(p.jurisdiction, p.game) for p in opened} == {
