@@ -28,6 +28,11 @@ from .base import column_names
 #: The fields of an event's JSON Lines form that its `events` row holds in columns of
 #: its own (its time as `ts` and `ts_ms`, no round as ''), left out of the row's body.
 ROW_FIELDS = ("type", "event_id", "table_id", "device_id", "seq", "ts", "round_id")
+#: The top of the `rounds` money columns (Int64). One payout may be `MAX_PAYOUT` (10^18
+#: cents), so a round's summed payouts can pass it (ten such payouts): its row holds
+#: `paid` at this top, read as "at least", and the round is judged and stored all the
+#: same; each payout's exact amount stays in its event's row (`events.amount`).
+MONEY_TOP = 2**63 - 1
 #: What to select of `events` for `stored_event` to rebuild each row's event.
 EVENT_COLUMNS = ("type, event_id, table_id, device_id, seq, "
                  "toUInt64(ts) * 1000 + ts_ms AS at_ms, round_id, body")
@@ -88,7 +93,7 @@ def round_row(s: RoundSummary) -> dict[str, Any]:
         "round_id": s.round_id, "table_id": s.table_id, "jurisdiction": s.jurisdiction,
         "game": s.game, "pack": s.pack, "pack_version": s.pack_version,
         "dealer_id": s.dealer_id, "seats": list(s.seats), "events": s.events,
-        "wagered": s.wagered, "paid": s.paid, "collected": s.collected,
+        "wagered": s.wagered, "paid": min(s.paid, MONEY_TOP), "collected": s.collected,
         "returned": s.returned, "violations": s.violations, "complete": int(s.complete),
         "started": s.started // 1000, "started_ms": s.started % 1000,
         "ended": s.ended // 1000, "ended_ms": s.ended % 1000,
