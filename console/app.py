@@ -30,12 +30,13 @@ from pitwatch.topics import ALERTS_TOPIC, EVENTS_TOPIC
 
 from . import pages
 from .accounts import Accounts
-from .auth import AUTH, SESSION_KEY, AuthConfig, may, peek_session, session_of
+from .auth import AUTH, IDLE_S, SESSION_KEY, AuthConfig, may, peek_session, session_of
 from .auth import routes as auth_routes
 from .data import ConsoleData, Filters, NotFound, catalogue_codes, checked_id
 from .feed import Hub, KafkaAlerts, SilentWatch, StorePoller, StoreProbe, Webhook
 from .html import CONTEXT, PageContext
 from .html import context as page_context
+from .sessions import SharedSessions
 from .sitetime import SiteTime
 from .triage import Change, Refused, refusal
 
@@ -586,7 +587,7 @@ async def health(request: web.Request) -> web.Response:
     st = hub.status()
     kafka_ok = st["kafka"] in ("off", "live")
     ok = st["store"] != "down" and kafka_ok
-    if peek_session(request) is None:
+    if await peek_session(request) is None:
         return _json({"ok": ok, "store": st["store"],
                       "kafka": str(st["kafka"]).split(":", 1)[0].strip()},
                      200 if ok else 503)
@@ -637,6 +638,7 @@ def make_app(store: Store, settings: Settings) -> web.Application:
     app[AUTH] = AuthConfig(Accounts(settings.users), settings.allowed_hosts,
                            settings.sso_header, settings.sso_proxies,
                            settings.sso_role_header, settings.secure_cookies)
+    app[AUTH].shared = SharedSessions(app[DB].run, store, IDLE_S)
     auth_routes(app)
     app.router.add_get("/", feed_page)
     app.router.add_get("/floor", floor_page)

@@ -3,7 +3,9 @@
 - A request whose Host is not one the console was told it is served as is refused
   (421): a page of another site that resolved its name to this address (DNS
   rebinding) reads nothing.
-- Pages need a session (a random token in an HttpOnly, SameSite=Strict cookie); the
+- Pages need a session (a random token in an HttpOnly, SameSite=Strict cookie), kept
+  in the store (console/sessions.py: its SHA-256 only) so every console process over
+  the same store honours it and a logout at any of them ends it at all; the
   login page and /static do not, nor /api/health (for monitors: without a session it
   says only ok, the store up or down and Kafka's state word; the whole status, with
   silent tables, error texts and lag, needs a session).
@@ -18,18 +20,21 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import logging
 import secrets
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import quote, urlsplit
 
 from aiohttp import web
 from yarl import URL
 
 from .accounts import Accounts
+from .sessions import SharedSessions, csrf_of
 from .triage import MAY, ROLES
 
+log = logging.getLogger("pitwatch.console")
 COOKIE = "pitwatch_session"
 LOGIN_COOKIE = "pitwatch_login"
 IDLE_S = 12 * 3600  # a session unused this long ends: a shift and then some
@@ -49,7 +54,7 @@ class Session:
     role: str
     csrf: str
     seen: float
-    via: str = "password"  # password | sso
+    via: str = "password"  # password | oidc (both kept in the store) | sso (a header's)
 
 
 @dataclass
@@ -60,7 +65,10 @@ class AuthConfig:
     sso_proxies: tuple[str, ...] = ()
     sso_role_header: str = ""
     secure_cookies: bool = False
+    #: this process's sessions by token: a cache of the store's (`shared`), and what
+    #: it goes on with while the store does not answer; single sign-on's alone
     sessions: dict[str, Session] = field(default_factory=dict)
+    shared: SharedSessions | None = None
     #: name -> (wrong passwords in a row, locked until, the last one's time)
     failures: dict[str, tuple[int, float, float]] = field(default_factory=dict)
     pruned_at: float = 0.0
@@ -139,7 +147,7 @@ def _sso(request: web.Request, cfg: AuthConfig) -> Session | None:
     return s
 
 
-def peek_session(request: web.Request) -> Session | None:
+async def peek_session(request: web.Request) -> Session | None:
     """The request's session on a public path, where the gate does not ask for one:
     its cookie's (live, its account still there) or single sign-on's. Makes none."""
     if SESSION_KEY in request:
@@ -150,11 +158,39 @@ def peek_session(request: web.Request) -> Session | None:
         if user and len(user) <= 64:
             acct = cfg.accounts.get(user)
             return Session(user, acct.role if acct else "viewer", "", time.monotonic(), "sso")
-    s = cfg.sessions.get(request.cookies.get(COOKIE, ""))
-    if s is None or time.monotonic() - s.seen > IDLE_S:
+    return await cookie_session(cfg, request.cookies.get(COOKIE, ""))
+
+
+async def cookie_session(cfg: AuthConfig, token: str) -> Session | None:
+    """The live session of a cookie's token: the store's newest row for it (another
+    process's login is honoured, a logout anywhere holds), or, while the store does not
+    answer, the one this process verified itself. A password session whose account was
+    removed has ended; its role is the accounts file's now."""
+    if not token or len(token) > 128:
         return None
-    if s.via == "password" and cfg.accounts.get(s.user) is None:
-        return None
+    s = cfg.sessions.get(token)
+    if cfg.shared is not None and (s is None or s.via != "sso"):
+        try:
+            row = await cfg.shared.check(token)
+        except Exception as e:  # the store does not answer: this process's
+            log.debug("console: session check without the store: %s", str(e)[:200])
+        else:
+            if row is None:
+                cfg.sessions.pop(token, None)
+                return None
+            if s is None or s.user != row.user or s.via != row.via:
+                prune(cfg, time.monotonic())
+                s = cfg.sessions[token] = Session(row.user, row.role, csrf_of(token),
+                                                  time.monotonic(), row.via)
+            s.seen = time.monotonic()  # the store's expiry is the one that holds
+    if s is not None and (time.monotonic() - s.seen > IDLE_S
+                          or (s.via == "password" and cfg.accounts.get(s.user) is None)):
+        cfg.sessions.pop(token, None)
+        return None  # expired, or the account was removed
+    if s is not None and s.via == "password":
+        acct = cfg.accounts.get(s.user)
+        if acct is not None:
+            s.role = acct.role  # a role changed by `pitwatch users add` holds at once
     return s
 
 
@@ -171,15 +207,7 @@ async def gate(request: web.Request, handler: Any) -> web.StreamResponse:
         return resp
     s = _sso(request, cfg)
     if s is None:
-        s = cfg.sessions.get(request.cookies.get(COOKIE, ""))
-        if s is not None and (time.monotonic() - s.seen > IDLE_S
-                              or (s.via == "password" and cfg.accounts.get(s.user) is None)):
-            cfg.sessions.pop(request.cookies.get(COOKIE, ""), None)
-            s = None  # expired, or the account was removed
-        if s is not None and s.via == "password":
-            acct = cfg.accounts.get(s.user)
-            if acct is not None:
-                s.role = acct.role  # a role changed by `pitwatch users add` holds at once
+        s = await cookie_session(cfg, request.cookies.get(COOKIE, ""))
     if s is None:
         if request.path.startswith("/api/"):
             return web.json_response({"error": "log in first", "login": "/login"},
@@ -281,17 +309,34 @@ async def login_post(request: web.Request) -> web.Response:
         return web.Response(text=login(token, nxt, "Wrong user name or password."),
                             status=401, content_type="text/html")
     cfg.failures.pop(name, None)
+    await start_session(cfg, acct.name, acct.role, "password", nxt, LOGIN_COOKIE)
+
+
+async def start_session(cfg: AuthConfig, user: str, role: str, via: str, nxt: str,
+                        clear_cookie: str) -> NoReturn:
+    """A new session for the user, recorded in the store (when the console keeps it
+    there; while the store does not answer, when it answers again, this process
+    honouring it meanwhile) and in this process; raises the redirect to `nxt` that sets
+    its cookie (and clears `clear_cookie`)."""
     sid = secrets.token_urlsafe(32)
-    cfg.sessions[sid] = Session(acct.name, acct.role, secrets.token_urlsafe(32), now)
+    if cfg.shared is not None and not await cfg.shared.open(sid, user, role, via):
+        log.warning("console: a login kept until the store answers to record it")
+    prune(cfg, time.monotonic())
+    cfg.sessions[sid] = Session(user, role, csrf_of(sid), time.monotonic(), via)
     resp = web.HTTPFound(nxt)
     _set_cookie(resp, cfg, COOKIE, sid)
-    resp.del_cookie(LOGIN_COOKIE, path="/")
+    resp.del_cookie(clear_cookie, path="/")
     raise resp
 
 
 async def logout(request: web.Request) -> web.Response:
     cfg = request.app[AUTH]
-    cfg.sessions.pop(request.cookies.get(COOKIE, ""), None)
+    token = request.cookies.get(COOKIE, "")
+    s = cfg.sessions.pop(token, None)
+    if cfg.shared is not None and s is not None and s.via != "sso":
+        # revoked in the store: every console process refuses the cookie from now on
+        # (while the store does not answer, this process does, and writes it later)
+        await cfg.shared.close(token, s.user, s.role, s.via)
     resp = web.HTTPFound("/login")
     resp.del_cookie(COOKIE, path="/")
     raise resp

@@ -1,0 +1,123 @@
+"""Sessions shared by every console process over one store (console/sessions.py,
+schemas/clickhouse/014_sessions.sql): "a user logged in at one console process is a
+stranger at the next one behind a load balancer" no more, and "logout revokes it
+everywhere"."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import threading
+from pathlib import Path
+from typing import Any
+
+from aiohttp.test_utils import TestClient, TestServer
+
+from console.app import Settings, make_app
+from console.sessions import csrf_of
+from pitwatch.store.embedded import EmbeddedStore
+
+from .test_console_views import CSRF, login, users_file
+from .test_console_views import store_dir as store_dir  # the fixture, shared
+
+
+class OneStore:
+    """One embedded store for two console apps in one test process (chDB is one
+    process's): each app's store thread takes the lock; only the last close closes."""
+
+    def __init__(self, path: Path) -> None:
+        self.inner = EmbeddedStore(path)
+        self.lock = threading.Lock()
+        self.users = 2
+
+    def query(self, sql: str, params: Any = None) -> list[dict[str, Any]]:
+        with self.lock:
+            return self.inner.query(sql, params)
+
+    def insert(self, table: str, rows: Any) -> None:
+        with self.lock:
+            self.inner.insert(table, rows)
+
+    def setup(self) -> None:
+        with self.lock:
+            self.inner.setup()
+
+    def close(self) -> None:
+        with self.lock:
+            self.users -= 1
+            if not self.users:
+                self.inner.close()
+
+
+def test_a_session_made_at_one_process_holds_at_another_and_logout_ends_it_at_both(
+        store_dir: Path) -> None:
+    """Log in on one process, use the cookie on a second process over the same store;
+    logout on the second; the first refuses it."""
+    store = OneStore(store_dir)
+
+    async def main() -> None:
+        settings = Settings(poll_every=None, users=users_file(store_dir))
+        async with TestClient(TestServer(make_app(store, settings))) as first, \
+                TestClient(TestServer(make_app(store, settings))) as second:  # type: ignore[arg-type]
+            assert (await second.get("/floor", allow_redirects=False)).status == 302
+            await login(first, "operator")
+            cookie = first.session.cookie_jar.filter_cookies(first.make_url("/"))
+            token = cookie["pitwatch_session"].value
+            # the second process never saw the login: it honours the store's session
+            second.session.cookie_jar.update_cookies({"pitwatch_session": token})
+            page = await second.get("/floor", allow_redirects=False)
+            assert page.status == 200
+            html = await page.text()
+            assert 'name="pitwatch-user" content="operator"' in html
+            assert f'name="pitwatch-csrf" content="{csrf_of(token)}"' in html
+            assert CSRF[id(first)] == csrf_of(token)  # one CSRF token, whichever process
+            # the store holds the token's SHA-256 alone, never the token
+            rows = store.query("SELECT token_sha256, user, revoked FROM console_sessions")
+            assert [r["token_sha256"] for r in rows if r["user"] == "operator"] == \
+                [hashlib.sha256(token.encode()).hexdigest()]
+            dump = str(store.query("SELECT * FROM console_sessions"))
+            assert token not in dump and csrf_of(token) not in dump
+            # a POST without the session's CSRF token is refused at the second too
+            resp = await second.post("/logout", data={"csrf": "forged"},
+                                     allow_redirects=False)
+            assert resp.status == 403
+            resp = await second.post("/logout", data={"csrf": csrf_of(token)},
+                                     allow_redirects=False)
+            assert resp.status == 302 and resp.headers["Location"] == "/login"
+            # the first process verified this session itself, and refuses it now
+            again = await first.get("/floor", allow_redirects=False)
+            assert again.status == 302 and again.headers["Location"].startswith("/login")
+            api = await first.get("/api/search")
+            assert api.status == 401
+            health = await (await first.get("/api/health")).json()
+            assert "store_kind" not in health  # the public answer: no session
+            # a token the store never saw is nobody's, at either process
+            for client in (first, second):
+                client.session.cookie_jar.update_cookies({"pitwatch_session": "x" * 43})
+                assert (await client.get("/floor", allow_redirects=False)).status == 302
+
+    asyncio.run(main())
+
+
+def test_an_expired_session_is_refused_by_every_process(store_dir: Path) -> None:
+    """expiry: a session whose stored expiry has passed is no one's."""
+    store = OneStore(store_dir)
+    store.users = 1
+
+    async def main() -> None:
+        settings = Settings(poll_every=None, users=users_file(store_dir))
+        async with TestClient(TestServer(make_app(store, settings))) as client:  # type: ignore[arg-type]
+            await login(client, "viewer")
+            token = client.session.cookie_jar.filter_cookies(
+                client.make_url("/"))["pitwatch_session"].value
+            h = hashlib.sha256(token.encode()).hexdigest()
+            got = store.query("SELECT version FROM console_sessions WHERE "
+                              "token_sha256 = {h:String}", {"h": h})
+            store.insert("console_sessions", [{
+                "token_sha256": h, "version": int(got[0]["version"]) + 1, "user": "viewer",
+                "role": "viewer", "via": "password", "expires": 1, "revoked": 0,
+                "ts": 1}])
+            resp = await client.get("/floor", allow_redirects=False)
+            assert resp.status == 302
+
+    asyncio.run(main())
