@@ -47,12 +47,13 @@ examples:
         add_store_options(p)
 
     def run(self, args: argparse.Namespace) -> int:
+        store = open_store(args)
         try:
-            keys, _ = load_keys(args)
+            keys = load_keys(args, store, "replay").registry
         except KeyRegistryError as e:
+            store.close()
             print(f"pitwatch replay: {e}", file=sys.stderr)
             return 2
-        store = open_store(args)
         try:
             rb = rebuild(store, args.round_id, keys=keys)
             missing = stored_only(store, [rb]).get(rb.round_id, [])

@@ -13,7 +13,7 @@ from pitwatch.events.keys import KeyRegistryError
 from pitwatch.terminal import printable
 
 from .case import Provenance, Selection, build_case, parse_time, sha256
-from .keys import add_keys_option, load_keys_file
+from .keys import add_keys_option, load_keys
 from .stores import add_store_options, open_store, store_identity
 
 MAX_ROUNDS = 500
@@ -117,12 +117,18 @@ examples:
                   "new folder (a case folder holds only its own files)", file=sys.stderr)
             return 2
         try:
-            keys, keys_file = load_keys_file(args)
             key = None if not args.site_key else site_key.load_private(args.site_key)
-        except (KeyRegistryError, site_key.SiteKeyError) as e:
+        except site_key.SiteKeyError as e:
             print(f"pitwatch investigate: {e}", file=sys.stderr)
             return 2
         store = open_store(args)
+        try:
+            loaded = load_keys(args, store, "investigate")
+        except KeyRegistryError as e:
+            store.close()
+            print(f"pitwatch investigate: {e}", file=sys.stderr)
+            return 2
+        keys, keys_file = loaded.registry, loaded.raw
         try:
             case = build_case(store, sel, store_identity(args), generated, MAX_ROUNDS, keys,
                               None if keys_file is None else sha256(keys_file),

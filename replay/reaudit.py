@@ -169,12 +169,13 @@ examples:
                         None if args.start is None else parse_time(args.start),
                         None if args.end is None else parse_time(args.end),
                         args.dealer, args.code, args.severity)
+        store = open_store(args)
         try:
-            keys, _ = load_keys(args)
+            keys = load_keys(args, store, "reaudit").registry
         except KeyRegistryError as e:
+            store.close()
             print(f"pitwatch reaudit: {e}", file=sys.stderr)
             return 2
-        store = open_store(args)
         try:
             rounds, changes = reaudit(store, sel, pack, base, keys)
         finally:

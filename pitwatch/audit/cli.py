@@ -14,19 +14,8 @@ import orjson
 from ..connect import add_connection_flags
 from ..engine.violation import Severity, Violation
 from ..events.files import Rejected
-from ..events.keys import (
-    KEYS_ENV,
-    KEYS_FILE,
-    NOT_CHECKED,
-    SIGNATURE_SUFFIX,
-    SITE_PUBLIC_KEY_ENV,
-    WHERE_KEYS,
-    KeyRegistry,
-    KeyRegistryError,
-    check_registry_signature,
-    registry_path,
-    site_public_key,
-)
+from ..events.keys import KEYS_ENV, KEYS_FILE, NOT_CHECKED, WHERE_KEYS, KeyRegistryError
+from ..registry import Loaded, add_site_public_key_option, load_registry
 from ..spreadsheet import csv_row
 from ..store import registry_pin
 from ..store.embedded import holds_store
@@ -121,15 +110,10 @@ or a key registry that cannot be read."""
                        "in it must sign its chain, or SIGNATURE_INVALID (HIGH). Default: "
                        f"${KEYS_ENV}, else {KEYS_FILE} beside the input (in a directory "
                        "named, or beside a file named), else the one the store was last "
-                       "audited against (kept as DATA/keys.json); without one the summary "
+                       "audited against (pinned in its key_registry table); without one the "
+                       "summary "
                        f"says {NOT_CHECKED!r}")
-        p.add_argument("--site-public-key", metavar="PEM",
-                       default=os.environ.get(SITE_PUBLIC_KEY_ENV),
-                       help="the site's Ed25519 public key: the key registry must carry its "
-                       f"signature in REGISTRY{SIGNATURE_SUFFIX} (openssl pkeyutl -sign "
-                       "-rawin over 'pitwatch key registry v1' NUL and the file: see the "
-                       f"README), or the audit is refused (exit 2). Default: "
-                       f"${SITE_PUBLIC_KEY_ENV}")
+        add_site_public_key_option(p)
         p.add_argument("--require-signatures", action="store_true",
                        help="refuse to audit without a key registry (exit 2): for cron and "
                        "CI, where an audit whose signatures were not checked must not pass")
@@ -150,36 +134,34 @@ or a key registry that cannot be read."""
             print(f"pitwatch audit: no store at {args.data}: no books to close (--data DIR "
                   "names the store the batches went into)", file=sys.stderr)
             return 2
-        try:
-            keys_file = registry_path(args.keys, args.paths)
-            pinned = None if args.no_store else registry_pin.pinned(args.data)
-            if keys_file is None:
-                keys_file = pinned  # the store's, from an earlier audit
-            elif (not args.keys and pinned is not None and not args.site_public_key
-                  and keys_file.read_bytes() != pinned.read_bytes()):
-                # whoever can put a file beside the input must not choose the keys
-                raise KeyRegistryError(
-                    f"{keys_file} beside the input is not the key registry the store "
-                    f"{args.data} was audited against ({pinned}): name the one to check "
-                    "signatures against with --keys FILE (the store then keeps it)")
-            keys = None if keys_file is None else KeyRegistry.load(keys_file)
-            if keys is not None and args.site_public_key:
-                check_registry_signature(keys.raw, str(keys_file),
-                                         site_public_key(args.site_public_key))
-        except KeyRegistryError as e:
-            print(f"pitwatch audit: {e}", file=sys.stderr)
-            return 2
-        if keys is None and args.require_signatures:
-            print(f"pitwatch audit: --require-signatures: no key registry ({WHERE_KEYS}): "
-                  f"{NOT_CHECKED}, so nothing was audited", file=sys.stderr)
-            return 2
         data = Path(args.data)
         store = None
         jobs = args.jobs if args.paths else 1
-        finish = args.final or args.no_store
-        if not args.no_store and jobs == 1:
+        if not args.no_store:
             store = StoreProcess(data)  # chDB's work on a core of its own
             store.setup()
+        try:
+            loaded = load_registry(args.keys, inputs=args.paths,
+                                   pinned=None if store is None else registry_pin.read(
+                                       store, data),
+                                   store_name=f"the store {args.data}",
+                                   site_public_key_file=args.site_public_key)
+        except KeyRegistryError as e:
+            if store is not None:
+                store.close()
+            print(f"pitwatch audit: {e}", file=sys.stderr)
+            return 2
+        keys = loaded.registry
+        if keys is None and args.require_signatures:
+            if store is not None:
+                store.close()
+            print(f"pitwatch audit: --require-signatures: no key registry ({WHERE_KEYS}): "
+                  f"{NOT_CHECKED}, so nothing was audited", file=sys.stderr)
+            return 2
+        if store is not None and jobs > 1:  # the parallel audit opens the store itself
+            store.close()
+            store = None
+        finish = args.final or args.no_store
         data.mkdir(parents=True, exist_ok=True)
         rejects_path = data / "rejects.jsonl"
         rejects = open(rejects_path, "a", encoding="utf-8")  # noqa: SIM115
@@ -215,6 +197,10 @@ or a key registry that cannot be read."""
                                   on_known=on_known, on_reject=on_reject,
                                   on_refused=on_reject, progress=progress,
                                   keep_violations=not jsonl, keys=keys, finish=finish)
+            # the store keeps the registry it was audited against, once the audit is done
+            replaced = None
+            if keys is not None and not args.no_store and (rep.events or not args.paths):
+                replaced = _pin(store, data, loaded)
         finally:
             rejects.close()
             if store is not None:
@@ -224,20 +210,14 @@ or a key registry that cannot be read."""
                     if rep.rejected else "no events in " + ", ".join(args.paths))
             print(f"pitwatch audit: nothing audited: {what}", file=sys.stderr)
             return 2
-        # the store keeps the registry it was audited against, once the audit is done
-        replaced = None
-        if keys is not None and not args.no_store:
-            sig = Path(str(keys_file) + SIGNATURE_SUFFIX)
-            replaced = registry_pin.pin(data, keys.raw,
-                                        sig.read_bytes() if sig.is_file() else None)
-        report.summary(rep, sys.stderr if jsonl else out, keys, keys_file)
+        said = sys.stderr if jsonl else out
+        report.summary(rep, said, keys, loaded.where)
         if replaced is not None:
             print(f"key registry CHANGED since this store's last audit (it was sha256 "
-                  f"{replaced}): the store now holds this one", file=sys.stderr if jsonl else out)
+                  f"{replaced}, now sha256 {loaded.sha256}): the store now holds this one",
+                  file=said)
         if keys is not None:
-            print("key registry signed by the site key: verified" if args.site_public_key
-                  else "key registry's site signature NOT CHECKED (--site-public-key FILE "
-                  f"or ${SITE_PUBLIC_KEY_ENV})", file=sys.stderr if jsonl else out)
+            print(loaded.site_words(), file=said)
         if rep.rejected or rep.refused:
             print(f"rejects: {rejects_path}", file=sys.stderr if jsonl else out)
         if not args.no_store:
@@ -246,6 +226,20 @@ or a key registry that cannot be read."""
         if not jsonl:
             report.tables(rep, out, None if args.limit == 0 else args.limit)
         return 1 if args.fail_on and failing(rep.by_severity, args.fail_on) else 0
+
+
+def _pin(store: StoreProcess | None, data: Path, loaded: Loaded) -> str | None:
+    """Pin the registry the audit checked signatures against in the store at `data`
+    (`store`, or opened for it when the parallel audit has closed its own): the SHA-256
+    of the one it replaces, when it differs."""
+    assert loaded.raw is not None
+    if store is not None:
+        return registry_pin.pin(store, loaded.raw, loaded.signature)
+    store = StoreProcess(data)
+    try:
+        return registry_pin.pin(store, loaded.raw, loaded.signature)
+    finally:
+        store.close()
 
 
 def _jobs(text: str) -> int:

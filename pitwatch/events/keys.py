@@ -92,21 +92,21 @@ def site_public_key(path: str | Path) -> bytes:
         raise KeyRegistryError(str(e)) from None
 
 
-def check_registry_signature(raw: bytes, path: str | Path, site_public: bytes) -> None:
-    """Raise KeyRegistryError unless PATH.sig holds the site key's signature of the
+def check_registry_signature(raw: bytes, signature: bytes | None, where: str,
+                             signature_where: str, site_public: bytes) -> None:
+    """Raise KeyRegistryError unless `signature` is the site key's signature of the
     registry file's bytes `raw` (Ed25519 over REGISTRY_DOMAIN + raw, as
-    `openssl pkeyutl -sign -rawin` makes it)."""
-    sig_path = Path(str(path) + SIGNATURE_SUFFIX)
+    `openssl pkeyutl -sign -rawin` makes it); `where` names the registry and
+    `signature_where` its signature (FILE.sig beside a file) in the message."""
+    if signature is None:
+        raise KeyRegistryError(f"{where}: no site key's signature ({signature_where}): "
+                               "an unsigned registry is refused")
     try:
-        sig = sig_path.read_bytes()
-    except OSError as e:
-        raise KeyRegistryError(f"{path}: the site key's signature {sig_path} cannot be read "
-                               f"({e.strerror}): an unsigned registry is refused") from None
-    try:
-        Ed25519PublicKey.from_public_bytes(site_public).verify(sig, REGISTRY_DOMAIN + raw)
+        Ed25519PublicKey.from_public_bytes(site_public).verify(signature,
+                                                               REGISTRY_DOMAIN + raw)
     except InvalidSignature:
-        raise KeyRegistryError(f"{path}: {sig_path} is not the site key's signature of "
-                               "this registry: refused") from None
+        raise KeyRegistryError(f"{where}: {signature_where} is not the site key's "
+                               "signature of this registry: refused") from None
 
 
 def registry_path(given: str | None, inputs: Sequence[str | Path] = ()) -> Path | None:
@@ -312,17 +312,24 @@ class KeyRegistry:
             raise KeyRegistryError(f"{where}: {e}") from None
 
     @classmethod
+    def from_bytes(cls, raw: bytes, where: str) -> KeyRegistry:
+        """The registry a file's bytes `raw` hold, knowing those bytes and their SHA-256;
+        `where` names it in the messages."""
+        try:
+            data = orjson.loads(raw)
+        except orjson.JSONDecodeError as e:
+            raise KeyRegistryError(f"{where}: not JSON: {e}") from e
+        registry = cls.from_json(data, where)
+        registry.raw, registry.sha256 = raw, hashlib.sha256(raw).hexdigest()
+        return registry
+
+    @classmethod
     def load(cls, path: str | Path) -> KeyRegistry:
         try:
             raw = Path(path).read_bytes()
-            data = orjson.loads(raw)
         except OSError as e:
             raise KeyRegistryError(f"cannot read key registry {path}: {e.strerror}") from e
-        except orjson.JSONDecodeError as e:
-            raise KeyRegistryError(f"{path}: not JSON: {e}") from e
-        registry = cls.from_json(data, str(path))
-        registry.raw, registry.sha256 = raw, hashlib.sha256(raw).hexdigest()
-        return registry
+        return cls.from_bytes(raw, str(path))
 
 
 def _check_keys(devices: dict[str, list[DeviceKey]]) -> None:
