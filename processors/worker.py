@@ -10,6 +10,7 @@ from typing import Any
 
 from pitwatch.address import host_ports, join_host_port
 from pitwatch.connect import CLICKHOUSE_PORT, add_connection_flags
+from pitwatch.registry import add_site_public_key_option
 from pitwatch.topics import ensure_topics, replication
 
 from .settings import Settings, env_default
@@ -98,10 +99,13 @@ examples:
                             "(default %(default)s)")
         p.add_argument("--keys", metavar="FILE", default=env("keys", d.keys),
                        help="device key registry (JSON): a device in it must sign its chain, "
-                       "or SIGNATURE_INVALID (HIGH). Default: $PITWATCH_KEYS; without one, "
-                       "the worker says at its start that signatures are NOT CHECKED")
+                       "or SIGNATURE_INVALID (HIGH). Default: $PITWATCH_KEYS, else the one "
+                       "pinned in the ClickHouse store; without one, the worker says at its "
+                       "start that signatures are NOT CHECKED. One named is pinned in the "
+                       "store")
         p.add_argument("--require-signatures", action="store_true",
                        help="refuse to start without a key registry (exit 2)")
+        add_site_public_key_option(p)
         p.add_argument("--loglevel", default=env("loglevel", "warning"))
         add_connection_flags(p)
 
@@ -110,25 +114,15 @@ examples:
 
         from faust.worker import Worker
 
-        from pitwatch.events.keys import KEYS_ENV, NOT_CHECKED, KeyRegistry, KeyRegistryError
+        from pitwatch.events.keys import KeyRegistryError
 
         from .app import create_app
 
-        if args.keys:  # a registry that cannot be read is refused before anything starts
-            try:
-                registry = KeyRegistry.load(args.keys)
-            except KeyRegistryError as e:
-                print(f"pitwatch worker: {e}", file=sys.stderr)
-                return 2
-            print(f"pitwatch worker: key registry {args.keys}, sha256 {registry.sha256}",
-                  file=sys.stderr)
-        elif args.require_signatures:
-            print(f"pitwatch worker: --require-signatures: no key registry (--keys FILE or "
-                  f"${KEYS_ENV}): {NOT_CHECKED}, so the worker did not start", file=sys.stderr)
+        try:  # a registry that cannot be used is refused before anything starts
+            keys_file = worker_registry(args)
+        except KeyRegistryError as e:
+            print(f"pitwatch worker: {e}", file=sys.stderr)
             return 2
-        else:
-            print(f"pitwatch worker: {NOT_CHECKED}: no key registry (--keys FILE or "
-                  f"${KEYS_ENV})", file=sys.stderr)
         (host, port), *alt = host_ports(args.clickhouse, CLICKHOUSE_PORT)
         settings = Settings(kafka=args.kafka, clickhouse_host=host, clickhouse_port=port,
                             clickhouse_alt_hosts=tuple(alt), clickhouse_db=args.clickhouse_db,
@@ -142,7 +136,7 @@ examples:
                             heartbeat_s=min(Settings.heartbeat_s, args.session_timeout / 3),
                             sink_max_poll_interval_s=args.sink_max_poll_interval,
                             replication_factor=replication(),
-                            keys=args.keys or "",
+                            keys=keys_file,
                             ).with_prefix(args.topic_prefix)
         logging.basicConfig(level=args.loglevel.upper(),
                             format="[%(asctime)s] [%(process)d] [%(levelname)s] %(message)s")
@@ -178,6 +172,68 @@ examples:
         finally:
             stop.set()
         return 0
+
+
+def worker_registry(args: argparse.Namespace, store: Any = None) -> str:
+    """The registry file the worker checks signatures against ('' for none), by the
+    core's one loader (`pitwatch.registry.load_registry`): --keys (or $PITWATCH_KEYS),
+    else the one pinned in the ClickHouse store (`store`, else the server of
+    --clickhouse, closed after), written to DATA_DIR/key-registry.json for the audit to read; the
+    site key's signature checked when --site-public-key (or its env) is given. A
+    registry named is pinned in the store (a change said with both SHA-256s). Said on
+    stderr; KeyRegistryError when it cannot be used, or with --require-signatures
+    when there is none."""
+    from pathlib import Path
+
+    from pitwatch.events.keys import KEYS_ENV, NOT_CHECKED, KeyRegistryError
+    from pitwatch.registry import load_registry
+    from pitwatch.store import registry_pin
+    from pitwatch.store.base import StoreError
+    from pitwatch.terminal import printable
+
+    def say(line: str) -> None:
+        print(printable(f"pitwatch worker: {line}"), file=sys.stderr)
+
+    name = f"the store {args.clickhouse}/{args.clickhouse_db}"
+    if store is None:
+        from pitwatch.store.server import ServerStore
+
+        server = ServerStore.at(args.clickhouse, args.clickhouse_db)
+        try:
+            return worker_registry(args, server)
+        finally:
+            server.close()
+    pinned = None
+    try:
+        pinned = registry_pin.read(store)
+    except StoreError as e:
+        store = None
+        say(f"the key registry pinned in {name} could not be read ({e}): only a registry "
+            f"named counts (--keys FILE or ${KEYS_ENV})")
+    loaded = load_registry(args.keys, pinned=pinned, store_name=name,
+                           site_public_key_file=args.site_public_key)
+    if loaded.registry is None:
+        if args.require_signatures:
+            raise KeyRegistryError(f"--require-signatures: no key registry (--keys FILE or "
+                                   f"${KEYS_ENV}, or one pinned in the store): {NOT_CHECKED}, "
+                                   "so the worker did not start")
+        for line in loaded.lines():
+            say(line)
+        return ""
+    for line in loaded.lines():
+        say(line)
+    assert loaded.raw is not None
+    if not loaded.from_store:
+        if store is not None:
+            replaced = registry_pin.pin(store, loaded.raw, loaded.signature)
+            if replaced is not None:
+                say(f"key registry CHANGED since the store's last pin (it was sha256 "
+                    f"{replaced}, now sha256 {loaded.sha256}): the store now holds this one")
+        return str(args.keys)
+    keys_file = Path(args.data_dir) / "key-registry.json"
+    keys_file.parent.mkdir(parents=True, exist_ok=True)
+    keys_file.write_bytes(loaded.raw)
+    return str(keys_file)
 
 
 class PartitionsChanged(RuntimeError):
