@@ -19,8 +19,9 @@ import orjson
 
 from pitwatch.engine.violation import Severity
 from pitwatch.packs.registry import all_packs
+from pitwatch.store import lookup
 from pitwatch.store.base import Store, columns, ddl_statements
-from pitwatch.store.rows import EVENT_COLUMNS, stored_json
+from pitwatch.store.rows import stored_json
 
 from .feed_types import Polled
 from .triage import Change, State, check
@@ -198,10 +199,16 @@ class Filters:
                 and (self.until is None or alert["detected_at"] < self.until)
                 and not (self.unhandled and handled) and not self.dealer)
 
-    def where(self) -> tuple[str, dict[str, Any]]:
-        """The SQL condition on `violations` and its parameters."""
+    def where(self, rounds: list[tuple[str, str]] | None = None) -> tuple[str, dict[str, Any]]:
+        """The SQL condition on `violations` and its parameters; `rounds`, the (table,
+        round) pairs a round, dealer or code filter selects (`ConsoleData.rounds_of`),
+        read through the table's sort key (table, round)."""
         conds: list[str] = ["1"]
         params: dict[str, Any] = {}
+        if rounds is not None:
+            conds.append("table_id IN {rts:Array(String)} AND round_id IN {rrs:Array(String)}")
+            params["rts"] = tuple(sorted({t for t, _ in rounds}))
+            params["rrs"] = tuple(sorted({r for _, r in rounds}))
         for col, key, val in (("severity", "severity", self.severity),
                               ("code", "code", self.code), ("table_id", "table", self.table),
                               ("round_id", "round", self.round)):
@@ -212,7 +219,7 @@ class Filters:
             conds.append("has({packs:Array(String)}, pack)")
             params["packs"] = [n for n, j in pack_jurisdictions().items()
                                if j == self.jurisdiction]
-        if self.dealer:
+        if self.dealer and rounds is None:
             conds.append("round_id IN (SELECT round_id FROM rounds "
                          "WHERE dealer_id = {dealer:String})")
             params["dealer"] = self.dealer
@@ -228,6 +235,21 @@ class Filters:
         if self.unhandled:
             conds.append("violation_id NOT IN (SELECT violation_id FROM triage)")
         return " AND ".join(conds), params
+
+
+def code_rounds(store: Store, code: str, severity: str = "", table: str = ""
+                ) -> set[tuple[str, str]]:
+    """The (table, round) pairs with a violation of `code` (of `severity`, at `table`),
+    through the index table `violation_codes` (sort key severity, code, table, round):
+    what lookup.select_rounds reads for a code, without its need of a round summary, so
+    an open round's findings are found too."""
+    cond = "severity IN {s:Array(String)} AND code = {c:String}"
+    params: dict[str, Any] = {"s": (severity,) if severity else SEVERITIES, "c": code}
+    if table:
+        cond += " AND table_id = {t:String}"
+        params["t"] = table
+    return {(r["table_id"], r["round_id"]) for r in store.query(
+        "SELECT DISTINCT table_id, round_id FROM violation_codes WHERE " + cond, params)}
 
 
 def _ms(value: str, what: str) -> int | None:
@@ -274,11 +296,44 @@ class ConsoleData:
 
     # --- violations and triage ------------------------------------------------------
 
+    def rounds_of(self, f: Filters) -> list[tuple[str, str]] | None:
+        """The (table, round) pairs a round, dealer or code filter selects, from the
+        index tables (pitwatch/store/lookup.py: a round's span, a dealer's rounds, a
+        code's rounds); None when the filters name none of them."""
+        if not (f.round or f.dealer or f.code):
+            return None
+        found: set[tuple[str, str]] | None = None
+
+        def narrow(got: Iterable[tuple[str, str]]) -> None:
+            nonlocal found
+            found = set(got) if found is None else found & set(got)
+
+        if f.round:
+            narrow((s.table_id, f.round)
+                   for s in lookup.round_spans(self.store, [f.round]).values())
+        if f.dealer:
+            narrow(lookup.select_rounds(self.store, lookup.RoundQuery(
+                dealer=f.dealer, table=f.table or None)))
+        if f.code:
+            narrow(code_rounds(self.store, f.code, f.severity, f.table))
+        return sorted(found or ())
+
+    def _where(self, f: Filters) -> tuple[str, dict[str, Any]] | None:
+        """`f.where()` narrowed to the rounds its round, dealer or code selects; None
+        when those select no round."""
+        rounds = self.rounds_of(f)
+        if rounds is not None and not rounds:
+            return None
+        return f.where(rounds)
+
     def violations(self, f: Filters, limit: int = 200,
                    since_ms: int | None = None) -> list[dict[str, Any]]:
         """The newest violations that pass the filters (device time at or after
         `since_ms` when given: a poll reads only the recent partitions)."""
-        where, params = f.where()
+        got = self._where(f)
+        if got is None:
+            return []
+        where, params = got
         if since_ms is not None:
             where += " AND detected_at >= toDateTime({since:UInt32})"
             params["since"] = max(0, since_ms // 1000)
@@ -318,7 +373,11 @@ class ConsoleData:
     def search(self, f: Filters, offset: int = 0, limit: int = 50) -> dict[str, Any]:
         """The violations that pass the filters over the whole store, newest first:
         counts by severity, a page of `limit` from `offset`, and each one's triage."""
-        where, params = f.where()
+        got = self._where(f)
+        if got is None:
+            return {"total": 0, "counts": dict.fromkeys(SEVERITIES, 0), "offset": offset,
+                    "limit": limit, "alerts": [], "states": {}}
+        where, params = got
         counts = {r["severity"]: int(r["n"]) for r in self.store.query(
             f"SELECT severity, count() AS n FROM violations FINAL WHERE {where} "
             "GROUP BY severity", params)}
@@ -435,9 +494,10 @@ class ConsoleData:
             "GROUP BY table_id")}
         latest = [(r["table_id"], r["last_round"]) for r in activity]
         finished = {r["round_id"] for r in self.store.query(
-            "SELECT round_id FROM rounds WHERE has({t:Array(String)}, table_id) "
-            "AND has({r:Array(String)}, round_id)",
-            {"t": [t for t, _ in latest], "r": [r for _, r in latest]})} if latest else set()
+            "SELECT round_id FROM rounds WHERE table_id IN {t:Array(String)} "
+            "AND round_id IN {r:Array(String)}",
+            {"t": tuple(sorted({t for t, _ in latest})),
+             "r": tuple(sorted({r for _, r in latest}))})} if latest else set()
         today: dict[str, dict[str, int]] = {}
         if clock == "arrival":
             counted = self.store.query(
@@ -491,12 +551,12 @@ class ConsoleData:
             {"lo": lo_ms, "hi": hi_ms})
         out = []
         for r in rounds:
-            ids = list(r["ids"])
-            found = self.store.query(
-                "SELECT severity, count() AS n, groupArray(violation_id) AS v "
-                "FROM violations FINAL WHERE has({ids:Array(String)}, round_id) "
-                "GROUP BY severity", {"ids": ids}) if ids else []
-            vids = [v for f in found for v in f["v"]]
+            pairs = [(r["table_id"], rid) for rid in r["ids"]]
+            by_sev: dict[str, list[str]] = {}
+            for v in lookup.violations_of(self.store, pairs,
+                                          "table_id, round_id, violation_id, severity"):
+                by_sev.setdefault(v["severity"], []).append(v["violation_id"])
+            vids = [v for ids in by_sev.values() for v in ids]
             states = self.states(vids) if vids else {}
             confirmed = sum(int(s["amount"]) for s in states.values()
                             if s["disposition"] == "confirmed")
@@ -505,8 +565,7 @@ class ConsoleData:
                 "jurisdiction": r["jurisdiction"], "rounds": int(r["rounds"]),
                 "incomplete": int(r["incomplete"]), "wagered": int(r["wagered"]),
                 "paid": int(r["paid"]), "collected": int(r["collected"]),
-                "findings": {s: next((int(f["n"]) for f in found if f["severity"] == s), 0)
-                             for s in SEVERITIES},
+                "findings": {s: len(by_sev.get(s, ())) for s in SEVERITIES},
                 "confirmed_cents": confirmed,
                 "unhandled": sum(1 for v in vids if v not in states),
             })
@@ -544,23 +603,25 @@ class ConsoleData:
         """The round's events in table order (as the auditor folded them), its summary
         (None while open) and its violations."""
         rid = checked_id(round_id, "round id")
-        rows = self.store.query(
-            f"SELECT {EVENT_COLUMNS} FROM events FINAL WHERE round_id = {{r:String}} "
-            "ORDER BY pos, ts, ts_ms", {"r": rid})
+        # through the index tables (pitwatch/store/lookup.py), never a scan of history:
+        # the round's table and span, its events by position, its summary and its
+        # violations through their tables' sort key (table, round)
+        rows = lookup.round_rows(self.store, rid)
         if not rows:
             raise NotFound(f"no round {rid} in the store")
         events = [stored_json(r) for r in rows]
+        table_id = rows[0]["table_id"]
         summary = self.store.query(
             "SELECT round_id, table_id, jurisdiction, game, pack, pack_version, dealer_id, "
             "wagered, paid, collected, returned, violations, complete, "
             "toUInt64(started) * 1000 + started_ms AS started_at, "
             "toUInt64(ended) * 1000 + ended_ms AS ended_at "
-            "FROM rounds FINAL WHERE round_id = {r:String}", {"r": rid})
-        found = self.store.query(
-            f"SELECT {_VIOLATION_COLS} FROM violations FINAL WHERE round_id = {{r:String}} "
-            "ORDER BY detected, violation_id", {"r": rid})
+            "FROM rounds FINAL WHERE table_id = {t:String} AND round_id = {r:String}",
+            {"t": table_id, "r": rid})
+        found = sorted(lookup.violations_of(self.store, [(table_id, rid)], _VIOLATION_COLS),
+                       key=lambda v: (int(v["detected"]), v["violation_id"]))
         violations = [alert(v, self.jurisdictions) for v in found]
         ids = [v["violation_id"] for v in violations]
-        return {"round_id": rid, "table_id": events[0]["table_id"], "events": events,
+        return {"round_id": rid, "table_id": table_id, "events": events,
                 "summary": summary[0] if summary else None, "violations": violations,
                 "triage": self.triage(ids)}
