@@ -35,6 +35,8 @@ from pitwatch.events.model import (
     Event,
     Payload,
     PayoutMade,
+    PlayerLeft,
+    PlayerSeated,
     RoundEnded,
     Rules,
     ShoeLoaded,
@@ -194,11 +196,16 @@ class SimTable:
     """One table of profiled players (seat -> player), dealing `rounds` rounds.
 
     `flash` is the share of rounds the dealer exposes the hole card (to the hole-card
-    players at the table). The table is an NJ blackjack table with card reader."""
+    players at the table). The table is an NJ blackjack table with card reader.
+
+    With `seated`, the console records who sits where (schema version 6's seat
+    events): each player seated after the opening (odd seats a rated player's loyalty
+    id, even seats an anonymous session id) and leaving at the end (`closing`).
+    Without it the table's events are those it always dealt."""
 
     def __init__(self, index: int, seed: int, players: dict[int, Player], *,
                  flash: float = 0.0, variant: int | None = None,
-                 dealer_every: int = 40) -> None:
+                 dealer_every: int = 40, seated: bool = False) -> None:
         name, rules = NJ_BLACKJACK[(index if variant is None else variant) % len(NJ_BLACKJACK)]
         self.cfg = TableConfig(index, f"SIM-BJ-{index:05d}", "NJ", "BLACKJACK", name, rules)
         self.players = dict(sorted(players.items()))
@@ -206,6 +213,7 @@ class SimTable:
             p.rules = rules
         self.flash = flash
         self.dealer_every = dealer_every
+        self.seated = seated
         base = f"pitwatch-players/{seed}/{index}"
         self.shoe_rng = random.Random(base + "/shoes")
         self.flash_rng = random.Random(base + "/flash")
@@ -222,18 +230,37 @@ class SimTable:
         return shoe
 
     def truth(self) -> list[dict[str, object]]:
-        """Who sat where: each seat's profile (the simulator's ground truth)."""
+        """Who sat where: each seat's profile (the simulator's ground truth), and with
+        `seated` the player id its seat events name."""
         return [{"table_id": self.cfg.table_id, "seat": s, "profile": p.profile,
-                 "top": p.top, "camouflage": p.camouflage, "flash": self.flash}
+                 "top": p.top, "camouflage": p.camouflage, "flash": self.flash,
+                 **(dict(zip(("player_id", "player_kind"), self.player(s), strict=True))
+                    if self.seated else {})}
                 for s, p in self.players.items()]
+
+    def player(self, seat: int) -> tuple[str, str]:
+        """The (player id, kind) the seat events give the seat's player: a loyalty id
+        at odd seats, an anonymous session id at even ones."""
+        if seat % 2:
+            return f"LOYAL-{self.cfg.index:05d}-{seat}", "RATED"
+        return f"{self.cfg.table_id}/ANON/{seat}", "ANONYMOUS"
+
+    def closing(self) -> list[Step]:
+        """With `seated`: every player leaves (after the last round)."""
+        if not self.seated:
+            return []
+        return [Step(CONSOLE, PlayerLeft(s), ("left",)) for s in self.players]
 
     def dealer_id(self, k: int) -> str:
         return f"SD{self.cfg.index:05d}-{(k - 1) // self.dealer_every + 1:03d}"
 
     def opening(self) -> list[Step]:
         cfg = self.cfg
+        seats = [Step(CONSOLE, PlayerSeated(s, *self.player(s)), ("seated",))
+                 for s in self.players] if self.seated else []
         return [Step(CONSOLE, TableOpened(cfg.jurisdiction, cfg.game, cfg.rules), ("open",)),
-                Step(SHOE, ShoeLoaded(self.shoe.shoe_id, self.shoe.decks), ("shoe",))]
+                Step(SHOE, ShoeLoaded(self.shoe.shoe_id, self.shoe.decks), ("shoe",)),
+                *seats]
 
     def rounds(self, n: int) -> Iterator[tuple[str, list[Step]]]:
         """(round id, steps) of rounds 1..n, a ShoeLoaded step first where the shoe
@@ -294,6 +321,9 @@ def payloads(table: SimTable, rounds: int) -> Iterator[tuple[str | None, Payload
         for s in steps:
             if s.payload is not None:
                 yield (round_id if type(s.payload) is not ShoeLoaded else None), s.payload
+    for s in table.closing():
+        assert s.payload is not None
+        yield None, s.payload
 
 
 def events(table: SimTable, rounds: int, seed: int) -> list[Event]:
@@ -310,4 +340,8 @@ def events(table: SimTable, rounds: int, seed: int) -> list[Event]:
             out.extend(devices.render(shoes, None, not_before=slot))
         body = [s for s in steps if type(s.payload) is not ShoeLoaded]
         out.extend(devices.render(body, round_id, not_before=slot, budget_ms=ROUND_BUDGET_MS))
+    closing = table.closing()
+    if closing:
+        out.extend(devices.render(closing, None, not_before=start + OPENING_MS
+                                  + rounds * SLOT_MS))
     return out

@@ -103,7 +103,7 @@ examples:
             print("pitwatch protect: nothing read: no events in " + ", ".join(args.paths),
                   file=sys.stderr)
             return 2
-        found = observe(floor.tables, rep.violations)
+        found = observe(floor.tables, rep.violations, floor.seatings)
         out = sys.stdout
         if args.format == "jsonl":
             for o in found:

@@ -64,10 +64,14 @@ class Observation:
     #: rounds observed and the rounds that carry the weight, in order
     rounds: int
     weight_rounds: tuple[str, ...]
-    #: the session was inferred from wagers (no seat events)
+    #: the session was inferred from wagers (no seat events for it)
     inferred: bool
     message: str
     details: tuple[tuple[str, float], ...] = ()
+    #: the seated player, where seat events name one: a rated player's loyalty id
+    #: (player_kind RATED) or an anonymous session id (ANONYMOUS)
+    player_id: str | None = None
+    player_kind: str | None = None
 
     @property
     def observation_id(self) -> str:
@@ -86,6 +90,7 @@ class Observation:
             "weight_rounds": list(self.weight_rounds), "inferred": self.inferred,
             "message": self.message,
             "details": {k: round(v, 6) for k, v in self.details},
+            "player_id": self.player_id, "player_kind": self.player_kind,
         }
 
 

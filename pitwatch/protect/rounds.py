@@ -23,6 +23,8 @@ from ..events.model import (
     Payload,
     PayoutMade,
     PlayerDecision,
+    PlayerLeft,
+    PlayerSeated,
     RoundEnded,
     RoundStarted,
     Rules,
@@ -32,6 +34,7 @@ from ..events.model import (
     WagerPlaced,
 )
 from .hilo import HiLo
+from .seating import Seating, SeatLog
 
 #: the wagers a hand's result is made of (insurance and side wagers are left out)
 HAND_KINDS: Final = frozenset({"MAIN", "DOUBLE", "SPLIT"})
@@ -114,6 +117,8 @@ class TableReader:
         self.hole: str | None = None
         self.hole_shown = False
         self.pending_split: dict[int, tuple[int, str]] = {}
+        #: who sits where, from the seat events
+        self.seat_log = SeatLog()
 
     def feed(self, round_id: str | None, p: Payload) -> RoundView | None:
         """One payload; the round it completes, if any."""
@@ -136,6 +141,9 @@ class TableReader:
             self.index += 1
             self.hands, self.up, self.hole, self.hole_shown = {}, None, None, False
             self.pending_split = {}
+        elif t is PlayerSeated or t is PlayerLeft:
+            assert isinstance(p, PlayerSeated | PlayerLeft)
+            self.seat_log.feed(p, self.index)
         elif self.round is None:
             return None
         elif t is CardDealt:
@@ -243,10 +251,20 @@ class FloorReader:
         if done is not None:
             self.tables[ev.table_id].append(done)
 
+    @property
+    def seatings(self) -> dict[str, list[Seating]]:
+        """Each table's stays at its seats, as its seat events record them."""
+        return {t: r.seat_log.seatings for t, r in self.readers.items()}
 
-def rounds_by_table(events: Iterable[Event]) -> dict[str, list[RoundView]]:
-    """Every table's completed rounds from events in record order, tables sorted."""
+
+def read_floor(events: Iterable[Event]) -> FloorReader:
+    """Every table's completed rounds and seat stays from events in record order."""
     floor = FloorReader()
     for ev in events:
         floor.feed(ev)
-    return dict(sorted(floor.tables.items()))
+    return floor
+
+
+def rounds_by_table(events: Iterable[Event]) -> dict[str, list[RoundView]]:
+    """Every table's completed rounds from events in record order, tables sorted."""
+    return dict(sorted(read_floor(events).tables.items()))

@@ -3,7 +3,7 @@ violations of the same record (for the dealer error rate)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Final
 
@@ -14,7 +14,8 @@ from .dealer_errors import RECORD_CODES, detect_dealer_errors
 from .hold import detect_hold, hold_tallies
 from .holecard import detect_hole_card_play
 from .observation import Observation
-from .rounds import RoundView, rounds_by_table
+from .rounds import RoundView, read_floor
+from .seating import Seating
 from .sessions import infer_sessions
 
 #: findings that say the record of a round is not whole (its cards or money may be
@@ -48,8 +49,10 @@ def suspend(tables: dict[str, list[RoundView]], violations: Iterable[Violation]
 
 
 def observe(tables: dict[str, list[RoundView]],
-            violations: Iterable[Violation] = ()) -> list[Observation]:
-    """The observations of rounds already read: seat sessions table by table, then
+            violations: Iterable[Violation] = (),
+            seatings: Mapping[str, Sequence[Seating]] | None = None) -> list[Observation]:
+    """The observations of rounds already read: seat sessions table by table (from the
+    seat events in `seatings` where the record has them, inferred where not), then
     holds, then dealers. The same rounds give the same observations in the same order.
     A break in the record (BREAKS) suspends judgement (`suspend`); the dealer's error
     rate never counts it."""
@@ -58,15 +61,19 @@ def observe(tables: dict[str, list[RoundView]],
     tables = suspend(tables, violations)
     out: list[Observation] = []
     for table_id in sorted(tables):
-        for session in infer_sessions(tables[table_id]):
+        stays = () if seatings is None else seatings.get(table_id, ())
+        for session in infer_sessions(tables[table_id], seatings=stays):
             for detect in (detect_count_betting, detect_hole_card_play):
                 found = detect(session)
                 if found is not None:
-                    out.append(found)
+                    out.append(found if session.player_id is None else replace(
+                        found, player_id=session.player_id,
+                        player_kind=session.player_kind))
     out.extend(detect_hold(hold_tallies(tables)))
     out.extend(detect_dealer_errors(all_rounds, violations))
     return out
 
 
 def protect(events: Iterable[Event], violations: Iterable[Violation] = ()) -> list[Observation]:
-    return observe(rounds_by_table(events), violations)
+    floor = read_floor(events)
+    return observe(dict(sorted(floor.tables.items())), violations, floor.seatings)
