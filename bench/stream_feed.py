@@ -242,7 +242,7 @@ class Worker:
             return 0
         for line in body.splitlines():
             if line.startswith("pitwatch_events_total "):
-                return int(line.split()[1])
+                return int(float(line.split()[1]))
         return 0
 
     def poll(self) -> int | None:

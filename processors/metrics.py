@@ -1,21 +1,40 @@
 """Health and Prometheus metrics on the worker's web port (`--web-port`):
 
-    GET /health    200 "ok" while the worker audits; each loss of events it noticed
-                   follows as a line "lost: ..." (still 200: the audit goes on, the
-                   tables were told); 503 "refusing: ..." with the reason and the steps
-                   when it has stopped auditing (the topic's partitions changed)
-    GET /metrics   Prometheus text: lag per partition (against the last stable offset),
-                   events and alerts (totals and per second), dead letters, engine
-                   errors, snapshots, open rounds, events lost, refusal, partitions,
-                   sink batch age
+    GET /health/live   200 "live" while the process answers (a liveness probe: restart
+                       it when this fails)
+    GET /health/ready  200 "ok" while the worker can audit (processors/health.py: Kafka
+                       answers, it holds partitions, with the sink ClickHouse answers and
+                       the sink process runs); 503 "not ready: ..." naming each check
+                       that fails; 503 "refusing: ..." with the reason and the steps when
+                       it has stopped auditing (the topic's partitions changed). Each
+                       loss of events it noticed follows as a line "lost: ..." (the
+                       audit goes on, the tables were told)
+    GET /health        the same as /health/ready
+    GET /metrics       Prometheus (prometheus_client, text or OpenMetrics as the scraper
+                       asks): counters of events, alerts, dead letters, engine errors,
+                       snapshots, offsets lost and losses (rates are the dashboards'
+                       job: `rate(pitwatch_events_total[1m])`); gauges of open rounds,
+                       refusal, partitions, each readiness check (`pitwatch_up{check}`),
+                       the sink's batch age, and the lag per partition
+
+`pitwatch_lag{topic,partition}` is the committed messages not read yet, against each
+partition's last stable offset as the broker says it at the scrape. When the broker
+does not answer, the lag is unknown and its series are absent (never 0): alert on
+`pitwatch_up{check="kafka"} == 0` beside `pitwatch_lag`.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.exposition import choose_encoder
+
+from .health import PROBE_S, Probe, Readiness
 
 if TYPE_CHECKING:
     from pitwatch.engine.errors import EngineError
@@ -23,18 +42,32 @@ if TYPE_CHECKING:
     from .settings import Settings
     from .state import TableStates
 
+#: the offset the audit reads next on a partition (after its last read, else the
+#: group's committed offset; -1 when unknown)
+NextToRead = Callable[[Any], int]
+#: the last stable offset of each partition held, by (topic, partition)
+Ends = dict[tuple[str, int], int]
+
 
 def sink_heartbeat_file(settings: Settings) -> Path:
     """Where the sink writes the time of its last batch landed in ClickHouse."""
     return Path(settings.data_dir) / "sink-last-batch"
 
 
+def checks(settings: Settings) -> list[str]:
+    """The readiness checks of a worker with these settings."""
+    return ["kafka", "partitions", *(["clickhouse", "sink"] if settings.sink else [])]
+
+
 class Metrics:
-    def __init__(self, app: Any, states: TableStates, settings: Settings) -> None:
+    def __init__(self, app: Any, states: TableStates, settings: Settings,
+                 readiness: Readiness | None = None) -> None:
         self.app = app
         self.states = states
         self.settings = settings
-        self.started = time.monotonic()
+        self.readiness = readiness or Readiness(checks(settings))
+        #: counted where they happen (plain integers: the audit's loop adds to them
+        #: per event), read at each scrape
         self.events = 0
         self.alerts = 0
         self.dead_letters = 0
@@ -47,7 +80,10 @@ class Metrics:
         self.refusal: str | None = None
         #: the events topic's partition count, as Kafka last said
         self.partitions: int | None = None
-        self._last: tuple[float, int, int] = (self.started, 0, 0)
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(_Collector(self))
+        #: what the scrape under way measures the lag with
+        self._scrape: tuple[NextToRead, Ends | None] = (lambda tp: -1, None)
 
     def engine_error(self, _e: EngineError) -> None:
         """An auditor's engine error (logged by the engine): counted."""
@@ -61,17 +97,14 @@ class Metrics:
         del self.losses[:-20]  # the latest: /health stays short
 
     def health(self) -> tuple[int, str]:
-        """The status and text of /health."""
+        """The status and text of /health/ready (and /health)."""
         if self.refusal is not None:
             return 503, f"refusing: {self.refusal}\n"
-        return 200, "ok\n" + "".join(f"lost: {w}\n" for w in self.losses)
-
-    def _rates(self) -> tuple[float, float]:
-        now = time.monotonic()
-        t0, e0, a0 = self._last
-        dt = max(now - t0, 1e-9)
-        self._last = (now, self.events, self.alerts)
-        return (self.events - e0) / dt, (self.alerts - a0) / dt
+        lost = "".join(f"lost: {w}\n" for w in self.losses)
+        reasons = self.readiness.reasons()
+        if reasons:
+            return 503, f"not ready: {'; '.join(reasons)}\n{lost}"
+        return 200, f"ok\n{lost}"
 
     def sink_batch_age(self) -> float | None:
         try:
@@ -79,91 +112,111 @@ class Metrics:
         except (OSError, ValueError):
             return None
 
-    def render(self, next_to_read: Callable[[Any], int]) -> str:
-        """The metrics; `next_to_read(tp)`: the offset the audit reads next on a
-        partition (after its last read, else the group's committed offset; -1 when
-        unknown)."""
+    def lag(self, next_to_read: NextToRead, ends: Ends | None) -> dict[tuple[str, int], int]:
+        """Messages not read yet per partition held; empty when unknown (`ends` None:
+        the broker did not answer)."""
+        if ends is None:
+            return {}
         from faust.types import TP
 
-        ev_rate, al_rate = self._rates()
-        lines = [
-            "# HELP pitwatch_events_total Messages read from the events topic.",
-            "# TYPE pitwatch_events_total counter",
-            f"pitwatch_events_total {self.events}",
-            "# HELP pitwatch_events_per_second Events read per second since the last scrape.",
-            "# TYPE pitwatch_events_per_second gauge",
-            f"pitwatch_events_per_second {ev_rate:.3f}",
-            "# HELP pitwatch_alerts_total Violations sent to the alerts topic.",
-            "# TYPE pitwatch_alerts_total counter",
-            f"pitwatch_alerts_total {self.alerts}",
-            "# HELP pitwatch_alerts_per_second Alerts sent per second since the last scrape.",
-            "# TYPE pitwatch_alerts_per_second gauge",
-            f"pitwatch_alerts_per_second {al_rate:.3f}",
-            "# HELP pitwatch_dead_letters_total Messages sent to the dead-letter topic.",
-            "# TYPE pitwatch_dead_letters_total counter",
-            f"pitwatch_dead_letters_total {self.dead_letters}",
-            "# HELP pitwatch_engine_errors_total Exceptions in the engine's checks or fold "
-            "(bugs in pitwatch, not findings; each logged with its event).",
-            "# TYPE pitwatch_engine_errors_total counter",
-            f"pitwatch_engine_errors_total {self.engine_errors}",
-            "# HELP pitwatch_snapshots_total Table snapshots written.",
-            "# TYPE pitwatch_snapshots_total counter",
-            f"pitwatch_snapshots_total {self.states.snapshots}",
-            "# HELP pitwatch_open_rounds Rounds open in this worker's tables.",
-            "# TYPE pitwatch_open_rounds gauge",
-            f"pitwatch_open_rounds {self.states.open_rounds()}",
-            "# HELP pitwatch_events_lost_total Offsets of the events topic Kafka deleted "
-            "before the audit read them.",
-            "# TYPE pitwatch_events_lost_total counter",
-            f"pitwatch_events_lost_total {self.lost_offsets}",
-            "# HELP pitwatch_losses_total Stretches of lost events noticed.",
-            "# TYPE pitwatch_losses_total counter",
-            f"pitwatch_losses_total {self.loss_count}",
-            "# HELP pitwatch_refusing 1 when the worker has stopped auditing (see /health).",
-            "# TYPE pitwatch_refusing gauge",
-            f"pitwatch_refusing {int(self.refusal is not None)}",
-            "# HELP pitwatch_events_partitions The events topic's partitions, as Kafka "
-            "last said.",
-            "# TYPE pitwatch_events_partitions gauge",
-            *([] if self.partitions is None
-              else [f"pitwatch_events_partitions {self.partitions}"]),
-            "# HELP pitwatch_lag Committed messages not yet read, per partition of the "
-            "events topic.",
-            "# TYPE pitwatch_lag gauge",
-        ]
-        try:
-            assigned = sorted((tp.topic, tp.partition) for tp in self.app.consumer.assignment()
-                              if tp.topic == self.settings.events_topic)
-        except Exception:  # not started yet
-            assigned = []
-        for topic, partition in assigned:
-            try:
-                hw = self.app.consumer.highwater(TP(topic, partition))
-            except Exception:  # revoked, or not fetched yet
-                continue
-            nxt = max(next_to_read(TP(topic, partition)), 0)
-            if hw is not None:
-                lines.append(f'pitwatch_lag{{topic="{topic}",partition="{partition}"}} '
-                             f"{max(hw - nxt, 0)}")
-        age = self.sink_batch_age()
-        lines += ["# HELP pitwatch_sink_batch_age_seconds Seconds since the sink last "
-                  "landed a batch in ClickHouse.",
-                  "# TYPE pitwatch_sink_batch_age_seconds gauge"]
-        if age is not None:
-            lines.append(f"pitwatch_sink_batch_age_seconds {age:.3f}")
-        return "\n".join(lines) + "\n"
+        return {(topic, partition): max(end - max(next_to_read(TP(topic, partition)), 0), 0)
+                for (topic, partition), end in sorted(ends.items())}
 
-    def install(self, next_to_read: Callable[[Any], int]) -> None:
+    def render(self, next_to_read: NextToRead, ends: Ends | None,
+               accept: str = "") -> tuple[bytes, str]:
+        """The metrics as the scraper's Accept header asks, and their content type;
+        `ends`: each held partition's last stable offset, None when unknown."""
+        encoder, content_type = choose_encoder(accept)
+        self._scrape = (next_to_read, ends)
+        return encoder(self.registry), content_type
+
+    def install(self, next_to_read: NextToRead) -> None:
+        """The readiness checks on a timer, and the web routes (with a web port)."""
+        from .catch_up import PartitionReader
+        from .supervise import sink_alive
+
+        probe = Probe(self.app, self.settings, self.readiness,
+                      PartitionReader(self.settings.kafka), sink_alive)
+        self.app.timer(interval=PROBE_S)(probe.run)
         if self.settings.web_port <= 0:
             return
 
         async def metrics(web: Any, request: Any) -> Any:
-            return web.text(self.render(next_to_read),
-                            content_type="text/plain; version=0.0.4")
+            # the lag against the broker's end offsets now; None (unknown) when it is away
+            ends = await probe.kafka()
+            body, content_type = self.render(next_to_read, ends,
+                                             request.headers.get("Accept", ""))
+            return web.bytes(body, headers={"Content-Type": content_type})
 
-        async def health(web: Any, request: Any) -> Any:
+        async def ready(web: Any, request: Any) -> Any:
             status, text = self.health()
             return web.text(text, status=status)
 
+        async def live(web: Any, request: Any) -> Any:
+            return web.text("live\n")
+
         self.app.page("/metrics")(metrics)
-        self.app.page("/health")(health)
+        self.app.page("/health")(ready)
+        self.app.page("/health/ready")(ready)
+        self.app.page("/health/live")(live)
+
+
+class _Collector:
+    """The worker's metrics, read from `Metrics` at each scrape."""
+
+    def __init__(self, m: Metrics) -> None:
+        self.m = m
+
+    def collect(self) -> Iterator[Metric]:
+        m = self.m
+        yield CounterMetricFamily("pitwatch_events", "Messages read from the events topic.",
+                                  value=m.events)
+        yield CounterMetricFamily("pitwatch_alerts", "Violations sent to the alerts topic.",
+                                  value=m.alerts)
+        yield CounterMetricFamily("pitwatch_dead_letters",
+                                  "Messages sent to the dead-letter topic.",
+                                  value=m.dead_letters)
+        yield CounterMetricFamily("pitwatch_engine_errors",
+                                  "Exceptions in the engine's checks or fold (bugs in "
+                                  "pitwatch, not findings; each logged with its event).",
+                                  value=m.engine_errors)
+        yield CounterMetricFamily("pitwatch_snapshots", "Table snapshots written.",
+                                  value=getattr(m.states, "snapshots", 0))
+        yield CounterMetricFamily("pitwatch_events_lost",
+                                  "Offsets of the events topic Kafka deleted before the "
+                                  "audit read them.", value=m.lost_offsets)
+        yield CounterMetricFamily("pitwatch_losses", "Stretches of lost events noticed.",
+                                  value=m.loss_count)
+        open_rounds = getattr(m.states, "open_rounds", None)
+        if open_rounds is not None:
+            yield GaugeMetricFamily("pitwatch_open_rounds",
+                                    "Rounds open in this worker's tables.",
+                                    value=open_rounds())
+        yield GaugeMetricFamily("pitwatch_refusing",
+                                "1 when the worker has stopped auditing (see /health).",
+                                value=int(m.refusal is not None))
+        if m.partitions is not None:
+            yield GaugeMetricFamily("pitwatch_events_partitions",
+                                    "The events topic's partitions, as Kafka last said.",
+                                    value=m.partitions)
+        up = GaugeMetricFamily("pitwatch_up", "1 while a readiness check passes (kafka, "
+                               "partitions, clickhouse, sink; see /health/ready).",
+                               labels=["check"])
+        for name in m.readiness.names:
+            up.add_metric([name], int(m.readiness.ok(name)))
+        yield up
+        lag = GaugeMetricFamily("pitwatch_lag", "Committed messages not yet read, per "
+                                "partition of the events topic; absent while the broker "
+                                "does not answer (unknown, never 0).",
+                                labels=["topic", "partition"])
+        for (topic, partition), n in m.lag(*m._scrape).items():
+            lag.add_metric([topic, str(partition)], n)
+        yield lag
+        age = m.sink_batch_age()
+        batch_age = GaugeMetricFamily("pitwatch_sink_batch_age_seconds",
+                                      "Seconds since the sink last landed a batch in "
+                                      "ClickHouse.")
+        if age is not None:
+            batch_age.add_metric([], age)
+        yield batch_age
+

@@ -36,7 +36,9 @@ partition is caught up and nothing arrived for the table for --round-timeout sec
 Every flag but --no-sink and --require-signatures can also be set in the environment as
 PITWATCH_<FLAG> (e.g. PITWATCH_KAFKA, PITWATCH_CLICKHOUSE, PITWATCH_ROUND_TIMEOUT,
 PITWATCH_KAFKA_SECURITY); a flag wins over the environment.
-Health and Prometheus metrics: http://127.0.0.1:<web-port>/health and /metrics.
+Health and Prometheus metrics: http://127.0.0.1:<web-port>/health/live (the process
+answers), /health/ready (= /health: Kafka answers, partitions held, ClickHouse and the
+sink up; 503 naming what is not) and /metrics (processors/metrics.py).
 
 Local services for trying it: deploy/services.sh start (Kafka on 127.0.0.1:19092,
 ClickHouse on 127.0.0.1:19000).
@@ -114,6 +116,15 @@ examples:
 
         from faust.worker import Worker
 
+        from .log_rate import limit_repeats
+
+        class _QuietRepeats(Worker):
+            """Faust's worker, whose log holds repeats of a line (log_rate.py)."""
+
+            def on_setup_root_logger(self, logger: logging.Logger, level: int) -> None:
+                super().on_setup_root_logger(logger, level)
+                limit_repeats(logger)
+
         from pitwatch.events.keys import KeyRegistryError
 
         from .app import create_app
@@ -140,6 +151,7 @@ examples:
                             ).with_prefix(args.topic_prefix)
         logging.basicConfig(level=args.loglevel.upper(),
                             format="[%(asctime)s] [%(process)d] [%(levelname)s] %(message)s")
+        limit_repeats(logging.getLogger())  # until Faust sets its own handlers up
         Path(settings.data_dir).mkdir(parents=True, exist_ok=True)
         from .topics import ensure_changelog
 
@@ -166,7 +178,7 @@ examples:
             threading.Thread(target=supervise_sink, args=(settings, args.loglevel, stop),
                              name="pitwatch-sink-supervisor", daemon=True).start()
         app = create_app(settings)
-        worker = Worker(app, loglevel=args.loglevel, quiet=True)
+        worker = _QuietRepeats(app, loglevel=args.loglevel, quiet=True)
         try:
             worker.execute_from_commandline()
         finally:

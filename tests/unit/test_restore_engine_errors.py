@@ -90,11 +90,11 @@ def test_the_worker_counts_engine_errors_in_its_metrics_once(
     asyncio.run(feed(states, 0, cut))
     states.snapshot(events[0].table_id)  # the open round, with its two errors, in it
     assert metrics.engine_errors == 2
-    assert "pitwatch_engine_errors_total 2\n" in metrics.render(lambda tp: -1)
+    assert "pitwatch_engine_errors_total 2.0\n" in metrics.render(lambda tp: -1, None)[0].decode()
 
     # the worker dies; the next one takes the table over from the snapshot
     states, metrics = worker(table)
     asyncio.run(feed(states, cut, len(events)))
     assert metrics.engine_errors == 2  # the other two money events; none again
-    assert "pitwatch_engine_errors_total 2\n" in metrics.render(lambda tp: -1)
+    assert "pitwatch_engine_errors_total 2.0\n" in metrics.render(lambda tp: -1, None)[0].decode()
     assert len(engine_errors) == 4  # each logged once, by the worker that found it
