@@ -27,6 +27,9 @@ the rules engine in process, store events, rounds and violations in the embedded
 (chDB, no server), and print what a surveillance lead wants first: money moved wrongly,
 the tables to watch, and how the audit's findings compare with the injected truth.
 
+The floor is dealt as `pitwatch simulate --contract` deals it: a table that peeks at
+the hole card, one whose posting 13:69F-2.25(h) bars, and events a decoder refuses.
+
 Every device signs its chain (Ed25519 checkpoints) and the audit verifies the
 signatures against the floor's key registry, DATA/floor/keys.json.
 
@@ -48,7 +51,7 @@ store answers SQL afterwards with `pitwatch query --data DATA "..."`."""
     def run(self, args: argparse.Namespace) -> int:
         out = sys.stdout
         data = Path(args.data)
-        floor = Floor(args.tables, args.rounds, args.seed, args.inject)
+        floor = Floor(args.tables, args.rounds, args.seed, args.inject, contract=True)
         n = write_floor(floor, data / "floor", progress=sys.stderr.isatty())
         print(f"shift simulated: {len(floor.configs)} tables, {floor.rounds_done:,} rounds, "
               f"{n:,} events, {len(floor.truth)} faults injected -> {data / 'floor'}/",

@@ -10,11 +10,12 @@ table to happen at. No table posts both surrender and the bonus wager (see
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from pitwatch.blackjack import Ratio
 from pitwatch.events.model import PayEntry, PayTable, Rules
+from pitwatch.packs.checks.posting import bonus_barred
 
 BLACKJACK: Final = "BLACKJACK"
 SWITCH: Final = "BLACKJACK_SWITCH"
@@ -35,6 +36,9 @@ class TableConfig:
     game: str
     variant: str
     rules: Rules
+    #: A table of a floor dealt with the contract's later faults (`floor_tables`'s
+    #: `contract`): it may also carry an event its decoder refuses (EVENT_REFUSED)
+    contract: bool = False
 
     @property
     def side_wager(self) -> str | None:
@@ -43,9 +47,21 @@ class TableConfig:
             return "MATCH"
         if self.game == FREE_BET:
             return "PUSH22"
-        if self.rules.bonus_wager:
+        if self.bonus_offered:
             return "BONUS"
         return None
+
+    @property
+    def bonus_offered(self) -> bool:
+        """The bonus wager is posted and the text lets it be taken: beside a wager
+        13:69F-2.25(h) bars the posting is the fault, and no bonus wager is taken."""
+        return self.rules.bonus_wager and self.posting_fault is None
+
+    @property
+    def posting_fault(self) -> str | None:
+        """Why the posted rules contradict a text the floor's tables are dealt under
+        (only a `contract` floor posts so), or None."""
+        return bonus_barred(self.rules)
 
     @property
     def dealer_22_pushes(self) -> bool:
@@ -110,6 +126,17 @@ NZ_BLACKJACK: Final = tuple(
                           ("6d-s17-nhc-high", 2500, 500_000, 500))
 )
 
+#: NJ blackjack on a floor dealt with the contract's later faults (`floor_tables`'s
+#: `contract`): the first table peeks at the hole card (HoleCardChecked, schema v4: the
+#: insurance faults of posted rules (d)3-4 happen there), the second posts the streak
+#: wager beside the bonus wager (PostedTableOpened, schema v5), which 13:69F-2.25(h)
+#: bars: one finding on its posting, and its dealer takes no bonus wager; then the rest.
+NJ_BLACKJACK_CONTRACT: Final = (
+    (NJ_BLACKJACK[0][0] + "-peek", replace(NJ_BLACKJACK[0][1], hole_card="PEEK")),
+    (NJ_BLACKJACK[1][0] + "-streak", replace(NJ_BLACKJACK[1][1], streak_wager=True)),
+    *NJ_BLACKJACK[2:],
+)
+
 #: The floor's order of games: table 1 NJ blackjack, 2 Switch, 3 Free Bet, 4 NZ, 5 ...
 KINDS: Final = (
     ("NJ", BLACKJACK, NJ_BLACKJACK),
@@ -120,10 +147,16 @@ KINDS: Final = (
 
 
 def floor_tables(
-    n: int, *, jurisdiction: str | None = None, game: str | None = None
+    n: int, *, jurisdiction: str | None = None, game: str | None = None,
+    contract: bool = False,
 ) -> list[TableConfig]:
     """`n` tables, the games taken in turn (filtered by `jurisdiction` and `game`), and
-    each game's variants in turn. Raises ValueError when no game fits the filter."""
+    each game's variants in turn. Raises ValueError when no game fits the filter.
+
+    With `contract`, the floor is dealt with the faults the contract's later versions
+    let a record show (NJ blackjack's variants are `NJ_BLACKJACK_CONTRACT`, and every
+    table may carry a refused event); without, every table is as it always was, so a
+    seeded floor keeps its bytes."""
     if n < 1:
         raise ValueError(f"a floor has at least one table, not {n}")
     kinds = [k for k in KINDS
@@ -139,7 +172,9 @@ def floor_tables(
         key = f"{jur}/{g}"
         k = seen.get(key, 0)
         seen[key] = k + 1
+        if contract and variants is NJ_BLACKJACK:
+            variants = NJ_BLACKJACK_CONTRACT
         variant, rules = variants[k % len(variants)]
         table_id = f"{LOCATION[jur]}-{GAME_CODE[g]}-{i:02d}"
-        out.append(TableConfig(i, table_id, jur, g, variant, rules))
+        out.append(TableConfig(i, table_id, jur, g, variant, rules, contract))
     return out

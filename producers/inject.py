@@ -10,7 +10,12 @@ A fault is injected only at tables whose rule pack judges its code (the sources 
 docs/violations.md): insurance faults at Blackjack Switch (13:69F-2A.8), Free Bet
 (672a.8) and New Zealand (9.1-9.4) tables, surrender and bonus faults at New Jersey
 blackjack tables (2.8, 2.25), even money at Free Bet and New Zealand, blackjack payment
-in New Zealand; the dealing and record faults everywhere.
+in New Zealand; the dealing and record faults everywhere. The two insurance faults the
+dealer's peek times (posted rules (d)3-4) also at a table that peeks.
+
+On a floor dealt with the contract's later faults (`TableConfig.contract`), a round may
+also carry an event its decoder refuses (EVENT_REFUSED): a wager sensor's negative
+amount, refused as the decoder refuses it (`refused_as_decoded`).
 
 Not injected: INSURANCE_PAID_BEFORE_COLLECTION (in a consistent stream all insurance
 of a round wins or all of it loses).
@@ -23,10 +28,12 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from pitwatch import blackjack as bj
+from pitwatch.events.jsonl import InvalidEvent, dumps, loads
 from pitwatch.events.model import (
     SUITS,
     CardDealt,
     CardsCleared,
+    Event,
     PayoutMade,
     PlayerDecision,
     RoundStarted,
@@ -49,6 +56,8 @@ EVEN_MONEY_TABLES: Final = frozenset({PA_FB, NZ_BJ})
 HAND_WAGERS: Final = frozenset({"MAIN", "DOUBLE", "SPLIT"})
 #: The forgery fault: an amount changed and the device's chain recomputed after it.
 FORGERY: Final = "SIGNATURE_INVALID"
+#: The refused event: its device sends it, its decoder refuses it (`refused_as_decoded`).
+REFUSED: Final = "EVENT_REFUSED"
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +83,13 @@ class Fault:
     #: faults that change the play: the round is dealt again with these options, and
     #: `apply` then only names the step in the new script
     replay: PlayOptions | None = None
+    #: also at any table that peeks at the hole card (posted rules (d)3-4 time it)
+    peek: bool = False
+
+    def at(self, cfg: TableConfig) -> bool:
+        """Whether a pack that judges the code deals at this table."""
+        return (self.tables is None or (cfg.jurisdiction, cfg.game) in self.tables
+                or (self.peek and cfg.rules.hole_card == "PEEK"))
 
 
 # --- helpers ---------------------------------------------------------------------------
@@ -178,11 +194,16 @@ def _after_upcard(ctx: InjectContext) -> Step | None:
     return s.steps[s.marker_index("after_upcard")]
 
 
+def _hole_card_known(s: RoundScript) -> Step | None:
+    """The step that lets the hole card be known: the reader's, or the dealer's peek."""
+    return s.first("reader") or s.first("peek")
+
+
 def _too_late_anchor(ctx: InjectContext) -> Step | None:
-    """After the hole card went into the reader; without a reader (New Zealand), after
-    the first further card a player got."""
+    """After the hole card went into the reader (or the dealer peeked at it); without
+    either (New Zealand), after the first further card a player got."""
     s = ctx.script
-    reader = s.first("reader")
+    reader = _hole_card_known(s)
     if reader is not None:
         return reader
     if not s.facts.play_phase:
@@ -241,7 +262,7 @@ def _ins_wrong_apply(ctx: InjectContext, step: Step) -> Step:
 
 def _late_collection_targets(ctx: InjectContext) -> list[Any]:
     s = ctx.script
-    if s.first("reader") is None or not s.find("dealer_draw"):
+    if _hole_card_known(s) is None or not s.find("dealer_draw"):
         return []
     return [st for st in s.find("ins_settle") if isinstance(st.payload, WagerCollected)]
 
@@ -506,7 +527,7 @@ def _surrender_wrong_apply(ctx: InjectContext, target: Any) -> Step:
 
 
 def _bonus_table(ctx: InjectContext) -> bool:
-    return ctx.cfg.rules.bonus_wager
+    return ctx.cfg.bonus_offered
 
 
 def _seats_without_bonus(ctx: InjectContext) -> list[int]:
@@ -837,6 +858,30 @@ def _side_wrong_apply(ctx: InjectContext, step: Step) -> Step:
     return step
 
 
+def _refused_apply(ctx: InjectContext, main: Step) -> Step:
+    """After a seat's main wager its sensor sends the same wager again with the amount
+    negative: the decoder refuses it (an amount is 0 or more), and the round goes on
+    without it."""
+    p = main.payload
+    assert isinstance(p, WagerPlaced)
+    step = _rfid(WagerPlaced(p.seat, p.hand, p.kind, -p.amount), "refused")
+    ctx.script.insert_after(main, step)
+    return step
+
+
+def refused_as_decoded(ev: Event) -> Event:
+    """The event as its decoder gives it: marked refused, with the decoder's reason
+    (`Event.refused`), so the audit takes it by the one path every refused event takes
+    (`TableAuditor.refused`). Raises ValueError for an event the decoder takes."""
+    try:
+        loads(dumps(ev))
+    except InvalidEvent as e:
+        if e.event is None:
+            raise ValueError(f"the decoder refuses {ev.event_id} with no record: {e}") from e
+        return e.event
+    raise ValueError(f"the decoder takes {ev.event_id}")
+
+
 def _em_pays(ctx: InjectContext) -> list[Any]:
     pays = ctx.script.find("em_pay")
     if ctx.cfg.jurisdiction != "PA":
@@ -849,11 +894,11 @@ CATALOGUE: Final[tuple[Fault, ...]] = (
     Fault("INSURANCE_OVER_LIMIT", INSURANCE_TABLES, _OVER_T, _OVER_A),
     Fault("INSURANCE_UNDER_MINIMUM", frozenset({NZ_BJ}), _UNDER_T, _under_minimum_apply),
     Fault("INSURANCE_TOO_EARLY", frozenset({NJ_SW, NZ_BJ}), _EARLY_T, _EARLY_A),
-    Fault("INSURANCE_TOO_LATE", INSURANCE_TABLES, _LATE_T, _LATE_A),
+    Fault("INSURANCE_TOO_LATE", INSURANCE_TABLES, _LATE_T, _LATE_A, peek=True),
     Fault("INSURANCE_ON_MATCH_WAGER", frozenset({NJ_SW}), _on_match_targets, _on_match_apply),
     Fault("INSURANCE_SETTLEMENT_WRONG", INSURANCE_TABLES, _ins_wrong_targets, _ins_wrong_apply),
     Fault("INSURANCE_COLLECTION_LATE", frozenset({NJ_SW, PA_FB}), _late_collection_targets,
-          _late_collection_apply),
+          _late_collection_apply, peek=True),
     Fault("EVEN_MONEY_NOT_AVAILABLE", EVEN_MONEY_TABLES, _em_not_available_targets,
           _em_not_available_apply),
     Fault("EVEN_MONEY_SETTLEMENT_WRONG", EVEN_MONEY_TABLES, _em_pays, _em_wrong_apply),
@@ -894,6 +939,12 @@ CATALOGUE: Final[tuple[Fault, ...]] = (
     Fault(FORGERY, None, _forgery_targets, _forgery_apply),
 )
 
+#: The faults only a `contract` floor's tables carry (so every other floor keeps its
+#: bytes): an event its decoder refuses.
+CONTRACT_FAULTS: Final[tuple[Fault, ...]] = (
+    Fault(REFUSED, None, _main_wagers, _refused_apply),
+)
+
 BY_CODE: Final = {f.code: f for f in CATALOGUE}
 CODES: Final = tuple(f.code for f in CATALOGUE)
 #: Codes no single fault makes: a winning insurance paid while a losing one is up (one
@@ -905,10 +956,10 @@ NOT_INJECTED: Final = ("INSURANCE_PAID_BEFORE_COLLECTION", "VOID_WAGER_SETTLED",
 
 def candidates(ctx: InjectContext) -> list[tuple[Fault, list[Any]]]:
     """The faults this round can carry, each with its targets."""
-    key = (ctx.cfg.jurisdiction, ctx.cfg.game)
+    cfg = ctx.cfg
     out = []
-    for fault in CATALOGUE:
-        if fault.tables is not None and key not in fault.tables:
+    for fault in (*CATALOGUE, *CONTRACT_FAULTS) if cfg.contract else CATALOGUE:
+        if not fault.at(cfg):
             continue
         targets = fault.targets(ctx)
         if targets:

@@ -42,13 +42,13 @@ class Floor:
 
     def __init__(self, tables: int, rounds: int, seed: int, inject: float = 0.0, *,
                  jurisdiction: str | None = None, game: str | None = None,
-                 sign: bool = True) -> None:
+                 sign: bool = True, contract: bool = False) -> None:
         if rounds < 1:
             raise ValueError(f"--rounds must be at least 1, not {rounds}")
         if not 0.0 <= inject <= 1.0:
             raise ValueError(f"--inject is a share of rounds, 0 to 1, not {inject}")
         self.configs: list[TableConfig] = floor_tables(tables, jurisdiction=jurisdiction,
-                                                       game=game)
+                                                       game=game, contract=contract)
         self.rounds = rounds
         self.seed = seed
         self.inject = inject
@@ -195,6 +195,14 @@ examples:
                        help="also write DIR/events.avro (Avro container file)")
         p.add_argument("--out", required=True, type=Path, metavar="DIR",
                        help="output directory")
+        p.add_argument("--contract", action="store_true",
+                       help="also the faults the contract's later versions let a record "
+                       "show: a NJ blackjack table that peeks at the hole card (insurance "
+                       "after the peek, losing insurance up after it), one posting the "
+                       "streak wager beside the bonus wager (13:69F-2.25(h)), and an event "
+                       "each table's decoder refuses (a negative wager); each at least once "
+                       "a table when --inject is above 0. Without it every floor is dealt "
+                       "as before, byte for byte")
         p.add_argument("--unsigned", action="store_true",
                        help="devices do not sign (no checkpoints, no DIR/keys.json)")
         p.add_argument("--quiet", action="store_true", help="no progress bar, no summary")
@@ -207,9 +215,9 @@ examples:
         if args.synthetic:
             from .synthetic import SyntheticFloor
 
-            if args.avro:
-                print("pitwatch simulate: --synthetic writes JSON Lines only (no --avro)",
-                      file=sys.stderr)
+            if args.avro or args.contract:
+                print("pitwatch simulate: --synthetic writes JSON Lines only, of the floor "
+                      "as dealt without --contract (no --avro, no --contract)", file=sys.stderr)
                 return 2
             syn = SyntheticFloor(args.tables, args.rounds, args.seed, args.inject,
                                  jurisdiction=args.jurisdiction, game=args.game)
@@ -222,7 +230,7 @@ examples:
             return 0
         floor = Floor(args.tables, args.rounds, args.seed, args.inject,
                       jurisdiction=args.jurisdiction, game=args.game,
-                      sign=not args.unsigned)
+                      sign=not args.unsigned, contract=args.contract)
         long_run = len(floor.configs) * floor.rounds >= PROGRESS_FROM
         progress = long_run and not args.quiet and sys.stderr.isatty()
         n = write_floor(floor, args.out, avro=args.avro, progress=progress)

@@ -24,7 +24,16 @@ from .betting import draw_plans
 from .dealing import CLEAN, PlayOptions, ShoeCursor, ShoeEmptyError, play_round
 from .devices import TableDevices
 from .floor import TableConfig
-from .inject import FORGERY, Fault, InjectContext, candidates
+from .inject import (
+    CATALOGUE,
+    CONTRACT_FAULTS,
+    FORGERY,
+    REFUSED,
+    Fault,
+    InjectContext,
+    candidates,
+    refused_as_decoded,
+)
 from .script import CONSOLE, SHOE, RoundScript, Step
 
 #: The floor opens at 18:00 UTC on 30 November 2026, plus the seed's minute of the hour.
@@ -69,6 +78,16 @@ class TableRun:
         self.injected: Counter[str] = Counter()
         self.eligible: Counter[str] = Counter()  # rounds in which each fault was possible
         self.pending: dict[str, Any] | None = None  # a ROUND_INCOMPLETE awaiting its event
+        #: On a contract floor (`TableConfig.contract`), the faults only such a floor
+        #: shows that this table has not carried yet: with faults injected at all, each
+        #: goes into the first round that can carry it, drawn for a fault or not, so a
+        #: short shift shows every one (a refused event; at a table that peeks, the two
+        #: insurance faults the peek times)
+        self.due: set[str] = set()
+        if cfg.contract:
+            self.due = {f.code for f in CONTRACT_FAULTS}
+            if cfg.rules.hole_card == "PEEK":
+                self.due |= {f.code for f in CATALOGUE if f.peek}
 
     # --- shoes -----------------------------------------------------------------------
 
@@ -90,9 +109,13 @@ class TableRun:
     def opening(self) -> list[Event]:
         """TableOpened (the posted rules) and the first shoe."""
         cfg = self.cfg
-        steps = [Step(CONSOLE, TableOpened(cfg.jurisdiction, cfg.game, cfg.rules), ("open",)),
-                 self._shoe_loaded()]
-        return self.devices.render(steps, None)
+        opened = Step(CONSOLE, TableOpened(cfg.jurisdiction, cfg.game, cfg.rules), ("open",))
+        events = self.devices.render([opened, self._shoe_loaded()], None)
+        if cfg.posting_fault is not None:  # the finding is the posting's, with no round
+            self.truth.append({"code": "POSTED_RULES_CONTRADICT_REGULATION",
+                               "table_id": cfg.table_id, "round_id": "",
+                               "event_id": opened.event_id})
+        return events
 
     def close(self) -> list[Event]:
         """The end of the shift: the console signs where the table's record ends."""
@@ -124,13 +147,17 @@ class TableRun:
 
         fault: Fault | None = None
         truth_step: Step | None = None
-        if self.inject and self.inject_rng.random() < self.inject:
+        drawn = bool(self.inject) and self.inject_rng.random() < self.inject
+        if drawn or (self.inject and self.due):
             ctx = InjectContext(cfg, script, dict(self.counts) if self.counts_known else {},
                                 self.shoe.decks,
                                 k == self.rounds)
             found = candidates(ctx)
-            for f, _ in found:
-                self.eligible[f.code] += 1
+            if drawn:
+                for f, _ in found:
+                    self.eligible[f.code] += 1
+            else:  # a round not drawn carries only a contract fault still due here
+                found = [c for c in found if c[0].code in self.due]
             if found:  # the least injected first, then the most seldom possible
                 rank = {f.code: (self.injected[f.code], self.eligible[f.code]) for f, _ in found}
                 low = min(rank.values())
@@ -152,6 +179,10 @@ class TableRun:
         events = self.devices.render(pre, None, not_before=slot) if pre else []
         body = self.devices.render(script.steps, round_id, not_before=slot,
                                    budget_ms=ROUND_BUDGET_MS)
+        if fault is not None and fault.code == REFUSED:
+            assert truth_step is not None
+            at = next(i for i, ev in enumerate(body) if ev.event_id == truth_step.event_id)
+            body[at] = refused_as_decoded(body[at])
         if self.pending is not None and body:
             self.pending["event_id"] = body[0].event_id  # the table moved on
             self.pending = None
@@ -172,6 +203,7 @@ class TableRun:
     def _forgery(self, round_id: str) -> None:
         """A forged amount is seen on each checkpoint whose signature no longer matches."""
         self.injected[FORGERY] += 1
+        self.due.discard(FORGERY)
         bad = self.devices.bad_checkpoints
         for event_id, rid in bad:
             self.truth.append({"code": FORGERY, "table_id": self.cfg.table_id,
@@ -180,6 +212,7 @@ class TableRun:
 
     def _record(self, fault: Fault, step: Step | None, round_id: str) -> None:
         self.injected[fault.code] += 1
+        self.due.discard(fault.code)
         if fault.code == "EVENTS_LOST":
             self.counts_known = False
         event_id = None
