@@ -947,9 +947,10 @@ CONTRACT_FAULTS: Final[tuple[Fault, ...]] = (
 
 BY_CODE: Final = {f.code: f for f in CATALOGUE}
 CODES: Final = tuple(f.code for f in CATALOGUE)
-#: Codes no single fault makes: a winning insurance paid while a losing one is up (one
-#: hole card decides them all); a void wager's money (its voiding fault comes first:
-#: two codes); a posting against a text (the table's, not a round's).
+#: Codes no single fault of a round makes: a winning insurance paid while a losing one
+#: is up (one hole card decides them all); a void wager's money (its voiding fault comes
+#: first: two codes); a posting against a text (the table's, not a round's: a contract
+#: floor's table posts one, `TableConfig.posting_fault`).
 NOT_INJECTED: Final = ("INSURANCE_PAID_BEFORE_COLLECTION", "VOID_WAGER_SETTLED",
                        "POSTED_RULES_CONTRADICT_REGULATION")
 
