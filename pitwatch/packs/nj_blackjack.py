@@ -38,8 +38,8 @@ from .base import (
 from .checks import bonus, insurance, posting
 from .checks.limits import limit_rules
 
-S = "N.J.A.C. 13:69F-2.8"
-B = "N.J.A.C. 13:69F-2.25"
+SURRENDER_SECTION = "N.J.A.C. 13:69F-2.8"
+BONUS_WAGER_SECTION = "N.J.A.C. 13:69F-2.25"
 NAME = "nj-blackjack"
 TITLE = "New Jersey blackjack, N.J.A.C. 13:69F-2 (2.8 surrender, 2.25 bonus wager{})"
 
@@ -72,32 +72,39 @@ def _rules(with_insurance: bool) -> tuple[Rule, ...]:
         *early_rules(PAYOUT_POSTED),
         *procedure_rules(),
         *limit_rules(),
-        *surrender_rules(f"{S}(c)", f"{S}(a)", f"{S}(a)1–2"),
+        *surrender_rules(f"{SURRENDER_SECTION}(c)", f"{SURRENDER_SECTION}(a)",
+                         f"{SURRENDER_SECTION}(a)1–2"),
         *(insurance_rules() if with_insurance else []),
         *even_money_rules(OPTION_POSTED, OPTION_POSTED),
-        rule("BONUS_WAGER_NOT_AVAILABLE", HIGH, f"{B}(a), (h)", bonus.not_available, WAGER),
+        rule("BONUS_WAGER_NOT_AVAILABLE", HIGH, f"{BONUS_WAGER_SECTION}(a), (h)",
+             bonus.not_available, WAGER),
         rule("BONUS_WAGER_NOT_AVAILABLE", HIGH, "N.J.A.C. 13:69F-2.2(a)4",
              bonus.too_few_decks, WAGER),
-        rule("BONUS_WAGER_TOO_LATE", HIGH, f"{B}(b)", bonus.too_late, WAGER),
-        rule("BONUS_WAGER_WITHOUT_MAIN", HIGH, f"{B}(b)", bonus.without_main, WAGER),
-        rule("BONUS_WAGER_AMOUNT", HIGH, f"{B}(c)", bonus.amount, WAGER),
-        rule("BONUS_WAGER_AMOUNT", HIGH, f"{B}(c)", bonus.at_close, CARD, voids=False),
-        rule("BONUS_THIRD_CARD_NOT_DRAWN", MEDIUM, f"{B}(d)", bonus.third_card_not_drawn,
-             (*STOPPED, *CLEARED)),
-        rule("BONUS_SETTLEMENT_ORDER", MEDIUM, f"{B}(e)", bonus.settlement_order, MONEY),
-        rule("BONUS_SETTLEMENT_ORDER", MEDIUM, f"{B}(e)", bonus.left_up, CARD),
+        rule("BONUS_WAGER_TOO_LATE", HIGH, f"{BONUS_WAGER_SECTION}(b)", bonus.too_late, WAGER),
+        rule("BONUS_WAGER_WITHOUT_MAIN", HIGH, f"{BONUS_WAGER_SECTION}(b)", bonus.without_main,
+             WAGER),
+        rule("BONUS_WAGER_AMOUNT", HIGH, f"{BONUS_WAGER_SECTION}(c)", bonus.amount, WAGER),
+        rule("BONUS_WAGER_AMOUNT", HIGH, f"{BONUS_WAGER_SECTION}(c)", bonus.at_close, CARD,
+             voids=False),
+        rule("BONUS_THIRD_CARD_NOT_DRAWN", MEDIUM, f"{BONUS_WAGER_SECTION}(d)",
+             bonus.third_card_not_drawn, (*STOPPED, *CLEARED)),
+        rule("BONUS_SETTLEMENT_ORDER", MEDIUM, f"{BONUS_WAGER_SECTION}(e)", bonus.settlement_order,
+             MONEY),
+        rule("BONUS_SETTLEMENT_ORDER", MEDIUM, f"{BONUS_WAGER_SECTION}(e)", bonus.left_up, CARD),
         rule("BONUS_SETTLEMENT_WRONG", CRITICAL,
-             f"{B}(d)–(f) (three eights: the table's posted pay table, (f)'s is not in the text)",
+             f"{BONUS_WAGER_SECTION}(d)–(f) (three eights: the table's posted pay table, "
+             "(f)'s is not in the text)",
              bonus.settlement_wrong, MONEY),
-        rule("BONUS_SETTLEMENT_WRONG", CRITICAL, f"{B}(e)", bonus.never_settled, END),
+        rule("BONUS_SETTLEMENT_WRONG", CRITICAL, f"{BONUS_WAGER_SECTION}(e)", bonus.never_settled,
+             END),
         *dealing_rules(),
         *payout_rules(PAYOUT_POSTED),
     )
 
 
 POSTING = (
-    posting_rule(f"{S}(c)", posting.surrender_barred),
-    posting_rule(f"{B}(h)", posting.bonus_barred),
+    posting_rule(f"{SURRENDER_SECTION}(c)", posting.surrender_barred),
+    posting_rule(f"{BONUS_WAGER_SECTION}(h)", posting.bonus_barred),
     posting_rule("N.J.A.C. 13:69F-2.2(a)4", posting.bonus_decks),
 )
 

@@ -29,7 +29,7 @@ from .base import (
 from .checks import dealing, insurance, posting
 from .checks.limits import limit_rules
 
-I = "N.J.A.C. 13:69F-2A.8"  # noqa: E741
+INSURANCE_SECTION = "N.J.A.C. 13:69F-2A.8"
 
 PACK = RulePack(
     name="nj-blackjack-switch", version="2024.09-3", jurisdiction="NJ", game="BLACKJACK_SWITCH",
@@ -40,19 +40,24 @@ PACK = RulePack(
         *limit_rules(),
         rule("PROCEDURE_OUT_OF_ORDER", MEDIUM, RECORD_CITATIONS["PROCEDURE_OUT_OF_ORDER"][1],
              dealing.unannounced_switch, DECISION, voids=False),
-        rule("INSURANCE_NOT_AVAILABLE", HIGH, f"{I}(a)", insurance.not_available, WAGER),
-        rule("INSURANCE_ON_MATCH_WAGER", HIGH, f"{I}(e)", insurance.on_match_wager, WAGER),
+        rule("INSURANCE_NOT_AVAILABLE", HIGH, f"{INSURANCE_SECTION}(a)", insurance.not_available,
+             WAGER),
+        rule("INSURANCE_ON_MATCH_WAGER", HIGH, f"{INSURANCE_SECTION}(e)", insurance.on_match_wager,
+             WAGER),
         rule("PROCEDURE_OUT_OF_ORDER", MEDIUM, RECORD_CITATIONS["PROCEDURE_OUT_OF_ORDER"][1],
              insurance.no_main_wager, WAGER, voids=True),
-        rule("INSURANCE_TOO_EARLY", HIGH, f"{I}(a)2", insurance.too_early, WAGER),
-        rule("INSURANCE_TOO_LATE", HIGH, f"{I}(a)2–3", insurance.too_late, WAGER),
-        rule("INSURANCE_OVER_LIMIT", HIGH, f"{I}(b)", insurance.over_limit, WAGER),
-        rule("INSURANCE_SETTLEMENT_WRONG", CRITICAL, f"{I}(a), (d)", insurance.settlement_wrong,
+        rule("INSURANCE_TOO_EARLY", HIGH, f"{INSURANCE_SECTION}(a)2", insurance.too_early, WAGER),
+        rule("INSURANCE_TOO_LATE", HIGH, f"{INSURANCE_SECTION}(a)2–3", insurance.too_late, WAGER),
+        rule("INSURANCE_OVER_LIMIT", HIGH, f"{INSURANCE_SECTION}(b)", insurance.over_limit, WAGER),
+        rule("INSURANCE_SETTLEMENT_WRONG", CRITICAL, f"{INSURANCE_SECTION}(a), (d)",
+             insurance.settlement_wrong,
              MONEY),
-        rule("INSURANCE_SETTLEMENT_WRONG", CRITICAL, f"{I}(d)", insurance.never_paid, END),
-        rule("INSURANCE_PAID_BEFORE_COLLECTION", MEDIUM, f"{I}(d)",
+        rule("INSURANCE_SETTLEMENT_WRONG", CRITICAL, f"{INSURANCE_SECTION}(d)",
+             insurance.never_paid, END),
+        rule("INSURANCE_PAID_BEFORE_COLLECTION", MEDIUM, f"{INSURANCE_SECTION}(d)",
              insurance.paid_before_collection, MONEY),
-        rule("INSURANCE_COLLECTION_LATE", MEDIUM, f"{I}(c)", insurance.collection_late, AFTER),
+        rule("INSURANCE_COLLECTION_LATE", MEDIUM, f"{INSURANCE_SECTION}(c)",
+             insurance.collection_late, AFTER),
         *surrender_rules(),
         *even_money_rules(),
         *side_rules(),
@@ -61,9 +66,9 @@ PACK = RulePack(
     ),
     record_citations=RECORD_CITATIONS,
     posting=(
-        posting_rule(f"{I}(a)", posting.right_granted("insurance", "insurance")),
-        posting_rule(f"{I}(d)", posting.odds_fixed("insurance_pays", "insurance",
-                                                   TWO_TO_ONE)),
+        posting_rule(f"{INSURANCE_SECTION}(a)", posting.right_granted("insurance", "insurance")),
+        posting_rule(f"{INSURANCE_SECTION}(d)",
+                     posting.odds_fixed("insurance_pays", "insurance", TWO_TO_ONE)),
     ),
     fixed={"insurance": True, "insurance_pays": TWO_TO_ONE},
 )

@@ -30,7 +30,7 @@ from .base import (
 from .checks import even_money, insurance, posting
 from .checks.limits import limit_rules
 
-P = "58 Pa. Code § 672a.8"
+INSURANCE_SECTION = "58 Pa. Code § 672a.8"
 
 PACK = RulePack(
     name="pa-free-bet-blackjack", version="2024.09-3", jurisdiction="PA",
@@ -40,25 +40,31 @@ PACK = RulePack(
         *early_rules(),
         *procedure_rules(),
         *limit_rules(),
-        rule("INSURANCE_NOT_AVAILABLE", HIGH, f"{P}(a)", insurance.not_available, WAGER),
-        rule("INSURANCE_NOT_AVAILABLE", HIGH, f"{P}(a)", insurance.before_up_card, WAGER),
+        rule("INSURANCE_NOT_AVAILABLE", HIGH, f"{INSURANCE_SECTION}(a)", insurance.not_available,
+             WAGER),
+        rule("INSURANCE_NOT_AVAILABLE", HIGH, f"{INSURANCE_SECTION}(a)", insurance.before_up_card,
+             WAGER),
         rule("PROCEDURE_OUT_OF_ORDER", MEDIUM, RECORD_CITATIONS["PROCEDURE_OUT_OF_ORDER"][1],
              insurance.no_main_wager, WAGER, voids=True),
-        rule("INSURANCE_TOO_LATE", HIGH, f"{P}(b)", insurance.too_late, WAGER),
-        rule("INSURANCE_OVER_LIMIT", HIGH, f"{P}(b)", insurance.over_limit, WAGER),
-        rule("INSURANCE_SETTLEMENT_WRONG", CRITICAL, f"{P}(c); odds as posted, {POSTED} (b)",
+        rule("INSURANCE_TOO_LATE", HIGH, f"{INSURANCE_SECTION}(b)", insurance.too_late, WAGER),
+        rule("INSURANCE_OVER_LIMIT", HIGH, f"{INSURANCE_SECTION}(b)", insurance.over_limit, WAGER),
+        rule("INSURANCE_SETTLEMENT_WRONG", CRITICAL,
+             f"{INSURANCE_SECTION}(c); odds as posted, {POSTED} (b)",
              insurance.settlement_wrong, MONEY),
-        rule("INSURANCE_SETTLEMENT_WRONG", CRITICAL, f"{P}(c)", insurance.never_paid, END),
-        rule("INSURANCE_COLLECTION_LATE", MEDIUM, f"{P}(d)",
+        rule("INSURANCE_SETTLEMENT_WRONG", CRITICAL, f"{INSURANCE_SECTION}(c)",
+             insurance.never_paid, END),
+        rule("INSURANCE_COLLECTION_LATE", MEDIUM, f"{INSURANCE_SECTION}(d)",
              insurance.collection_late_after_reader, AFTER),
-        *even_money_rules(f"{P}(e)", f"{P}(e)"),
-        rule("EVEN_MONEY_CARDS_REMOVED", MEDIUM, f"{P}(e)", even_money.cards_removed, CLEARED),
+        *even_money_rules(f"{INSURANCE_SECTION}(e)", f"{INSURANCE_SECTION}(e)"),
+        rule("EVEN_MONEY_CARDS_REMOVED", MEDIUM, f"{INSURANCE_SECTION}(e)",
+             even_money.cards_removed, CLEARED),
         *surrender_rules(),
         *side_rules(),
         *dealing_rules(),
         *payout_rules(),
     ),
     record_citations=RECORD_CITATIONS,
-    posting=(posting_rule(f"{P}(a)", posting.right_granted("insurance", "insurance")),),
+    posting=(posting_rule(f"{INSURANCE_SECTION}(a)",
+                          posting.right_granted("insurance", "insurance")),),
     fixed={"insurance": True},
 )

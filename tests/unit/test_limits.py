@@ -13,7 +13,7 @@ import pytest
 
 from pitwatch.engine.violation import Severity
 from pitwatch.events.model import Event
-from pitwatch.packs.checks._common import c
+from pitwatch.money import dollars
 from pitwatch.packs.checks.limits import CITATION, CODE
 from pitwatch.packs.registry import PACKS, RECORD_ONLY
 from tests.rounds import (
@@ -101,7 +101,7 @@ def test_a_main_wager_under_the_minimum_is_found_on_its_first_card(kind: str) ->
     for v, (h, ev) in zip(found, sorted(firsts.items()), strict=True):
         expect(v, code=CODE, severity="HIGH", citation=CITATION, event=ev, seat=1, hand=h,
                pack=PACK_OF[kind])
-        assert f"{c(999)}" in v.message and f"minimum of {c(1000)}" in v.message
+        assert f"{dollars(999)}" in v.message and f"minimum of {dollars(1000)}" in v.message
 
 
 @pytest.mark.parametrize("kind", GAMES)
@@ -119,7 +119,7 @@ def test_a_main_wager_over_the_maximum_is_void_when_placed(kind: str) -> None:
     v = only(audit(sc.events), CODE)
     expect(v, code=CODE, severity="HIGH", citation=CITATION, event=bad, seat=1, hand=0,
            pack=PACK_OF[kind])
-    assert f"maximum of {c(500_000)}" in v.message
+    assert f"maximum of {dollars(500_000)}" in v.message
 
 
 def test_the_standing_wager_is_judged_not_the_stack() -> None:
@@ -135,7 +135,7 @@ def test_the_standing_wager_is_judged_not_the_stack() -> None:
     second = _wagers(sc, 300_000)[1]
     expect(v, code=CODE, severity="HIGH", citation=CITATION, event=second, seat=1, hand=0,
            pack="nj-blackjack")
-    assert f"{c(600_000)} (this stack {c(300_000)})" in v.message
+    assert f"{dollars(600_000)} (this stack {dollars(300_000)})" in v.message
 
 
 @pytest.mark.parametrize("amount", [0, -500])

@@ -14,11 +14,6 @@ from ...money import dollars
 Money = PayoutMade | WagerCollected | WagerReturned
 
 
-def c(cents: int) -> str:
-    """Cents as the violation messages show them: $1,500.00 (pitwatch.money.dollars)."""
-    return dollars(cents)
-
-
 def odds(r: Ratio) -> str:
     return f"{r.num} to {r.den}"
 
@@ -35,12 +30,12 @@ def rounding(r: Round) -> Rounding:
 
 def expected_text(exp: Settlement) -> str:
     if exp.payout:
-        return f"paid {c(exp.payout)}"
+        return f"paid {dollars(exp.payout)}"
     parts = []
     if exp.collected:
-        parts.append(f"collected {c(exp.collected)}")
+        parts.append(f"collected {dollars(exp.collected)}")
     if exp.returned:
-        parts.append(f"returned {c(exp.returned)}")
+        parts.append(f"returned {dollars(exp.returned)}")
     return " and ".join(parts) or "no money moved"
 
 

@@ -20,7 +20,8 @@ from ...events.model import (
     WagerPlaced,
     WagerReturned,
 )
-from ._common import c, decided, expected_text, mismatch, money, rounding, verb
+from ...money import dollars
+from ._common import decided, expected_text, mismatch, money, rounding, verb
 from .posting import BONUS_DECKS, bonus_bar
 
 MIN_BONUS = 100  # $1.00, 2.25(c)
@@ -39,7 +40,7 @@ def not_available(r: Round, ev: Event) -> Finding | None:
     barred = bonus_bar(rules)
     why = ("the table does not offer it" if not rules.bonus_wager
            else f"the table offers {barred} (2.25(h))" if barred is not None else None)
-    return None if why is None else Finding(f"bonus wager of {c(p.amount)} but {why}",
+    return None if why is None else Finding(f"bonus wager of {dollars(p.amount)} but {why}",
                                             p.seat, p.hand)
 
 
@@ -50,7 +51,7 @@ def too_few_decks(r: Round, ev: Event) -> Finding | None:
     decks = r.table.decks or r.rules.decks
     if p is None or not r.rules.bonus_wager or decks >= BONUS_DECKS:
         return None
-    return Finding(f"bonus wager of {c(p.amount)} but the shoe holds {decks} deck(s): where "
+    return Finding(f"bonus wager of {dollars(p.amount)} but the shoe holds {decks} deck(s): where "
                    "the bonus wager is offered the fewest decks are six or eight",
                    p.seat, p.hand)
 
@@ -59,7 +60,7 @@ def too_late(r: Round, ev: Event) -> Finding | None:
     p = _bonus(ev)
     if p is None or not r.first_card:
         return None
-    return Finding(f"bonus wager of {c(p.amount)} placed after the first card was dealt",
+    return Finding(f"bonus wager of {dollars(p.amount)} placed after the first card was dealt",
                    p.seat, p.hand)
 
 
@@ -67,7 +68,7 @@ def without_main(r: Round, ev: Event) -> Finding | None:
     p = _bonus(ev)
     if p is None or r.main_of(p.seat, 0) is not None:
         return None
-    return Finding(f"bonus wager of {c(p.amount)} at seat {p.seat}, which has no blackjack "
+    return Finding(f"bonus wager of {dollars(p.amount)} at seat {p.seat}, which has no blackjack "
                    "wager", p.seat, p.hand)
 
 
@@ -83,7 +84,7 @@ def amount(r: Round, ev: Event) -> Finding | None:
     total = r.standing_with(p)  # two stacks on one spot are one wager
     if total <= posted:
         return None
-    return Finding(f"bonus wager of {c(total)} exceeds the posted maximum {c(posted)}",
+    return Finding(f"bonus wager of {dollars(total)} exceeds the posted maximum {dollars(posted)}",
                    p.seat, p.hand)
 
 
@@ -104,11 +105,12 @@ def at_close(r: Round, ev: Event) -> Finding | None:
     if w is None or w.settled:
         return None
     if w.amount < MIN_BONUS:
-        return Finding(f"bonus wager of {c(w.amount)} is under the {c(MIN_BONUS)} minimum",
+        return Finding(f"bonus wager of {dollars(w.amount)} is under the {dollars(MIN_BONUS)} "
+                       "minimum",
                        p.seat, 0, void_wager="BONUS")
     if main is not None and w.amount > main.amount:
-        return Finding(f"bonus wager of {c(w.amount)} exceeds the blackjack wager "
-                       f"{c(main.amount)} when bets closed", p.seat, 0, void_wager="BONUS")
+        return Finding(f"bonus wager of {dollars(w.amount)} exceeds the blackjack wager "
+                       f"{dollars(main.amount)} when bets closed", p.seat, 0, void_wager="BONUS")
     return None
 
 
@@ -152,15 +154,15 @@ def settlement_wrong(r: Round, ev: Event) -> Finding | None:
     if w is None or _two_under_17(r) or r.is_void_settlement(p):
         return None  # void, or the third card is missing (its own code)
     if not r.bonus_due:
-        return Finding(f"bonus wager {c(w.amount)} {verb(p)} {c(p.amount)} before the dealer's "
-                       "cards decided it", p.seat, p.hand)
+        return Finding(f"bonus wager {dollars(w.amount)} {verb(p)} {dollars(p.amount)} before the "
+                       "dealer's cards decided it", p.seat, p.hand)
     exp = decided(settle_bonus, w.amount, r.dealer_ranks[:3], r.dealer_suits[:3],
                   pay_table=_pay_table(r), rounding=rounding(r))
     if not mismatch(p, w, exp):
         return None
     cards = " ".join(r.dealer_ranks[:3])
-    return Finding(f"bonus wager {c(w.amount)} {verb(p)} {c(p.amount)} with dealer cards "
-                   f"{cards}; expected {expected_text(exp)}", p.seat, p.hand)
+    return Finding(f"bonus wager {dollars(w.amount)} {verb(p)} {dollars(p.amount)} with dealer "
+                   f"cards {cards}; expected {expected_text(exp)}", p.seat, p.hand)
 
 
 def settlement_order(r: Round, ev: Event) -> Finding | None:
@@ -193,7 +195,8 @@ def left_up(r: Round, ev: Event) -> Finding | None:
     if not open_bonus:
         return None
     (seat, hand, _), w = open_bonus[0]
-    return Finding(f"bonus wager {c(w.amount)} at seat {seat} still open when the dealer drew "
+    return Finding(f"bonus wager {dollars(w.amount)} at seat {seat} still open when the dealer "
+                   "drew "
                    f"card {len(r.dealer_ranks) + 1}: bonus wagers settle immediately after the "
                    "third card (or two cards of 17 or more)", seat, hand)
 
@@ -209,5 +212,5 @@ def never_settled(r: Round, ev: Event) -> Finding | None:
             tail = f"; expected {expected_text(exp)}"
         except ValueError:
             tail = ""
-        return Finding(f"bonus wager {c(w.amount)} never settled{tail}", seat, hand)
+        return Finding(f"bonus wager {dollars(w.amount)} never settled{tail}", seat, hand)
     return None

@@ -9,7 +9,8 @@ from ...blackjack import settle_even_money
 from ...engine.rulepack import Finding
 from ...engine.state import Round
 from ...events.model import CardDealt, CardsCleared, Event, PayoutMade, PlayerDecision
-from ._common import c, expected_text, mismatch, money, verb
+from ...money import dollars
+from ._common import expected_text, mismatch, money, verb
 
 
 def not_available(r: Round, ev: Event) -> Finding | None:
@@ -41,7 +42,7 @@ def settlement_wrong(r: Round, ev: Event) -> Finding | None:
     exp = settle_even_money(w.amount)
     if not mismatch(p, w, exp):
         return None
-    return Finding(f"even money on {c(w.amount)} {verb(p)} {c(p.amount)}; expected "
+    return Finding(f"even money on {dollars(w.amount)} {verb(p)} {dollars(p.amount)}; expected "
                    f"{expected_text(exp)} (1 to 1)", p.seat, p.hand)
 
 
@@ -52,8 +53,8 @@ def never_paid(r: Round, ev: Event) -> Finding | None:
         w = h.wagers.get("MAIN") if h.even_money else None
         if w is None or w.settled:
             continue
-        return Finding(f"even money elected on {c(w.amount)} never paid: owed "
-                       f"{c(settle_even_money(w.amount).payout)} (1 to 1)", h.seat, h.hand)
+        return Finding(f"even money elected on {dollars(w.amount)} never paid: owed "
+                       f"{dollars(settle_even_money(w.amount).payout)} (1 to 1)", h.seat, h.hand)
     return None
 
 
@@ -69,7 +70,7 @@ def cards_removed(r: Round, ev: Event) -> Finding | None:
     if not open_push22:
         return None
     return Finding(f"cards removed after even money while the Push 22 wager of "
-                   f"{c(open_push22[0].amount)} was still open (they stay tucked under it)",
+                   f"{dollars(open_push22[0].amount)} was still open (they stay tucked under it)",
                    p.seat, p.hand)
 
 
@@ -84,7 +85,7 @@ def blackjack_paid_early(r: Round, ev: Event) -> Finding | None:
     if isinstance(p, PayoutMade):
         if p.kind != "MAIN":
             return None
-        what = f"paid {c(p.amount)}"
+        what = f"paid {dollars(p.amount)}"
     elif isinstance(p, CardsCleared) and p.seat is not None:
         what = "its cards removed"
     else:
@@ -129,6 +130,6 @@ def not_removed_after_even_money(r: Round, ev: Event) -> Finding | None:
             continue
         state = " and ".join(s for s, done in (("not paid", w.settled),
                                               ("its cards not removed", h.cleared)) if not done)
-        return Finding(f"even money taken on {c(w.amount)} but {state} before a further card "
+        return Finding(f"even money taken on {dollars(w.amount)} but {state} before a further card "
                        "was dealt", h.seat, h.hand)
     return None

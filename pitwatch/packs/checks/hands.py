@@ -10,7 +10,8 @@ from ...blackjack import Outcome, Settlement, settle_free_wager, settle_hand
 from ...engine.rulepack import Finding, Undecidable
 from ...engine.state import FREE_KINDS, HAND_KINDS, EarlySettlement, Hand, Round, Wager
 from ...events.model import Event, RoundEnded
-from ._common import c, decided, expected_text, mismatch, money, rounding, verb
+from ...money import dollars
+from ._common import decided, expected_text, mismatch, money, rounding, verb
 
 DEALER_22_GAMES = frozenset({"BLACKJACK_SWITCH", "FREE_BET_BLACKJACK"})
 
@@ -62,7 +63,7 @@ def payout_wrong(r: Round, ev: Event) -> Finding | None:
     h = r.hands.get((p.seat, p.hand))
     w = None if h is None else h.wagers.get(p.kind)
     if h is None or w is None:
-        return Finding(f"{p.kind} {verb(p)} {c(p.amount)} for a wager never placed",
+        return Finding(f"{p.kind} {verb(p)} {dollars(p.amount)} for a wager never placed",
                        p.seat, p.hand)
     if h.surrendered or h.even_money:
         return None  # their own codes judge them (every pack has them)
@@ -72,8 +73,8 @@ def payout_wrong(r: Round, ev: Event) -> Finding | None:
     if not mismatch(p, w, exp):
         return None
     dealer = " ".join(r.dealer_ranks) or "none"
-    return Finding(f"{p.kind} {c(w.amount)} on {' '.join(h.ranks)} against dealer {dealer} "
-                   f"{verb(p)} {c(p.amount)}; expected {expected_text(exp)}", p.seat, p.hand)
+    return Finding(f"{p.kind} {dollars(w.amount)} on {' '.join(h.ranks)} against dealer {dealer} "
+                   f"{verb(p)} {dollars(p.amount)}; expected {expected_text(exp)}", p.seat, p.hand)
 
 
 def _early_decided(r: Round, ev: Event) -> list[tuple[EarlySettlement, Settlement]]:
@@ -113,8 +114,8 @@ def early_settlement_wrong(r: Round, ev: Event) -> Finding | None:
     more = "".join(f"; also seat {o.hand.seat} hand {o.hand.hand} {o.wager.kind}"
                    for o, _ in wrong[1:])
     dealer = " ".join(r.dealer_ranks) or "none"
-    return Finding(f"{w.kind} {c(w.amount)} on {' '.join(h.ranks)} settled before its outcome "
-                   f"was known ({_moved(w)}); against dealer {dealer} expected "
+    return Finding(f"{w.kind} {dollars(w.amount)} on {' '.join(h.ranks)} settled before its "
+                   f"outcome was known ({_moved(w)}); against dealer {dealer} expected "
                    f"{expected_text(exp)}{more}", h.seat, h.hand, evidence=(ev.event_id,),
                    at=e.event)
 
@@ -131,7 +132,8 @@ def early_settlement_order(r: Round, ev: Event) -> Finding | None:
             continue
         if r.rules.hole_card == "NONE" and h.blackjack and e.seen[0] < 2:
             continue
-        return Finding(f"{e.wager.kind} {c(e.wager.amount)} settled ({_moved(e.wager)}) before "
+        return Finding(f"{e.wager.kind} {dollars(e.wager.amount)} settled ({_moved(e.wager)}) "
+                       "before "
                        "its outcome was known: the dealer's hand was not complete; the amount "
                        "is right for the outcome", h.seat, h.hand, evidence=(ev.event_id,),
                        at=e.event)
@@ -149,7 +151,7 @@ def never_settled(r: Round, ev: Event) -> Finding | None:
             exp = expected(r, h, w)
             if exp is not None and not (exp.payout or exp.collected or exp.returned):
                 continue  # a free wager's marker that loses or pushes moves no money
-            return Finding(f"{w.kind} {c(w.amount)} never settled"
+            return Finding(f"{w.kind} {dollars(w.amount)} never settled"
                            + ("" if exp is None else f"; expected {expected_text(exp)}"),
                            h.seat, h.hand)
     return None

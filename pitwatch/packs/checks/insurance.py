@@ -21,7 +21,8 @@ from ...events.model import (
     WagerPlaced,
     WagerReturned,
 )
-from ._common import c, expected_text, mismatch, money, odds, rounding, verb
+from ...money import dollars
+from ._common import expected_text, mismatch, money, odds, rounding, verb
 
 
 def _insurance(ev: Event) -> WagerPlaced | None:
@@ -34,14 +35,14 @@ def not_available(r: Round, ev: Event) -> Finding | None:
     if p is None:
         return None
     if not r.rules.insurance:
-        return Finding(f"insurance of {c(p.amount)} at a table that does not offer insurance",
+        return Finding(f"insurance of {dollars(p.amount)} at a table that does not offer insurance",
                        p.seat, p.hand)
     if r.up_card is not None and r.up_card != "A":
-        return Finding(f"insurance of {c(p.amount)} against a {r.up_card} up card: insurance is "
-                       "only offered when the dealer's first card is an ace", p.seat, p.hand)
+        return Finding(f"insurance of {dollars(p.amount)} against a {r.up_card} up card: insurance "
+                       "is only offered when the dealer's first card is an ace", p.seat, p.hand)
     h = r.hands.get((p.seat, p.hand))
     if h is not None and h.even_money:
-        return Finding(f"insurance of {c(p.amount)} on a hand already paid even money (even "
+        return Finding(f"insurance of {dollars(p.amount)} on a hand already paid even money (even "
                        "money is taken instead of insurance)", p.seat, p.hand)
     return None
 
@@ -52,7 +53,7 @@ def before_up_card(r: Round, ev: Event) -> Finding | None:
     p = _insurance(ev)
     if p is None or r.up_card is not None:
         return None
-    return Finding(f"insurance of {c(p.amount)} before the dealer's first card: insurance is "
+    return Finding(f"insurance of {dollars(p.amount)} before the dealer's first card: insurance is "
                    "only offered when that card is an ace", p.seat, p.hand)
 
 
@@ -62,7 +63,7 @@ def before_announcement(r: Round, ev: Event) -> Finding | None:
     p = _insurance(ev)
     if p is None or r.insurance_offered or not r.initial_complete:
         return None  # before the initial deal: too_early says so
-    return Finding(f"insurance of {c(p.amount)} before the dealer announced insurance",
+    return Finding(f"insurance of {dollars(p.amount)} before the dealer announced insurance",
                    p.seat, p.hand)
 
 
@@ -70,7 +71,7 @@ def on_match_wager(r: Round, ev: Event) -> Finding | None:
     p = _insurance(ev)
     if p is None or r.main_of(p.seat, p.hand) is not None or not r.seat_has(p.seat, "MATCH"):
         return None
-    return Finding(f"insurance of {c(p.amount)} on hand {p.hand}, which holds no blackjack "
+    return Finding(f"insurance of {dollars(p.amount)} on hand {p.hand}, which holds no blackjack "
                    "wager: it can only stand against the match wager", p.seat, p.hand)
 
 
@@ -78,7 +79,7 @@ def too_early(r: Round, ev: Event) -> Finding | None:
     p = _insurance(ev)
     if p is None or r.initial_complete:
         return None
-    return Finding(f"insurance of {c(p.amount)} before the initial deal was complete",
+    return Finding(f"insurance of {dollars(p.amount)} before the initial deal was complete",
                    p.seat, p.hand)
 
 
@@ -92,7 +93,8 @@ def too_late(r: Round, ev: Event) -> Finding | None:
            else "after the switch was offered" if r.switch_offered
            else "after the dealer's second card" if r.revealed
            else None)
-    return None if why is None else Finding(f"insurance of {c(p.amount)} {why}", p.seat, p.hand)
+    return None if why is None else Finding(f"insurance of {dollars(p.amount)} "
+                                            f"{why}", p.seat, p.hand)
 
 
 def allowed_insurance(initial: int, chip_unit: int) -> int:
@@ -113,9 +115,10 @@ def over_limit(r: Round, ev: Event) -> Finding | None:
     limit = allowed_insurance(main.amount, r.rules.chip_unit)
     if total <= limit:
         return None
-    half = c(main.amount // 2) + (" and half a cent" if main.amount % 2 else "")
-    return Finding(f"insurance {c(total)} exceeds half of the {c(main.amount)} initial wager "
-                   f"(half is {half}; up to {c(limit)} in chips of {c(r.rules.chip_unit)})",
+    half = dollars(main.amount // 2) + (" and half a cent" if main.amount % 2 else "")
+    return Finding(f"insurance {dollars(total)} exceeds half of the {dollars(main.amount)} initial "
+                   f"wager (half is {half}; up to {dollars(limit)} in chips of "
+                   f"{dollars(r.rules.chip_unit)})",
                    p.seat, p.hand)
 
 
@@ -128,7 +131,8 @@ def over_half(r: Round, ev: Event) -> Finding | None:
     total = r.standing_with(p)
     if 2 * total <= main.amount:
         return None
-    return Finding(f"insurance {c(total)} exceeds half of the {c(main.amount)} original wager",
+    return Finding(f"insurance {dollars(total)} exceeds half of the {dollars(main.amount)} "
+                   "original wager",
                    p.seat, p.hand)
 
 
@@ -143,14 +147,14 @@ def under_minimum(r: Round, ev: Event) -> Finding | None:
         return None
     for (seat, hand, _), w in r.open_side("INSURANCE"):
         if w.amount < r.rules.min_wager:
-            return Finding(f"insurance of {c(w.amount)} (its stacks together) is below the "
+            return Finding(f"insurance of {dollars(w.amount)} (its stacks together) is below the "
                            f"table minimum "
-                           f"{c(r.rules.min_wager)}", seat, hand, void_wager="INSURANCE")
+                           f"{dollars(r.rules.min_wager)}", seat, hand, void_wager="INSURANCE")
         num, den = r.rules.insurance_pays
         win = pay(w.amount, r.rules.insurance_pays, rounding(r))
         if (w.amount * num) % (den * max(r.rules.chip_unit, 1)):  # the exact win
-            return Finding(f"insurance of {c(w.amount)} would win {c(win)}, which cannot "
-                           f"be paid in chips of {c(r.rules.chip_unit)}", seat, hand,
+            return Finding(f"insurance of {dollars(w.amount)} would win {dollars(win)}, which "
+                           f"cannot be paid in chips of {dollars(r.rules.chip_unit)}", seat, hand,
                            void_wager="INSURANCE")
     return None
 
@@ -174,17 +178,18 @@ def settlement_wrong(r: Round, ev: Event) -> Finding | None:
     if w is None or r.is_void_settlement(p):
         return None  # void, or never placed: those checks speak
     if len(r.dealer_ranks) < 2:
-        return Finding(f"insurance {verb(p)} {c(p.amount)} before the dealer's second card",
+        return Finding(f"insurance {verb(p)} {dollars(p.amount)} before the dealer's second card",
                        p.seat, p.hand)
     if r.rules.hole_card == "READER" and not (r.hole_inserted or r.revealed):
-        return Finding(f"insurance {verb(p)} {c(p.amount)} before the hole card went into "
+        return Finding(f"insurance {verb(p)} {dollars(p.amount)} before the hole card went into "
                        "the reader", p.seat, p.hand)
     exp = settle_insurance(w.amount, r.dealer_blackjack, pays=r.rules.insurance_pays,
                            rounding=rounding(r))
     if not mismatch(p, w, exp):
         return None
     hole = "a blackjack" if r.dealer_blackjack else f"no blackjack ({r.dealer_ranks[1]} second)"
-    return Finding(f"insurance {c(w.amount)} {verb(p)} {c(p.amount)} with the dealer holding "
+    return Finding(f"insurance {dollars(w.amount)} {verb(p)} {dollars(p.amount)} with the dealer "
+                   "holding "
                    f"{hole}; expected {expected_text(exp)} at {odds(r.rules.insurance_pays)}",
                    p.seat, p.hand)
 
@@ -272,6 +277,7 @@ def never_paid(r: Round, ev: Event) -> Finding | None:
         return None
     for (seat, hand, _), w in r.open_side("INSURANCE"):
         exp = pay(w.amount, r.rules.insurance_pays, rounding(r))
-        return Finding(f"winning insurance {c(w.amount)} never paid (expected {c(exp)})",
+        return Finding(f"winning insurance {dollars(w.amount)} never paid (expected "
+                       f"{dollars(exp)})",
                        seat, hand)
     return None

@@ -20,7 +20,7 @@ from ...engine.rulepack import Finding, Rule
 from ...engine.state import Round
 from ...engine.violation import Severity
 from ...events.model import CardDealt, Event, WagerPlaced
-from ._common import c
+from ...money import dollars
 
 CODE = "WAGER_OUTSIDE_LIMITS"
 CITATION = "Posted limits of the table, docs/regulations/posted-rules.txt (a)"
@@ -37,16 +37,16 @@ def placed_outside(r: Round, ev: Event) -> Finding | None:
     p = ev.payload
     assert isinstance(p, WagerPlaced)
     if p.amount <= 0:
-        return Finding(f"{p.kind} wager of {c(p.amount)} at seat {p.seat} hand {p.hand}: "
+        return Finding(f"{p.kind} wager of {dollars(p.amount)} at seat {p.seat} hand {p.hand}: "
                        "a wager is an amount of more than zero", p.seat, p.hand)
     if p.kind != "MAIN":
         return None
     standing, most = _standing(r, p), r.rules.max_wager
     if standing <= most:
         return None
-    stacks = "" if standing == p.amount else f" (this stack {c(p.amount)})"
-    return Finding(f"MAIN wager of {c(standing)}{stacks} at seat {p.seat} hand {p.hand} is "
-                   f"over the posted maximum of {c(most)}", p.seat, p.hand)
+    stacks = "" if standing == p.amount else f" (this stack {dollars(p.amount)})"
+    return Finding(f"MAIN wager of {dollars(standing)}{stacks} at seat {p.seat} hand {p.hand} is "
+                   f"over the posted maximum of {dollars(most)}", p.seat, p.hand)
 
 
 def under_minimum(r: Round, ev: Event) -> Finding | None:
@@ -62,8 +62,8 @@ def under_minimum(r: Round, ev: Event) -> Finding | None:
     least = r.rules.min_wager
     if w is None or w.amount >= least:
         return None
-    return Finding(f"MAIN wager of {c(w.amount)} at seat {h.seat} hand {h.hand} is under the "
-                   f"posted minimum of {c(least)} and was dealt", h.seat, h.hand)
+    return Finding(f"MAIN wager of {dollars(w.amount)} at seat {h.seat} hand {h.hand} is under the "
+                   f"posted minimum of {dollars(least)} and was dealt", h.seat, h.hand)
 
 
 def limit_rules(citation: str = CITATION) -> tuple[Rule, ...]:

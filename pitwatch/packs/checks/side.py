@@ -13,7 +13,8 @@ from ...blackjack import Ratio, Settlement, dealer_must_draw, settle_match, sett
 from ...engine.rulepack import Finding, Undecidable
 from ...engine.state import Round
 from ...events.model import Event
-from ._common import c, decided, expected_text, mismatch, money, rounding, verb
+from ...money import dollars
+from ._common import decided, expected_text, mismatch, money, rounding, verb
 
 SIDE_KINDS = frozenset({"MATCH", "PUSH22"})
 
@@ -64,12 +65,12 @@ def settlement_wrong(r: Round, ev: Event) -> Finding | None:
     exp = _expected(r, p.seat, p.kind, w.amount)
     if exp is None:
         what = "first four cards" if p.kind == "MATCH" else "final hand"
-        return Finding(f"{p.kind} wager {c(w.amount)} {verb(p)} {c(p.amount)} before the "
-                       f"{'player' if p.kind == 'MATCH' else 'dealer'}'s {what} decided it",
+        return Finding(f"{p.kind} wager {dollars(w.amount)} {verb(p)} {dollars(p.amount)} before "
+                       f"the {'player' if p.kind == 'MATCH' else 'dealer'}'s {what} decided it",
                        p.seat, p.hand)
     if not mismatch(p, w, exp):
         return None
-    return Finding(f"{p.kind} wager {c(w.amount)} {verb(p)} {c(p.amount)}; expected "
+    return Finding(f"{p.kind} wager {dollars(w.amount)} {verb(p)} {dollars(p.amount)}; expected "
                    f"{expected_text(exp)}", p.seat, p.hand)
 
 
@@ -79,5 +80,5 @@ def never_settled(r: Round, ev: Event) -> Finding | None:
         for (seat, hand, _), w in r.open_side(kind):
             exp = _expected(r, seat, kind, w.amount)
             tail = "" if exp is None else f"; expected {expected_text(exp)}"
-            return Finding(f"{kind} wager {c(w.amount)} never settled{tail}", seat, hand)
+            return Finding(f"{kind} wager {dollars(w.amount)} never settled{tail}", seat, hand)
     return None

@@ -15,7 +15,8 @@ from ...events.model import (
     WagerCollected,
     WagerReturned,
 )
-from ._common import c, expected_text, mismatch, money, rounding, verb
+from ...money import dollars
+from ._common import expected_text, mismatch, money, rounding, verb
 
 
 def _surrender(ev: Event) -> PlayerDecision | None:
@@ -71,14 +72,14 @@ def settlement_wrong(r: Round, ev: Event) -> Finding | None:
     if h is None or w is None or not h.surrendered or p.kind != "MAIN":
         return None
     if r.up_ace_or_ten and not r.revealed:
-        return Finding(f"surrendered wager {c(w.amount)} {verb(p)} {c(p.amount)} before the "
-                       f"dealer's second card was revealed (up card {r.up_card})",
+        return Finding(f"surrendered wager {dollars(w.amount)} {verb(p)} {dollars(p.amount)} "
+                       f"before the dealer's second card was revealed (up card {r.up_card})",
                        p.seat, p.hand)
     exp = settle_surrender(w.amount, r.up_ace_or_ten and r.dealer_blackjack,
                            rounding(r))
     if not mismatch(p, w, exp):
         return None
-    return Finding(f"surrendered wager {c(w.amount)} {verb(p)} {c(p.amount)}; expected "
+    return Finding(f"surrendered wager {dollars(w.amount)} {verb(p)} {dollars(p.amount)}; expected "
                    f"{expected_text(exp)}", p.seat, p.hand)
 
 
@@ -124,7 +125,7 @@ def not_settled_at_once(r: Round, ev: Event) -> Finding | None:
             when = ("at the end of the round" if at_end
                     else f"when the next {ev.type} came"
                     + (" after the reveal" if r.up_ace_or_ten else ""))
-            return Finding(f"surrendered wager {c(w.amount)} not settled at once (collected "
-                           f"{c(w.collected)}, returned {c(w.returned)}) {when}",
+            return Finding(f"surrendered wager {dollars(w.amount)} not settled at once (collected "
+                           f"{dollars(w.collected)}, returned {dollars(w.returned)}) {when}",
                            h.seat, h.hand)
     return None

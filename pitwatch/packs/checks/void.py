@@ -10,7 +10,8 @@ from __future__ import annotations
 from ...engine.rulepack import Finding
 from ...engine.state import Round
 from ...events.model import Event, PayoutMade, WagerCollected
-from ._common import c, money
+from ...money import dollars
+from ._common import money
 
 
 def _cause(r: Round, key: tuple[int, int, str]) -> str:
@@ -26,13 +27,13 @@ def settled(r: Round, ev: Event) -> Finding | None:
     key = (p.seat, p.hand, p.kind)
     left = r.voided[key]
     if type(p) is PayoutMade:
-        did = f"paid {c(p.amount)}"
+        did = f"paid {dollars(p.amount)}"
     elif type(p) is WagerCollected:
-        did = f"collected {c(p.amount)} (kept by the house)"
+        did = f"collected {dollars(p.amount)} (kept by the house)"
     else:
-        did = f"returned {c(p.amount)}, more than the {c(left)} still out"
-    return Finding(f"void {p.kind} {c(left)} ({_cause(r, key)}) {did}, expected handed back "
-                   f"{c(left)}", p.seat, p.hand)
+        did = f"returned {dollars(p.amount)}, more than the {dollars(left)} still out"
+    return Finding(f"void {p.kind} {dollars(left)} ({_cause(r, key)}) {did}, expected handed back "
+                   f"{dollars(left)}", p.seat, p.hand)
 
 
 def never_handed_back(r: Round, ev: Event) -> Finding | None:
@@ -40,6 +41,6 @@ def never_handed_back(r: Round, ev: Event) -> Finding | None:
     for key, left in r.voided.items():
         if left > 0:
             seat, hand, kind = key
-            return Finding(f"void {kind} {c(left)} ({_cause(r, key)}) kept to the end of the "
-                           f"round, expected handed back {c(left)}", seat, hand)
+            return Finding(f"void {kind} {dollars(left)} ({_cause(r, key)}) kept to the end of the "
+                           f"round, expected handed back {dollars(left)}", seat, hand)
     return None
