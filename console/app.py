@@ -36,6 +36,7 @@ from .data import ConsoleData, Filters, NotFound, catalogue_codes, checked_id
 from .feed import Hub, KafkaAlerts, SilentWatch, StorePoller, StoreProbe, Webhook
 from .html import CONTEXT, PageContext
 from .html import context as page_context
+from .oidc import Oidc, OidcConfig
 from .sessions import SharedSessions
 from .sitetime import SiteTime
 from .triage import Change, Refused, refusal
@@ -72,6 +73,7 @@ class Settings:
     webhook: str = ""  # URL CRITICALs are posted to
     public_url: str = ""  # how the webhook's links name this console
     group_window_ms: int = 600_000  # repeats of a code at a table within this are one row
+    oidc: OidcConfig | None = None  # OpenID Connect sign-in (console/oidc.py)
 
 
 class StoreDown(Exception):
@@ -639,6 +641,7 @@ def make_app(store: Store, settings: Settings) -> web.Application:
                            settings.sso_header, settings.sso_proxies,
                            settings.sso_role_header, settings.secure_cookies)
     app[AUTH].shared = SharedSessions(app[DB].run, store, IDLE_S)
+    app[AUTH].oidc = Oidc(settings.oidc) if settings.oidc is not None else None
     auth_routes(app)
     app.router.add_get("/", feed_page)
     app.router.add_get("/floor", floor_page)

@@ -11,6 +11,9 @@
   silent tables, error texts and lag, needs a session).
 - Every POST carries the session's CSRF token (header X-CSRF-Token or form field
   `csrf`); the login form a token of its own cookie (double submit).
+- OpenID Connect (console/oidc.py): with `oidc` set, the login page offers the
+  issuer's sign-in; the id_token's user and mapped role make a session as a password
+  login does.
 - Single sign-on: with `sso_header` set, a request from one of `sso_proxies` (the
   reverse proxy that authenticated the user) is that header's user; its role is the
   accounts file's for that name, else the `sso_role_header`'s, else viewer.
@@ -24,13 +27,14 @@ import logging
 import secrets
 import time
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import Any
 from urllib.parse import quote, urlsplit
 
 from aiohttp import web
 from yarl import URL
 
 from .accounts import Accounts
+from .oidc import STATE_COOKIE, Oidc, OidcError
 from .sessions import SharedSessions, csrf_of
 from .triage import MAY, ROLES
 
@@ -38,7 +42,8 @@ log = logging.getLogger("pitwatch.console")
 COOKIE = "pitwatch_session"
 LOGIN_COOKIE = "pitwatch_login"
 IDLE_S = 12 * 3600  # a session unused this long ends: a shift and then some
-PUBLIC = ("/login", "/static/", "/api/health", "/favicon.ico")
+PUBLIC = ("/login", "/login/oidc", "/login/oidc/callback", "/static/", "/api/health",
+          "/favicon.ico")
 LOCKOUT_AFTER = 5  # wrong passwords for a name before it waits
 LOCKOUT_S = 30.0
 FAILS_FORGET_S = 15 * 60.0  # wrong passwords this long ago no longer count
@@ -69,6 +74,7 @@ class AuthConfig:
     #: it goes on with while the store does not answer; single sign-on's alone
     sessions: dict[str, Session] = field(default_factory=dict)
     shared: SharedSessions | None = None
+    oidc: Oidc | None = None  # OpenID Connect sign-in, when configured
     #: name -> (wrong passwords in a row, locked until, the last one's time)
     failures: dict[str, tuple[int, float, float]] = field(default_factory=dict)
     pruned_at: float = 0.0
@@ -260,7 +266,8 @@ async def login_page(request: web.Request) -> web.Response:
     token = request.cookies.get(LOGIN_COOKIE, "")
     if not 24 <= len(token) <= 64:
         token = secrets.token_urlsafe(24)
-    resp = web.Response(text=login(token, _safe_next(request.query.get("next", "/")), ""),
+    resp = web.Response(text=login(token, _safe_next(request.query.get("next", "/")), "",
+                                   oidc=request.app[AUTH].oidc is not None),
                         content_type="text/html")
     _set_cookie(resp, request.app[AUTH], LOGIN_COOKIE, token)
     return resp
@@ -309,24 +316,90 @@ async def login_post(request: web.Request) -> web.Response:
         return web.Response(text=login(token, nxt, "Wrong user name or password."),
                             status=401, content_type="text/html")
     cfg.failures.pop(name, None)
-    await start_session(cfg, acct.name, acct.role, "password", nxt, LOGIN_COOKIE)
+    sid = await new_session(cfg, acct.name, acct.role, "password")
+    resp = web.HTTPFound(nxt)
+    _set_cookie(resp, cfg, COOKIE, sid)
+    resp.del_cookie(LOGIN_COOKIE, path="/")
+    raise resp
 
 
-async def start_session(cfg: AuthConfig, user: str, role: str, via: str, nxt: str,
-                        clear_cookie: str) -> NoReturn:
+async def new_session(cfg: AuthConfig, user: str, role: str, via: str) -> str:
     """A new session for the user, recorded in the store (when the console keeps it
     there; while the store does not answer, when it answers again, this process
-    honouring it meanwhile) and in this process; raises the redirect to `nxt` that sets
-    its cookie (and clears `clear_cookie`)."""
+    honouring it meanwhile) and in this process; its token, for the cookie."""
     sid = secrets.token_urlsafe(32)
     if cfg.shared is not None and not await cfg.shared.open(sid, user, role, via):
         log.warning("console: a login kept until the store answers to record it")
     prune(cfg, time.monotonic())
     cfg.sessions[sid] = Session(user, role, csrf_of(sid), time.monotonic(), via)
-    resp = web.HTTPFound(nxt)
-    _set_cookie(resp, cfg, COOKIE, sid)
-    resp.del_cookie(clear_cookie, path="/")
+    return sid
+
+
+async def oidc_start(request: web.Request) -> web.Response:
+    """Off to the issuer's sign-in, the state in a cookie of its own (SameSite=Lax: the
+    issuer's redirect back is a navigation from another site)."""
+    from .pages import login
+
+    cfg = request.app[AUTH]
+    if cfg.oidc is None:
+        raise web.HTTPNotFound()
+    try:
+        url, state = await cfg.oidc.start(_safe_next(request.query.get("next", "/")))
+    except OidcError as e:
+        return web.Response(text=login("", "/", f"Single sign-on is not available: {e}",
+                                       oidc=True), status=502, content_type="text/html")
+    resp = web.HTTPFound(url)
+    resp.set_cookie(STATE_COOKIE, state, httponly=True, samesite="Lax",
+                    path="/login/oidc/callback", secure=cfg.secure_cookies,
+                    max_age=600)
     raise resp
+
+
+async def oidc_callback(request: web.Request) -> web.Response:
+    """The issuer's answer: the state taken once, the code traded, the id_token checked
+    (console/oidc.py); then a session. The page that sets its cookie moves on by itself
+    (a meta refresh): a redirect would still be part of the issuer's cross-site
+    navigation, and the SameSite=Strict session cookie would not go with it."""
+    from .html import e
+    from .pages import login
+
+    cfg = request.app[AUTH]
+    if cfg.oidc is None:
+        raise web.HTTPNotFound()
+
+    def refused(msg: str, status: int) -> web.Response:
+        resp = web.Response(text=login("", "/", f"Single sign-on refused: {msg}",
+                                       oidc=True), status=status, content_type="text/html")
+        resp.del_cookie(STATE_COOKIE, path="/login/oidc/callback")
+        return resp
+
+    q = request.query
+    try:
+        pending = cfg.oidc.take(q.get("state", "")[:128],
+                                request.cookies.get(STATE_COOKIE, "")[:128])
+    except OidcError as err:
+        return refused(str(err), 400)
+    if "error" in q:
+        return refused(f"the issuer says {q.get('error', '')[:60]!r}", 403)
+    code = q.get("code", "")
+    if not code or len(code) > 2048:
+        return refused("the issuer sent no code", 400)
+    try:
+        user, role = await cfg.oidc.finish(code, pending)
+    except OidcError as err:
+        log.warning("console: single sign-on refused: %s", err)
+        return refused(str(err), 403)
+    sid = await new_session(cfg, user, role, "oidc")
+    nxt = pending.next_url
+    from .html import page
+
+    resp = web.Response(text=page("Signed in", f'<h1>Signed in</h1><p>as {e(user)} '
+                                  f'({e(role)}). <a href="{e(nxt)}">Continue</a></p>',
+                                  head=f'<meta http-equiv="refresh" content="0;url='
+                                  f'{e(nxt)}">'), content_type="text/html")
+    _set_cookie(resp, cfg, COOKIE, sid)
+    resp.del_cookie(STATE_COOKIE, path="/login/oidc/callback")
+    return resp
 
 
 async def logout(request: web.Request) -> web.Response:
@@ -346,3 +419,5 @@ def routes(app: web.Application) -> None:
     app.router.add_get("/login", login_page)
     app.router.add_post("/login", login_post)
     app.router.add_post("/logout", logout)
+    app.router.add_get("/login/oidc", oidc_start)
+    app.router.add_get("/login/oidc/callback", oidc_callback)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import shlex
 from datetime import date, datetime
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from pitwatch.money import dollars
 
@@ -301,9 +301,12 @@ Export: <a href="/shift.csv?{e(q)}" download>CSV</a> ·
     return page("Shift", body, "/shift")
 
 
-def login(token: str, next_url: str, message: str) -> str:
+def login(token: str, next_url: str, message: str, oidc: bool = False) -> str:
     msg = f'<p class="error" role="alert">{e(message)}</p>' if message else ""
-    body = f"""<h1>Log in</h1>{msg}
+    sso = (f'<p><a class="button primary" id="login-oidc" href="/login/oidc?next='
+           f'{e(quote(next_url, safe=""))}">sign in with single sign-on</a></p>'
+           if oidc else "")
+    body = f"""<h1>Log in</h1>{msg}{sso}
 <form method="post" action="/login" class="login">
 <input type="hidden" name="csrf" value="{e(token)}">
 <input type="hidden" name="next" value="{e(next_url)}">

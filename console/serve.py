@@ -15,6 +15,7 @@ from pitwatch.topics import ALERTS_TOPIC, EVENTS_TOPIC
 
 if TYPE_CHECKING:
     from .accounts import Accounts
+    from .oidc import OidcConfig
 
 
 class _Serve:
@@ -49,7 +50,18 @@ investigator (also investigates, assigns, closes) and supervisor (everything, re
 When the accounts file holds no account, serve creates `demo` (a supervisor) and writes
 its password to a file beside the accounts file (FILE's name .demo-password, mode 600),
 whose path it prints. With single sign-on, --sso-header names the header the site's reverse
-proxy (--sso-proxy ADDR) sets to the authenticated user.
+proxy (--sso-proxy ADDR) sets to the authenticated user. With OpenID Connect
+(--oidc-issuer, --oidc-client-id), the login page offers the issuer's sign-in (the
+authorization-code flow with PKCE; the issuer registers --public-url's
+/login/oidc/callback as the redirect URI), and --oidc-role-claim's values map to roles
+(--oidc-role VALUE=ROLE). Each --oidc-* flag can also be set in the environment:
+PITWATCH_OIDC_ISSUER, PITWATCH_OIDC_CLIENT_ID, PITWATCH_OIDC_USER_CLAIM,
+PITWATCH_OIDC_ROLE_CLAIM, PITWATCH_OIDC_ROLES (VALUE=ROLE,...),
+PITWATCH_OIDC_DEFAULT_ROLE; the client secret only in a file (--oidc-client-secret-file)
+or PITWATCH_OIDC_CLIENT_SECRET.
+
+Sessions are kept in the store (the token's SHA-256 only): every console process over
+the same store honours a login made at any of them, and a logout ends it at all.
 
 It listens on 127.0.0.1 unless told otherwise (--host), and answers only requests whose
 Host is one it is served as (--allow-host)."""
@@ -95,6 +107,30 @@ Host is one it is served as (--allow-host)."""
         p.add_argument("--sso-role-header", default="", metavar="HEADER",
                        help="the header with the user's role, for a user with no account "
                        "(else viewer)")
+        env = os.environ.get
+        p.add_argument("--oidc-issuer", default=env("PITWATCH_OIDC_ISSUER", ""), metavar="URL",
+                       help="OpenID Connect: the issuer (https; its "
+                       "/.well-known/openid-configuration is read)")
+        p.add_argument("--oidc-client-id", default=env("PITWATCH_OIDC_CLIENT_ID", ""),
+                       metavar="ID", help="the console's client id at the issuer")
+        p.add_argument("--oidc-client-secret-file", type=Path, metavar="FILE",
+                       help="a file (mode 600) holding the client secret (else "
+                       "PITWATCH_OIDC_CLIENT_SECRET; none: a public client, PKCE alone)")
+        p.add_argument("--oidc-user-claim",
+                       default=env("PITWATCH_OIDC_USER_CLAIM", "preferred_username"),
+                       metavar="CLAIM", help="the id_token's claim naming the user (else "
+                       "sub; default %(default)s)")
+        p.add_argument("--oidc-role-claim", default=env("PITWATCH_OIDC_ROLE_CLAIM", "groups"),
+                       metavar="CLAIM", help="the id_token's claim whose values map to "
+                       "roles (default %(default)s)")
+        p.add_argument("--oidc-role", action="append",
+                       default=[r for r in [env("PITWATCH_OIDC_ROLES", "")] if r],
+                       metavar="VALUE=ROLE", help="a role-claim value and the role it "
+                       "gives (repeat; the highest role given holds)")
+        p.add_argument("--oidc-default-role",
+                       default=env("PITWATCH_OIDC_DEFAULT_ROLE", "viewer"), metavar="ROLE",
+                       help="the role of a user no --oidc-role value maps (default "
+                       "%(default)s)")
         p.add_argument("--secure-cookies", action="store_true",
                        help="session cookies only over HTTPS (behind a TLS proxy)")
         p.add_argument("--tz", default="UTC", metavar="ZONE",
@@ -125,6 +161,7 @@ Host is one it is served as (--allow-host)."""
     def run(self, args: argparse.Namespace) -> int:
         try:
             webhook = webhook_url(args)
+            oidc = oidc_config(args)
         except ValueError as e:
             print(f"pitwatch serve: {e}", file=sys.stderr)
             return 2
@@ -178,7 +215,7 @@ Host is one it is served as (--allow-host)."""
                                else Path("pitwatch-users.json"))
         accounts = Accounts(users)
         try:
-            if not accounts.all() and not args.sso_header:
+            if not accounts.all() and not args.sso_header and oidc is None:
                 kept = first_account(accounts)
                 print(f"pitwatch serve: no account in {users}: made user 'demo' "
                       f"(supervisor), its password in {kept} (readable by you alone; add "
@@ -197,7 +234,8 @@ Host is one it is served as (--allow-host)."""
                             sso_proxies=tuple(args.sso_proxy),
                             sso_role_header=args.sso_role_header,
                             secure_cookies=args.secure_cookies, webhook=webhook,
-                            public_url=args.public_url or f"http://{args.host}:{args.port}")
+                            public_url=args.public_url or f"http://{args.host}:{args.port}",
+                            oidc=oidc)
         app = make_app(store, settings)
         feed = f", alerts from {args.kafka} topic {args.alerts_topic}" if args.kafka else ""
         print(f"pitwatch console on http://{args.host}:{args.port}/ over {where}{feed} "
@@ -248,6 +286,31 @@ def webhook_url(args: argparse.Namespace) -> str:
     if url and not url.startswith(("http://", "https://")):
         raise ValueError("the webhook's URL must start with http:// or https://")
     return url
+
+
+def oidc_config(args: argparse.Namespace) -> OidcConfig | None:
+    """The OpenID Connect settings, None when no issuer is set; ValueError naming what
+    is wrong. The client secret from --oidc-client-secret-file or the environment's
+    PITWATCH_OIDC_CLIENT_SECRET, never the command line."""
+    from pitwatch.secret_file import SecretFileError, read_secret
+
+    from .oidc import OidcConfig, parse_roles
+
+    if not args.oidc_issuer:
+        return None
+    if args.oidc_client_secret_file is not None:
+        try:
+            secret = read_secret(args.oidc_client_secret_file).decode().strip()
+        except (SecretFileError, UnicodeDecodeError) as e:
+            raise ValueError(f"--oidc-client-secret-file: {e}") from None
+    else:
+        secret = os.environ.get("PITWATCH_OIDC_CLIENT_SECRET", "").strip()
+    public = args.public_url or f"http://{args.host}:{args.port}"
+    return OidcConfig(issuer=args.oidc_issuer, client_id=args.oidc_client_id,
+                      redirect_uri=public.rstrip("/") + "/login/oidc/callback",
+                      client_secret=secret, user_claim=args.oidc_user_claim,
+                      role_claim=args.oidc_role_claim, roles=parse_roles(args.oidc_role),
+                      default_role=args.oidc_default_role)
 
 
 command = _Serve()

@@ -1,0 +1,256 @@
+"""Single sign-on by OpenID Connect (console/oidc.py), against a small identity provider
+written here: real HTTP on loopback, real RS256 and ES256 signatures. Issue 34: "Where
+a site already has single sign-on, a configured trusted reverse-proxy header or OIDC is
+used instead." Both sides: a valid sign-in works; a bad signature, a wrong audience, an
+expired token, a wrong nonce, an unsigned token and a replayed state are refused."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import html
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import aiohttp
+import orjson
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
+from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
+
+from console.app import Settings, make_app
+from console.oidc import OidcConfig, check_url, parse_roles
+from pitwatch.store.embedded import EmbeddedStore
+
+from .test_console_views import store_dir as store_dir  # the fixture, shared
+from .test_console_views import users_file
+
+CLIENT = "pitwatch-console"
+REDIRECT = "http://127.0.0.1:8080/login/oidc/callback"
+
+
+def b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def uint(n: int) -> str:
+    return b64(n.to_bytes((n.bit_length() + 7) // 8, "big"))
+
+
+class IdP:
+    """An OpenID provider: discovery, JWKS, authorize (remembers the request), token
+    (checks the code once, the client, the redirect URI and the PKCE verifier against
+    the challenge, then signs an id_token as `mode` says)."""
+
+    def __init__(self) -> None:
+        self.rsa = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        self.ec = ec.generate_private_key(ec.SECP256R1())
+        self.other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        self.issuer = ""
+        self.mode = "RS256"
+        self.codes: dict[str, dict[str, str]] = {}
+        self.verified_pkce = 0
+        self.claims: dict[str, Any] = {"preferred_username": "ana",
+                                       "groups": ["surveillance", "pit-bosses"]}
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_get("/.well-known/openid-configuration", self.discovery)
+        app.router.add_get("/jwks", self.jwks)
+        app.router.add_get("/authorize", self.authorize)
+        app.router.add_post("/token", self.token)
+        return app
+
+    async def discovery(self, _r: web.Request) -> web.Response:
+        return web.json_response({"issuer": self.issuer,
+                                  "authorization_endpoint": self.issuer + "/authorize",
+                                  "token_endpoint": self.issuer + "/token",
+                                  "jwks_uri": self.issuer + "/jwks"})
+
+    async def jwks(self, _r: web.Request) -> web.Response:
+        r, e = self.rsa.public_key().public_numbers(), self.ec.public_key().public_numbers()
+        return web.json_response({"keys": [
+            {"kty": "RSA", "kid": "rsa1", "alg": "RS256", "n": uint(r.n), "e": uint(r.e)},
+            {"kty": "EC", "kid": "ec1", "crv": "P-256", "x": uint(e.x), "y": uint(e.y)}]})
+
+    async def authorize(self, request: web.Request) -> web.Response:
+        q = request.query
+        assert q["response_type"] == "code" and q["code_challenge_method"] == "S256"
+        assert "openid" in q["scope"].split()
+        code = secrets.token_urlsafe(16)
+        self.codes[code] = dict(q)
+        raise web.HTTPFound(f"{q['redirect_uri']}?code={code}&state={q['state']}")
+
+    async def token(self, request: web.Request) -> web.Response:
+        form = await request.post()
+        asked = self.codes.pop(str(form["code"]), None)
+        if asked is None:
+            return web.json_response({"error": "invalid_grant"}, status=400)
+        challenge = b64(hashlib.sha256(str(form["code_verifier"]).encode()).digest())
+        if (challenge != asked["code_challenge"] or form["client_id"] != CLIENT
+                or form["redirect_uri"] != asked["redirect_uri"]):
+            return web.json_response({"error": "invalid_grant"}, status=400)
+        self.verified_pkce += 1
+        now = int(time.time())
+        claims = {"iss": self.issuer, "aud": CLIENT, "sub": "u-1", "iat": now,
+                  "exp": now + 300, "nonce": asked["nonce"], **self.claims}
+        if self.mode == "wrong-aud":
+            claims["aud"] = "another-app"
+        elif self.mode == "expired":
+            claims["iat"], claims["exp"] = now - 3600, now - 600
+        elif self.mode == "wrong-nonce":
+            claims["nonce"] = "not-this-login"
+        elif self.mode == "wrong-iss":
+            claims["iss"] = "https://evil.example"
+        return web.json_response({"access_token": "a", "token_type": "Bearer",
+                                  "id_token": self.sign(claims)})
+
+    def sign(self, claims: dict[str, Any]) -> str:
+        alg = {"ES256": "ES256", "none": "none"}.get(self.mode, "RS256")
+        kid = "ec1" if alg == "ES256" else "rsa1"
+        head = b64(orjson.dumps({"alg": alg, "kid": kid, "typ": "JWT"}))
+        signed = f"{head}.{b64(orjson.dumps(claims))}".encode()
+        if alg == "none":
+            return signed.decode() + "."
+        if alg == "ES256":
+            r, s = decode_dss_signature(self.ec.sign(signed, ec.ECDSA(hashes.SHA256())))
+            sig = r.to_bytes(32, "big") + s.to_bytes(32, "big")
+        else:  # a bad signature: another key, under the published key's kid
+            key = self.other if self.mode == "bad-sig" else self.rsa
+            sig = key.sign(signed, padding.PKCS1v15(), hashes.SHA256())
+        return f"{signed.decode()}.{b64(sig)}"
+
+
+Check = Callable[[TestClient[Any, Any], IdP, aiohttp.ClientSession], Awaitable[None]]
+
+
+def run(store_dir: Path, check: Check) -> None:
+    async def main() -> None:
+        idp = IdP()
+        async with TestServer(idp.app(), host="127.0.0.1") as server, \
+                aiohttp.ClientSession() as browser_at_idp:
+            idp.issuer = f"http://127.0.0.1:{server.port}"
+            cfg = OidcConfig(issuer=idp.issuer, client_id=CLIENT, redirect_uri=REDIRECT,
+                             roles=parse_roles(["pit-bosses=supervisor",
+                                                "surveillance=operator"]))
+            app = make_app(EmbeddedStore(store_dir), Settings(
+                poll_every=None, users=users_file(store_dir), oidc=cfg))
+            async with TestClient(TestServer(app)) as console:
+                await check(console, idp, browser_at_idp)
+
+    asyncio.run(main())
+
+
+async def sign_in(console: TestClient[Any, Any], browser: aiohttp.ClientSession,
+                  ) -> tuple[aiohttp.ClientResponse, str]:
+    """The browser's round trip: the console's /login/oidc, the issuer's authorize,
+    back to the console's callback. (The callback's answer, its path and query.)"""
+    start = await console.get("/login/oidc?next=/floor", allow_redirects=False)
+    assert start.status == 302, await start.text()
+    at_idp = await browser.get(start.headers["Location"], allow_redirects=False)
+    assert at_idp.status == 302
+    back = urlsplit(at_idp.headers["Location"])
+    assert f"{back.scheme}://{back.netloc}{back.path}" == REDIRECT
+    callback = f"{back.path}?{back.query}"
+    return await console.get(callback, allow_redirects=False), callback
+
+
+def test_a_valid_sign_in_makes_a_session_with_the_mapped_role(store_dir: Path) -> None:
+    async def check(console: TestClient[Any, Any], idp: IdP,
+                    browser: aiohttp.ClientSession) -> None:
+        login = await (await console.get("/login")).text()
+        assert 'href="/login/oidc?next=%2F"' in login
+        start = await console.get("/login/oidc?next=/floor", allow_redirects=False)
+        q = parse_qs(urlsplit(start.headers["Location"]).query)
+        assert q["code_challenge_method"] == ["S256"] and len(q["code_challenge"][0]) == 43
+        assert q["client_id"] == [CLIENT] and q["redirect_uri"] == [REDIRECT]
+        assert len(q["state"][0]) >= 43 and len(q["nonce"][0]) >= 43
+        for mode in ("RS256", "ES256"):
+            idp.mode = mode
+            console.session.cookie_jar.clear()
+            resp, _ = await sign_in(console, browser)
+            assert resp.status == 200, await resp.text()
+            assert 'content="0;url=/floor"' in await resp.text()
+            floor = await console.get("/floor", allow_redirects=False)
+            assert floor.status == 200
+            page = await floor.text()
+            assert 'name="pitwatch-user" content="ana"' in page
+            assert '<span class="role">supervisor</span>' in page
+        assert idp.verified_pkce == 2  # the token endpoint saw the verifier match
+        rows = await console.app[_db_key()].run(lambda s: s.query(
+            "SELECT user, role, via FROM console_sessions WHERE user = 'ana'"),
+            console.app[_db_key()].store)
+        assert {(r["user"], r["role"], r["via"]) for r in rows} == \
+            {("ana", "supervisor", "oidc")}
+
+    run(store_dir, check)
+
+
+def _db_key() -> Any:
+    from console.app import DB
+
+    return DB
+
+
+@pytest.mark.parametrize(("mode", "said"), [
+    ("bad-sig", "signature is not the issuer's"),
+    ("wrong-aud", "not for this console (aud)"),
+    ("expired", "has expired"),
+    ("wrong-nonce", "nonce is not this login's"),
+    ("wrong-iss", "another issuer"),
+    ("none", "algorithm is not one the console takes"),
+])
+def test_a_token_that_fails_a_check_is_refused(store_dir: Path, mode: str, said: str) -> None:
+    async def check(console: TestClient[Any, Any], idp: IdP,
+                    browser: aiohttp.ClientSession) -> None:
+        idp.mode = mode
+        resp, _ = await sign_in(console, browser)
+        assert resp.status == 403
+        assert said in html.unescape(await resp.text())
+        assert (await console.get("/floor", allow_redirects=False)).status == 302
+
+    run(store_dir, check)
+
+
+def test_a_replayed_or_foreign_state_is_refused(store_dir: Path) -> None:
+    async def check(console: TestClient[Any, Any], idp: IdP,
+                    browser: aiohttp.ClientSession) -> None:
+        resp, callback = await sign_in(console, browser)
+        assert resp.status == 200
+        # the same answer again (a replay): the state was taken once
+        console.session.cookie_jar.clear()
+        state = parse_qs(urlsplit(callback).query)["state"][0]
+        console.session.cookie_jar.update_cookies({"pitwatch_oidc": state})
+        again = await console.get(callback, allow_redirects=False)
+        assert again.status == 400 and "used already" in html.unescape(await again.text())
+        assert (await console.get("/floor", allow_redirects=False)).status == 302
+        # a callback in a browser that did not start the sign-in (no state cookie)
+        start = await console.get("/login/oidc", allow_redirects=False)
+        at_idp = await browser.get(start.headers["Location"], allow_redirects=False)
+        back = urlsplit(at_idp.headers["Location"])
+        console.session.cookie_jar.clear()
+        foreign = await console.get(f"{back.path}?{back.query}", allow_redirects=False)
+        assert foreign.status == 400 and "not started in this browser" in \
+            html.unescape(await foreign.text())
+        assert idp.verified_pkce == 1  # neither reached the token endpoint
+
+    run(store_dir, check)
+
+
+def test_the_issuer_is_https_but_at_a_loopback_address() -> None:
+    assert check_url("https://idp.example/realms/x", "issuer")
+    assert check_url("http://127.0.0.1:9000", "issuer")
+    for bad in ("http://idp.example", "ftp://idp.example", "https://", "javascript:x"):
+        with pytest.raises(ValueError, match="https"):
+            check_url(bad, "issuer")
+    with pytest.raises(ValueError, match="VALUE=ROLE"):
+        OidcConfig(issuer="https://i.example", client_id="c", redirect_uri=REDIRECT,
+                   roles=parse_roles(["admins=root"]))
