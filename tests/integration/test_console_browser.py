@@ -361,6 +361,37 @@ def test_login_and_each_roles_limits(console: Serve, browser: Any) -> None:
     wait(browser).until(lambda d: "/login" in d.current_url)
 
 
+def test_a_login_at_one_console_process_holds_at_another_and_logout_ends_it_at_both(
+        console: Serve, browser: Any, site: Site) -> None:
+    """Sessions shared by every console process: "log in on one process, use the cookie
+    on a second process over the same store; logout on the second; the first refuses
+    it". (A browser sends a host's cookie to each of its ports: the second process gets
+    the cookie the first one set.)"""
+    second = site.serve(kafka=False)
+    login(browser, console.url, "investigator")
+    token = browser.get_cookie("pitwatch_session")["value"]
+    browser.get(second.url + "/floor")
+    wait(browser).until(lambda d: d.find_elements(
+        "css selector", 'meta[name="pitwatch-user"][content="investigator"]'))
+    assert "/login" not in browser.current_url
+    browser.find_element("css selector", "form.logout button").click()
+    wait(browser).until(lambda d: "/login" in d.current_url)
+    # the cookie the first process set, given back to it: refused there now
+    browser.add_cookie({"name": "pitwatch_session", "value": token, "path": "/"})
+    browser.get(console.url + "/floor")
+    wait(browser).until(lambda d: "/login" in d.current_url)
+    assert not css(browser, 'meta[name="pitwatch-user"][content="investigator"]')
+    rows = site.store.query("SELECT revoked FROM console_sessions WHERE token_sha256 = "
+                            "{h:String} ORDER BY version", {"h": _sha256(token)})
+    assert [int(r["revoked"]) for r in rows][-1] == 1
+
+
+def _sha256(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 # --- the feed -------------------------------------------------------------------------------
 
 def test_feed_shows_a_new_alert_within_2s_and_a_bad_message_does_not_stop_it(
