@@ -11,7 +11,9 @@ A device that holds a key signs its chain (docs/events.md, "Signed checkpoints")
 `Checkpoint` after every `checkpoint_every` events and at the end of every `render`
 (so after its last event of each round, and of the table events between rounds).
 Checkpoints take their event ids from a random source of their own and a ts 1 ms after
-the event before them, so the other events keep the ids they had unsigned.
+the event before them, so the other events keep the ids they had unsigned. Given a
+heartbeat interval, the order signer signs a heartbeat through each pause of the table
+longer than it (`pause`).
 A step with `forged` set is the forgery fault: the device records and signs the honest
 payload, and what goes out is the forged one with the rest of the chain recomputed
 (every digest right, the signatures not). `restarted` is the restart fault: a device
@@ -42,6 +44,9 @@ from .script import CONSOLE, DEVICES, Step
 
 #: Milliseconds between two events of a table, drawn uniformly.
 EVENT_GAP_MS: Final = (150, 650)
+#: Seconds of device time a live table's console lets pass in silence before it signs a
+#: heartbeat (`TableDevices.pause`): well below the worker's round time-out (900 s).
+HEARTBEAT_S: Final = 60.0
 
 
 def key_id(device_id: str) -> str:
@@ -196,10 +201,18 @@ class TableDevices:
         #: in the order they went out (what the table records; a conflicting copy of a
         #: recorded seq is not recorded)
         self.order: list[str] = []
+        #: device-clock ms the table may be silent before its order signer sends a
+        #: heartbeat (`pause`); 0: none
+        self.heartbeat_ms = 0
+        #: heartbeats take their ids from a source of their own, so every other event
+        #: keeps the id it has without them
+        self.heartbeat_ids = random.Random(f"{secret}/{table_id}/heartbeats")
 
-    def _checkpoint(self, dev: Device, round_id: str | None, end: bool = False) -> Event:
+    def _checkpoint(self, dev: Device, round_id: str | None, end: bool = False,
+                    ids: random.Random | None = None) -> Event:
         self.now += 1  # a table's events keep rising in ts
-        event_id = str(uuid.UUID(int=self.checkpoint_ids.getrandbits(128), version=4))
+        event_id = str(uuid.UUID(int=(ids or self.checkpoint_ids).getrandbits(128),
+                                 version=4))
         if dev is self.order_signer:
             ev = dev.checkpoint(round_id, self.now, event_id, order=order_digest(self.order),
                                 end=end)
@@ -220,6 +233,25 @@ class TableDevices:
         out = [self._checkpoint(dev, None) for dev in self.devices.values()
                if dev.key is not None and dev.unsigned and dev is not self.order_signer]
         out.append(self._checkpoint(self.order_signer, None, end=True))
+        return out
+
+    def pause(self, until_ms: int) -> list[Event]:
+        """The table is silent until `until_ms` (device clock): every `heartbeat_ms` of
+        it the order signer signs a heartbeat, a sealed checkpoint of its head with the
+        table's order and no end (docs/events.md, "Signed checkpoints": "A live table
+        that pauses longer than the time-out signs an end (or a checkpoint with its
+        order, a heartbeat, which the worker sees arrive) before it does"), so a worker
+        that hears them knows the record goes on, and one that hears nothing for its
+        time-out knows it was cut. None without a heartbeat interval or a signing
+        console that has sent anything."""
+        signer = self.order_signer
+        if not self.heartbeat_ms or signer.key is None or signer.last is None:
+            return []
+        out: list[Event] = []
+        # the first event after the pause comes up to one gap after `until_ms`
+        while until_ms + EVENT_GAP_MS[1] - self.now > self.heartbeat_ms:
+            self.now += self.heartbeat_ms - 1  # `_checkpoint` moves the clock 1 ms on
+            out.append(self._checkpoint(signer, None, ids=self.heartbeat_ids))
         return out
 
     def new_id(self) -> str:

@@ -14,6 +14,7 @@ from pitwatch.events.model import Event
 from pitwatch.events.order import in_record_order
 from pitwatch.topics import EVENTS_TOPIC, PARTITIONS, ensure_topics
 
+from .devices import HEARTBEAT_S
 from .kafka_out import OUTAGE_S, DeliveryError, Pacing, make_producer, send_events
 from .simulate import Floor
 
@@ -70,6 +71,13 @@ examples:
         pace.add_argument("--rate", type=float, help="events per second")
         pace.add_argument("--live", action="store_true", help="follow the events' ts gaps")
         pace.add_argument("--speed", type=float, default=1.0, help="with --live: speed-up")
+        pace.add_argument("--heartbeat", type=float, metavar="S",
+                          help="a simulated floor's dealer's console signs a heartbeat (a "
+                          "checkpoint with the table's order, no end) through every pause "
+                          "of its table longer than S seconds of device time, so the "
+                          "worker hears that a paused table's record goes on; keep it "
+                          "below the worker's --round-timeout (default: "
+                          f"{HEARTBEAT_S:g} with --live, else none; 0: none)")
         p.add_argument("--outage-timeout", type=float, metavar="S",
                        default=float(os.environ.get("PITWATCH_OUTAGE_TIMEOUT", OUTAGE_S)),
                        help="retry through a broker outage for up to S seconds (env "
@@ -78,8 +86,14 @@ examples:
         add_connection_flags(p, clickhouse=False)
 
     def floor(self, args: argparse.Namespace) -> Floor:
+        heartbeat = getattr(args, "heartbeat", None)
+        if heartbeat is None:
+            heartbeat = HEARTBEAT_S if getattr(args, "live", False) else 0.0
+        if heartbeat < 0:
+            raise ValueError(f"--heartbeat is seconds, 0 or more, not {heartbeat:g}")
         return Floor(args.tables, args.rounds, args.seed, args.inject,
-                     jurisdiction=args.jurisdiction, game=args.game)
+                     jurisdiction=args.jurisdiction, game=args.game,
+                     heartbeat_ms=round(heartbeat * 1000))
 
     def write_keys(self, args: argparse.Namespace) -> str | None:
         """The simulated floor's key registry to --keys-out (None when not asked)."""

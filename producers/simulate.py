@@ -42,7 +42,7 @@ class Floor:
 
     def __init__(self, tables: int, rounds: int, seed: int, inject: float = 0.0, *,
                  jurisdiction: str | None = None, game: str | None = None,
-                 sign: bool = True, contract: bool = False) -> None:
+                 sign: bool = True, contract: bool = False, heartbeat_ms: int = 0) -> None:
         if rounds < 1:
             raise ValueError(f"--rounds must be at least 1, not {rounds}")
         if not 0.0 <= inject <= 1.0:
@@ -58,6 +58,8 @@ class Floor:
         self.sign = sign
         self._runs = [TableRun(cfg, seed, rounds, inject, self.truth, sign)
                       for cfg in self.configs]
+        for run in self._runs:  # the order signers' heartbeats through pauses (0: none)
+            run.devices.heartbeat_ms = heartbeat_ms
 
     def registry(self) -> KeyRegistry | None:
         """The public keys of the floor's devices (None for an unsigned floor)."""

@@ -176,7 +176,9 @@ class TableRun:
                     truth_step = fault.apply(ctx, target)
 
         slot = self.start_ms + OPENING_MS + (k - 1) * SLOT_MS + self.devices.clock.randint(0, 3000)
-        events = self.devices.render(pre, None, not_before=slot) if pre else []
+        events = self.devices.pause(slot)  # heartbeats through the pause, if asked
+        if pre:
+            events += self.devices.render(pre, None, not_before=slot)
         body = self.devices.render(script.steps, round_id, not_before=slot,
                                    budget_ms=ROUND_BUDGET_MS)
         if fault is not None and fault.code == REFUSED:
