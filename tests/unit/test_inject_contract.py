@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from pitwatch.audit.run import audit_events
@@ -154,3 +155,25 @@ def test_a_floor_without_the_option_carries_none_of_its_faults() -> None:
                for e in events if isinstance(e.payload, TableOpened))
     assert {"POSTED_RULES_CONTRADICT_REGULATION"}.isdisjoint(t["code"] for t in floor.truth)
 
+
+
+def test_a_contract_floor_without_faults_has_the_postings_finding_alone() -> None:
+    """The table that peeks, and the one posting the streak wager, deal clean rounds: the
+    only finding is the posting's, and no event is refused."""
+    floor = Floor(TABLES, 60, 11, contract=True)
+    events = list(floor.events())
+    assert not any(e.refused is not None for e in events)
+    assert [(t["code"], t["table_id"]) for t in floor.truth] == [
+        ("POSTED_RULES_CONTRADICT_REGULATION", POSTED)]
+    assert _found(events, floor.registry()) == _truth(floor.truth)
+
+
+def test_simulate_contract_writes_the_faults_to_the_truth(tmp_path: Path) -> None:
+    from producers.simulate import main
+
+    assert main(["--tables", str(TABLES), "--rounds", "30", "--seed", str(SEED),
+                 "--inject", str(RATE), "--contract", "--quiet", "--out", str(tmp_path)]) == 0
+    lines = (tmp_path / "truth.jsonl").read_bytes().splitlines()
+    codes = {orjson.loads(line)["code"] for line in lines}
+    assert {"EVENT_REFUSED", "POSTED_RULES_CONTRADICT_REGULATION"} <= codes
+    assert main(["--synthetic", "--contract", "--quiet", "--out", str(tmp_path / "s")]) == 2
