@@ -35,10 +35,10 @@ from pitwatch.protect.dealer_errors import dealer_tests, flagged
 from pitwatch.protect.hold import Z_THRESHOLD, detect_hold, hold_tallies
 from pitwatch.protect.holecard import detect_hole_card_play
 from pitwatch.protect.observation import DEALER, TABLE
-from pitwatch.protect.rounds import RoundView, read_table
+from pitwatch.protect.rounds import RoundView, rounds_by_table
 from pitwatch.protect.sessions import infer_sessions
 from pitwatch.protect.stats import normal_two_sided
-from producers.players import DealerProfile, SimTable, make_player, payloads
+from producers.players import DealerProfile, SimTable, events, make_player
 
 COUNTER_SEATS = {1: "counter-8", 2: "flat", 3: "random", 4: "counter-8-camo", 5: "paroli",
                  6: "martingale", 7: "counter-4"}
@@ -75,7 +75,8 @@ def deal(kind: str, seats: dict[int, str], tables: int, rounds: int, seed: int,
         index = {"counter": 0, "hole": 1, "honest": 2}[kind] * 1_000_000 + i
         players = {s: make_player(p, seed, s, index) for s, p in seats.items()}
         table = SimTable(index, seed, players, flash=flash)
-        rounds_read = list(read_table(table.cfg.table_id, payloads(table, rounds)))
+        # the table's events, audited: the detectors read the engine's fold of them
+        rounds_read = rounds_by_table(events(table, rounds, seed))[table.cfg.table_id]
         for session in infer_sessions(rounds_read):
             profile = seats[session.seat]
             label = f"{profile} ({kind} table, {rounds} rounds)"

@@ -33,7 +33,6 @@ from pitwatch import blackjack as bj
 from pitwatch.events.model import (
     CardDealt,
     Event,
-    Payload,
     PayoutMade,
     PlayerLeft,
     PlayerSeated,
@@ -310,20 +309,6 @@ class SimTable:
                 break
         for seat, pl in self.players.items():
             pl.last = won[seat]
-
-
-def payloads(table: SimTable, rounds: int) -> Iterator[tuple[str | None, Payload]]:
-    """The table's (round id, payload) stream: what the detectors read from events."""
-    for s in table.opening():
-        assert s.payload is not None
-        yield None, s.payload
-    for round_id, steps in table.rounds(rounds):
-        for s in steps:
-            if s.payload is not None:
-                yield (round_id if type(s.payload) is not ShoeLoaded else None), s.payload
-    for s in table.closing():
-        assert s.payload is not None
-        yield None, s.payload
 
 
 def events(table: SimTable, rounds: int, seed: int) -> list[Event]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..engine.auditor import Auditor, RoundSummary, TableAuditor
+from ..engine.auditor import Auditor, FoldWatch, RoundSummary, TableAuditor
 from ..engine.errors import EngineError
 from ..engine.record import Fed
 from ..engine.violation import Violation
@@ -194,6 +194,7 @@ def audit_events(
     on_engine_error: Callable[[EngineError], None] | None = None,
     books: bool = True,
     on_refused: Callable[[Rejected], None] | None = None,
+    watch: FoldWatch | None = None,
 ) -> AuditReport:
     """Feed events through one auditor; violations go out as they are found (and round
     summaries and engine errors, to `on_round` and `on_engine_error` when given).
@@ -261,8 +262,10 @@ def audit_events(
                                      else None))
 
     def new_auditor() -> Auditor:
-        return Auditor(select, violation, round_done, engine_error,
-                       round_timeout_ms=round_timeout_ms, keys=keys)
+        a = Auditor(select, violation, round_done, engine_error,
+                    round_timeout_ms=round_timeout_ms, keys=keys)
+        a.watch = watch  # a read-only watcher of the fold (`TableAuditor.watch`)
+        return a
 
     auditor = new_auditor()
     # tables with a stored history: only theirs is asked for (a query each costs chDB

@@ -126,6 +126,8 @@ _UPCASTERS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _upcast_
 PackSelector = Callable[[str, str], RulePack]
 ViolationSink = Callable[[Violation], None]
 RoundSink = Callable[[RoundSummary], None]
+#: `TableAuditor.watch`: an event the fold takes, and its round (None: a table event)
+FoldWatch = Callable[[Event, Round | None], None]
 
 
 class TableAuditor:
@@ -201,6 +203,12 @@ class TableAuditor:
         self._fill_from: dict[str, Any] | None = None
         #: the lost stretch whose re-sent events are audited apart, until it is whole
         self._fill: Backfill | None = None
+        #: a read-only watcher of the fold (game protection, `pitwatch.protect`): called
+        #: with each event the table or an audited round takes, before the fold applies
+        #: it (so as the checks read the state), and the round it is in (None: a table
+        #: event). Not called for a void event, a round a break cut or a refold. It
+        #: must change nothing it is given.
+        self.watch: FoldWatch | None = None
 
     # --- input -----------------------------------------------------------------------
 
@@ -218,7 +226,7 @@ class TableAuditor:
         if type(ev.payload) is Checkpoint:
             return self._checkpoint(ev, ev.payload)
         if type(ev.payload) in SEAT_EVENTS:  # its device's record, never a round's
-            return self._take(ev)  # (docs/events.md, "Seat events")
+            return self._seat_event(ev)  # (docs/events.md, "Seat events")
         fed = self._take(ev)
         if fed is not Fed.ACCEPTED:
             return fed
@@ -322,6 +330,8 @@ class TableAuditor:
         if rid is None:
             if self._base is not None:
                 self._since.append(ev)
+            if self.watch is not None and not self._refolding:
+                self.watch(ev, None)
             self._table_event(ev)
             return
         r = self.round
@@ -387,6 +397,8 @@ class TableAuditor:
                     if rule.voids:
                         void, cause = True, (rule.code, vid)
                         break
+        if self.watch is not None and not void and not self._refolding:
+            self.watch(ev, r)
         try:
             r.apply(ev, void, cause)
         except Exception as e:  # a bug in the fold: reported apart, the stream goes on
@@ -610,6 +622,14 @@ class TableAuditor:
             if p.order is not None:
                 o.signed_here(ev.device_id)
             o.ended = p.end
+        return fed
+
+    def _seat_event(self, ev: Event) -> Fed:
+        """A player seated or leaving: taken into its device's record, shown to the
+        watcher as a table event, never a round's (no check, no clock)."""
+        fed = self._take(ev)
+        if fed is Fed.ACCEPTED and self.watch is not None:
+            self.watch(ev, None)
         return fed
 
     def _schema_bound(self, ev: Event, p: Checkpoint) -> str | None:
@@ -1221,6 +1241,8 @@ class Auditor:
         self.on_engine_error = on_engine_error
         self.round_timeout_ms = round_timeout_ms
         self.tables: dict[str, TableAuditor] = {}
+        #: given to each table as it is created (`TableAuditor.watch`)
+        self.watch: FoldWatch | None = None
 
     @property
     def engine_errors(self) -> int:
@@ -1232,6 +1254,7 @@ class Auditor:
             t = self.tables[table_id] = TableAuditor(
                 table_id, self.select_pack, self.on_violation, self.on_round,
                 self.on_engine_error, self.round_timeout_ms, self.keys, self.released)
+            t.watch = self.watch
         return t
 
     def feed(self, ev: Event) -> Fed:

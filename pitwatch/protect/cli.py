@@ -5,14 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import IO
 
 import orjson
 
 from ..audit.run import audit_events
 from ..events.files import Rejected, expand, read_files
-from ..events.model import Event
 from ..events.order import in_record_order
 from ..terminal import printable
 from .observation import CATALOGUE, Observation
@@ -67,38 +66,16 @@ examples:
                        help="observations shown in table format (0 = all; default 50)")
 
     def run(self, args: argparse.Namespace) -> int:
-        floor = FloorReader()
-        held: list[Event] = []
-        refused = [False]
+        floor = FloorReader()  # reads the audit's own fold: what the record accepted
         rejected = [0]
-
-        seen: set[str] = set()
-
-        def flush() -> None:
-            # an event the record refused is not read, nor a copy of one already read
-            if held and not refused[0] and held[0].event_id not in seen:
-                seen.add(held[0].event_id)
-                floor.feed(held[0])
-            held.clear()
-
-        def tee(events: Iterable[Event]) -> Iterator[Event]:
-            for ev in events:
-                flush()
-                held.append(ev)
-                refused[0] = False
-                yield ev
-            flush()
 
         def on_reject(r: Rejected) -> None:
             rejected[0] += 1
             print(printable(f"pitwatch protect: {r.source}:{r.line}: {r.reason}"),
                   file=sys.stderr)
 
-        def on_refused(r: Rejected) -> None:
-            refused[0] = True
-
         files = in_record_order(expand(args.paths))
-        rep = audit_events(tee(read_files(files, on_reject)), on_refused=on_refused)
+        rep = audit_events(read_files(files, on_reject), watch=floor.watch)
         if rep.events == 0:
             print("pitwatch protect: nothing read: no events in " + ", ".join(args.paths),
                   file=sys.stderr)

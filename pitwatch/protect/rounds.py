@@ -1,27 +1,28 @@
-"""A table's rounds as the detectors read them, rebuilt from its events in order.
+"""A table's rounds as the detectors read them, from the engine's fold of its events.
 
-For each completed round: the dealer, the Hi-Lo true count before the round (every
-card of the shoe dealt before it, from its ShoeLoaded and decks), each seat's main
-wager and the house's result on its hand wagers, and each player decision with what
-the player could see then (hand, up card, the cards not yet seen) and the hole card
-the record holds (HoleCardInserted's reader saw it; its CardDealt carries the rank).
-A round cut off (no RoundEnded before the next round) is dropped, and the shoe's count
-is not trusted again until the next ShoeLoaded.
+The audit folds each round once (`pitwatch.engine`); `TableReader` watches that fold
+(`TableAuditor.watch`, read-only) and keeps, for each completed round: the dealer, the
+Hi-Lo true count before the round (the shoe's cards dealt before it, from the table's
+card counts and decks), each seat's main wager and the house's result on its hand
+wagers, and each player decision with what the player could see then (hand, up card,
+the cards not yet seen) and the hole card the record holds. A round cut off (no
+RoundEnded before the next round) is dropped, and the shoe's count is not trusted again
+until the next ShoeLoaded; nor after a break in the record (the engine's
+`counts_known`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, NamedTuple
 
 from ..blackjack import RANK_VALUES, can_double, is_pair
+from ..engine.auditor import Auditor
+from ..engine.state import Round, TableState
+from ..engine.violation import Violation
 from ..events.model import (
-    CardDealt,
     Event,
-    HoleCardRevealed,
-    Payload,
-    PayoutMade,
     PlayerDecision,
     PlayerLeft,
     PlayerSeated,
@@ -29,11 +30,10 @@ from ..events.model import (
     RoundStarted,
     Rules,
     ShoeLoaded,
-    TableOpened,
-    WagerCollected,
-    WagerPlaced,
 )
-from .hilo import HiLo
+from ..events.schema import released_writers
+from ..packs.registry import select
+from .hilo import TAGS, true_count
 from .seating import Seating, SeatLog
 
 #: the wagers a hand's result is made of (insurance and side wagers are left out)
@@ -90,164 +90,129 @@ class RoundView:
     composition_known: bool = True
 
 
-@dataclass(slots=True)
-class _Hand:
-    ranks: list[str]
-    split: bool = False
-    split_aces: bool = False
-    decisions: int = 0
-
-
 class TableReader:
-    """Reads one table's payloads in order and yields its completed rounds."""
+    """One table's rounds as the engine's fold has them (`TableAuditor.watch`): given
+    each event the fold takes, with its round, before the fold applies it. It reads the
+    round's state and never changes it: the cards, hands, wagers and settlements are
+    the engine's, counted once."""
 
     def __init__(self, table_id: str) -> None:
         self.table_id = table_id
-        self.game = BLACKJACK
-        self.rules = Rules()
-        self.opened = False
         self.shoe_id: str | None = None
-        self.count: HiLo | None = None
-        self.full: list[int] = [0] * 10
-        self.seen: list[int] = [0] * 10
+        #: the shoe's count can be trusted: a ShoeLoaded read, and no round cut off since
+        self.counted = False
         self.index = 0
         self.round: RoundView | None = None
-        self.hands: dict[tuple[int, int], _Hand] = {}
-        self.up: str | None = None
-        self.hole: str | None = None
-        self.hole_shown = False
-        self.pending_split: dict[int, tuple[int, str]] = {}
         #: who sits where, from the seat events
         self.seat_log = SeatLog()
 
-    def feed(self, round_id: str | None, p: Payload) -> RoundView | None:
-        """One payload; the round it completes, if any."""
+    def watch(self, ev: Event, r: Round | None) -> RoundView | None:
+        """One event the fold takes and its round (None: a table event); the round it
+        completes, if any."""
+        p = ev.payload
         t = type(p)
-        if t is TableOpened:
-            assert isinstance(p, TableOpened)
-            self.game, self.rules, self.opened = p.game, p.rules, True
-        elif t is ShoeLoaded:
-            assert isinstance(p, ShoeLoaded)
-            self.shoe_id, self.count = p.shoe_id, HiLo(p.decks)
-            self.full = [p.decks * (16 if v == 10 else 4) for v in range(1, 11)]
-            self.seen = [0] * 10
-        elif t is RoundStarted:
+        if r is None:
+            if t is ShoeLoaded:
+                assert isinstance(p, ShoeLoaded)
+                self.shoe_id, self.counted = p.shoe_id, True
+            elif t is PlayerSeated or t is PlayerLeft:
+                assert isinstance(p, PlayerSeated | PlayerLeft)
+                self.seat_log.feed(p, self.index)
+            return None
+        if t is RoundStarted:
             assert isinstance(p, RoundStarted)
             if self.round is not None:  # cut off: its cards are not all known
-                self.count = None
+                self.counted = False
+            table = r.table
+            known = self.counted and table.counts_known
             self.round = RoundView(
-                self.table_id, round_id or "", self.index, p.dealer_id, self.game,
-                self.rules, self.shoe_id, None if self.count is None else self.count.true)
+                self.table_id, r.round_id, self.index, p.dealer_id, table.game,
+                table.rules, self.shoe_id, _true_count(table) if known else None)
             self.index += 1
-            self.hands, self.up, self.hole, self.hole_shown = {}, None, None, False
-            self.pending_split = {}
-        elif t is PlayerSeated or t is PlayerLeft:
-            assert isinstance(p, PlayerSeated | PlayerLeft)
-            self.seat_log.feed(p, self.index)
-        elif self.round is None:
             return None
-        elif t is CardDealt:
-            assert isinstance(p, CardDealt)
-            self._card(p)
-        elif t is WagerPlaced:
-            assert isinstance(p, WagerPlaced)
-            self._wager(p)
-        elif t is PlayerDecision:
+        view = self.round
+        if view is None or view.round_id != r.round_id:
+            return None
+        if t is PlayerDecision:
             assert isinstance(p, PlayerDecision)
-            self._decision(p)
-        elif t is PayoutMade or t is WagerCollected:
-            assert isinstance(p, PayoutMade | WagerCollected)
-            if p.kind in HAND_KINDS:
-                sr = self.round.seats.setdefault(p.seat, SeatRound(p.seat))
-                sr.house += -p.amount if t is PayoutMade else p.amount
-        elif t is HoleCardRevealed:
-            self.hole_shown = True
+            spot = _spot(r, p)
+            if spot is not None:
+                view.spots.append(spot)
         elif t is RoundEnded:
-            done, self.round = self.round, None
-            return done
+            for (seat, _), h in sorted(r.hands.items()):
+                sr = view.seats.setdefault(seat, SeatRound(seat))
+                main = h.wagers.get("MAIN")
+                sr.main += 0 if main is None else main.amount
+                sr.house += sum(w.collected - w.paid for k, w in h.wagers.items()
+                                if k in HAND_KINDS)
+            self.round = None
+            return view
         return None
 
-    def _card(self, p: CardDealt) -> None:
-        if self.count is not None:
-            self.count.see(p.rank)
-        v = RANK_VALUES.get(p.rank)
+
+def _seen(table: TableState) -> list[int]:
+    """Cards of each value 1 (ace) .. 10 dealt from the shoe so far."""
+    seen = [0] * 10
+    for (rank, _), n in table.counts.items():
+        v = RANK_VALUES.get(rank)
         if v is not None:
-            self.seen[v - 1] += 1
-        if p.to == "DEALER":
-            if self.up is None:
-                self.up = p.rank
-            elif self.hole is None and not p.face_up:
-                self.hole = p.rank
-        elif p.seat is not None and p.hand is not None:
-            self.hands.setdefault((p.seat, p.hand), _Hand([])).ranks.append(p.rank)
-
-    def _wager(self, p: WagerPlaced) -> None:
-        assert self.round is not None
-        if p.kind == "MAIN":
-            self.round.seats.setdefault(p.seat, SeatRound(p.seat)).main += p.amount
-        elif p.kind == "SPLIT" and p.seat in self.pending_split:
-            _, card = self.pending_split.pop(p.seat)
-            self.hands[(p.seat, p.hand)] = _Hand([card], split=True, split_aces=card == "A")
-
-    def _decision(self, p: PlayerDecision) -> None:
-        assert self.round is not None
-        h = self.hands.get((p.seat, p.hand))
-        if h is None or p.decision not in PLAY:
-            return
-        if self.game == BLACKJACK and self.up is not None and len(h.ranks) >= 2:
-            self.round.spots.append(self._spot(p, h))
-        h.decisions += 1
-        if p.decision == "SPLIT" and len(h.ranks) == 2:
-            card = h.ranks.pop()
-            h.split = True
-            h.split_aces = h.split_aces or card == "A"
-            self.pending_split[p.seat] = (p.hand, card)
-
-    def _spot(self, p: PlayerDecision, h: _Hand) -> Spot:
-        assert self.round is not None and self.up is not None
-        r = self.rules
-        ranks = tuple(h.ranks)
-        two = len(ranks) == 2
-        family = sum(1 for (s, _) in self.hands if s == p.seat)
-        unseen = [f - s for f, s in zip(self.full, self.seen, strict=True)]
-        if self.hole is not None and not self.hole_shown:
-            unseen[RANK_VALUES[self.hole] - 1] += 1
-        sr = self.round.seats.get(p.seat)
-        return Spot(
-            p.seat, p.hand, ranks, self.up, self.hole, p.decision,
-            can_double=(two and can_double(ranks, r.double_on)
-                        and (not h.split or r.double_after_split)),
-            can_split=(two and is_pair(ranks) and family < r.max_split_hands
-                       and not (h.split_aces and not r.resplit_aces)),
-            can_surrender=(r.surrender and two and h.decisions == 0 and not h.split),
-            unseen=tuple(max(0, u) for u in unseen),
-            wager=0 if sr is None else sr.main)
+            seen[v - 1] += n
+    return seen
 
 
-def read_table(table_id: str, payloads: Iterable[tuple[str | None, Payload]]
-               ) -> Iterator[RoundView]:
-    """The completed rounds of one table's (round id, payload) stream, in order."""
-    reader = TableReader(table_id)
-    for round_id, p in payloads:
-        done = reader.feed(round_id, p)
-        if done is not None:
-            yield done
+def _true_count(table: TableState) -> float:
+    running = sum(TAGS.get(rank, 0) * n for (rank, _), n in table.counts.items())
+    return true_count(running, table.decks, sum(table.counts.values()))
+
+
+def _spot(r: Round, p: PlayerDecision) -> Spot | None:
+    """The decision and what the player could see making it; None where the strategy
+    detectors do not judge it."""
+    h = r.hands.get((p.seat, p.hand))
+    up = r.up_card
+    if (h is None or p.decision not in PLAY or r.table.game != BLACKJACK or up is None
+            or len(h.ranks) < 2):
+        return None
+    rules = r.rules
+    ranks = tuple(h.ranks)
+    two = len(ranks) == 2
+    family = sum(1 for (s, _) in r.hands if s == p.seat)
+    split_aces = h.split and ranks[0] == "A"
+    decks = r.table.decks
+    unseen = [decks * (16 if v == 10 else 4) - n
+              for v, n in zip(range(1, 11), _seen(r.table), strict=True)]
+    hole = (r.dealer_ranks[1] if len(r.dealer_ranks) >= 2 and rules.hole_card != "NONE"
+            else None)
+    if hole is not None and not r.revealed:
+        unseen[RANK_VALUES[hole] - 1] += 1
+    main = sum(w.amount for (s, _), x in r.hands.items() if s == p.seat
+               for k, w in x.wagers.items() if k == "MAIN")
+    return Spot(
+        p.seat, p.hand, ranks, up, hole, p.decision,
+        can_double=(two and can_double(ranks, rules.double_on)
+                    and (not h.split or rules.double_after_split)),
+        can_split=(two and is_pair(ranks) and family < rules.max_split_hands
+                   and not (split_aces and not rules.resplit_aces)),
+        can_surrender=(rules.surrender and two and not h.split
+                       and not any(d in PLAY for d in h.decisions)),
+        unseen=tuple(max(0, u) for u in unseen),
+        wager=main)
 
 
 class FloorReader:
-    """Reads events of any tables in record order; `tables` holds each table's
-    completed rounds."""
+    """Every table's completed rounds and seat stays, read from an engine's fold:
+    `watch` is the auditor's (`Auditor.watch`); `tables` holds each table's rounds."""
 
     def __init__(self) -> None:
         self.readers: dict[str, TableReader] = {}
         self.tables: dict[str, list[RoundView]] = {}
 
-    def feed(self, ev: Event) -> None:
+    def watch(self, ev: Event, r: Round | None) -> None:
         reader = self.readers.get(ev.table_id)
         if reader is None:
             reader = self.readers[ev.table_id] = TableReader(ev.table_id)
             self.tables[ev.table_id] = []
-        done = reader.feed(ev.round_id, ev.payload)
+        done = reader.watch(ev, r)
         if done is not None:
             self.tables[ev.table_id].append(done)
 
@@ -257,14 +222,24 @@ class FloorReader:
         return {t: r.seat_log.seatings for t, r in self.readers.items()}
 
 
-def read_floor(events: Iterable[Event]) -> FloorReader:
-    """Every table's completed rounds and seat stays from events in record order."""
+class ReadFloor(NamedTuple):
+    floor: FloorReader
+    violations: list[Violation]
+
+
+def read_floor(events: Iterable[Event]) -> ReadFloor:
+    """Events in record order audited (nothing stored) and read from the audit's fold:
+    every table's completed rounds and seat stays, and the audit's violations."""
     floor = FloorReader()
+    found: list[Violation] = []
+    auditor = Auditor(select, found.append, lambda _: None, released=released_writers())
+    auditor.watch = floor.watch
     for ev in events:
-        floor.feed(ev)
-    return floor
+        auditor.feed(ev)
+    auditor.finish()
+    return ReadFloor(floor, found)
 
 
 def rounds_by_table(events: Iterable[Event]) -> dict[str, list[RoundView]]:
     """Every table's completed rounds from events in record order, tables sorted."""
-    return dict(sorted(read_floor(events).tables.items()))
+    return dict(sorted(read_floor(events).floor.tables.items()))

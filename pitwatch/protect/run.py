@@ -74,6 +74,8 @@ def observe(tables: dict[str, list[RoundView]],
     return out
 
 
-def protect(events: Iterable[Event], violations: Iterable[Violation] = ()) -> list[Observation]:
-    floor = read_floor(events)
+def protect(events: Iterable[Event]) -> list[Observation]:
+    """The observations of events in record order, audited (nothing stored): the
+    detectors read the audit's fold, and the dealer error rate its violations."""
+    floor, violations = read_floor(events)
     return observe(dict(sorted(floor.tables.items())), violations, floor.seatings)

@@ -9,9 +9,9 @@ import random
 from pitwatch.events.model import Rules
 from pitwatch.protect.counting import MIN_PAIRS, P_THRESHOLD, count_test, detect_count_betting
 from pitwatch.protect.observation import COUNT_BETTING
-from pitwatch.protect.rounds import RoundView, SeatRound, read_table
+from pitwatch.protect.rounds import RoundView, SeatRound, rounds_by_table
 from pitwatch.protect.sessions import SeatSession, infer_sessions
-from producers.players import SimTable, make_player, payloads
+from producers.players import SimTable, events, make_player
 
 UNIT = 1000
 
@@ -77,6 +77,6 @@ def test_pairs_never_cross_a_shoe() -> None:
 def test_simulated_counter_flagged_and_honest_neighbours_not() -> None:
     seats = {1: "counter-8", 3: "flat", 5: "random", 7: "martingale"}
     table = SimTable(11, 37, {s: make_player(p, 37, s, 11) for s, p in seats.items()})
-    sessions = infer_sessions(list(read_table(table.cfg.table_id, payloads(table, 300))))
+    sessions = infer_sessions(rounds_by_table(events(table, 300, 37))[table.cfg.table_id])
     flagged = {s.seat for s in sessions if detect_count_betting(s) is not None}
     assert flagged == {1}

@@ -15,8 +15,8 @@ from pitwatch.protect.hold import (
     hold_tallies,
 )
 from pitwatch.protect.observation import DEALER, HOLD_OFF_THEORETICAL, TABLE
-from pitwatch.protect.rounds import RoundView, SeatRound, read_table
-from producers.players import SimTable, make_player, payloads
+from pitwatch.protect.rounds import RoundView, SeatRound, rounds_by_table
+from producers.players import SimTable, events, make_player
 
 
 def _rounds(house: int, n: int = 200) -> list[RoundView]:
@@ -48,7 +48,6 @@ def test_an_honest_simulated_table_is_within_its_band() -> None:
     seats = {s: p for s, p in zip(range(1, 8), ("flat", "random", "paroli", "martingale",
                                                 "flat", "random", "martingale"), strict=True)}
     table = SimTable(31, 37, {s: make_player(p, 37, s, 31) for s, p in seats.items()})
-    tallies = hold_tallies({table.cfg.table_id: list(read_table(table.cfg.table_id,
-                                                                payloads(table, 300)))})
+    tallies = hold_tallies(rounds_by_table(events(table, 300, 37)))
     assert tallies[0].hands == 2100
     assert abs(tallies[0].z) < Z_THRESHOLD

@@ -16,9 +16,9 @@ from pitwatch.protect.holecard import (
     hole_test,
 )
 from pitwatch.protect.observation import HOLE_CARD_PLAY
-from pitwatch.protect.rounds import RoundView, SeatRound, Spot, read_table
+from pitwatch.protect.rounds import RoundView, SeatRound, Spot, rounds_by_table
 from pitwatch.protect.sessions import SeatSession, infer_sessions
-from producers.players import SimTable, make_player, payloads
+from producers.players import SimTable, events, make_player
 
 RULES = Rules(decks=6)
 FULL = tuple(24 if v < 10 else 96 for v in range(1, 11))  # a fresh six-deck shoe
@@ -70,5 +70,5 @@ def test_simulated_hole_card_player_flagged_and_honest_neighbours_not() -> None:
     seats = {2: "flat", 4: "holecard", 6: "random", 7: "paroli"}
     table = SimTable(21, 37, {s: make_player(p, 37, s, 21) for s, p in seats.items()},
                      flash=0.3)
-    sessions = infer_sessions(list(read_table(table.cfg.table_id, payloads(table, 100))))
+    sessions = infer_sessions(rounds_by_table(events(table, 100, 37))[table.cfg.table_id])
     assert {s.seat for s in sessions if detect_hole_card_play(s) is not None} == {4}

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from pitwatch.events.model import Rules
+from pitwatch.events.model import CardDealt, RoundStarted, Rules, ShoeLoaded, WagerPlaced
 from pitwatch.protect.hilo import HiLo, true_count
-from pitwatch.protect.rounds import RoundView, SeatRound, read_table, rounds_by_table
+from pitwatch.protect.rounds import RoundView, SeatRound, rounds_by_table
 from pitwatch.protect.sessions import GAP_ROUNDS, infer_sessions
-from producers.players import SimTable, events, make_player, payloads
+from producers.players import SimTable, events, make_player
 
 
 def _round(i: int, seats: dict[int, int]) -> RoundView:
@@ -39,32 +39,25 @@ def test_hi_lo_true_count_is_the_running_count_per_deck_left() -> None:
     assert c.true == true_count(3, 6, 8) == 3 * 52 / (6 * 52 - 8)
 
 
-def test_events_and_payloads_give_the_same_rounds() -> None:
-    def table() -> SimTable:
-        return SimTable(3, 9, {s: make_player(p, 9, s, 3) for s, p in
-                               ((1, "counter-8"), (4, "random"), (6, "martingale"))})
-
-    from_payloads = list(read_table("SIM-BJ-00003", payloads(table(), 60)))
-    from_events = rounds_by_table(events(table(), 60, 9))["SIM-BJ-00003"]
-    assert len(from_payloads) == 60
-    assert from_events == from_payloads
-    assert all(r.true_count is not None for r in from_events)
-    assert from_events[0].true_count == 0.0
-
-
-def test_a_break_in_the_record_suspends_judgement_until_the_next_shoe() -> None:
-    """'checks that need the missing part suspend judgement until the record decides
-    them again': the broken round is not judged, the rest of its shoe has no count."""
-    from pitwatch.engine.violation import Violation
-    from pitwatch.protect.run import suspend
-
-    rounds = [_round(i, {1: 1000}) for i in range(6)]
-    for r in rounds:
-        r.shoe_id = "S1" if r.index < 4 else "S2"
-    lost = Violation("EVENTS_LOST", "HIGH", "T1", "T1-000001", None, None, "e1", (), "",
-                     "", "nj", "1", 0)
-    kept = suspend({"T1": rounds}, [lost])["T1"]
-    assert [r.index for r in kept] == [0, 2, 3, 4, 5]
-    assert [r.true_count for r in kept] == [0.0, None, None, 0.0, 0.0]
-    assert [r.composition_known for r in kept] == [True, False, False, True, True]
-    assert suspend({"T1": rounds}, [])["T1"] is rounds
+def test_the_rounds_are_the_engine_s_fold_of_the_events() -> None:
+    """The detectors read the audit's own fold (`TableAuditor.watch`): every round the
+    table dealt, each seat's main wager as the engine holds it, and the true count from
+    the shoe's cards before the round."""
+    table = SimTable(3, 9, {s: make_player(p, 9, s, 3) for s, p in
+                            ((1, "counter-8"), (4, "random"), (6, "martingale"))})
+    evs = events(table, 60, 9)
+    rounds = rounds_by_table(evs)["SIM-BJ-00003"]
+    assert [r.index for r in rounds] == list(range(60))
+    placed = {(e.round_id, e.payload.seat): e.payload.amount for e in evs
+              if isinstance(e.payload, WagerPlaced) and e.payload.kind == "MAIN"}
+    assert {(r.round_id, s): sr.main for r in rounds for s, sr in r.seats.items()} == placed
+    count, shoe, first = HiLo(6), None, []
+    for e in evs:
+        p = e.payload
+        if isinstance(p, ShoeLoaded):
+            count, shoe = HiLo(p.decks), p.shoe_id
+        elif isinstance(p, RoundStarted):
+            first.append((e.round_id, shoe, count.true))
+        elif isinstance(p, CardDealt):
+            count.see(p.rank)
+    assert [(r.round_id, r.shoe_id, r.true_count) for r in rounds] == first

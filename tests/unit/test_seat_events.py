@@ -20,7 +20,7 @@ from pitwatch.engine.violation import Violation
 from pitwatch.events.avro import DecodeError, decode_single, digest, encode, encode_single, to_datum
 from pitwatch.events.jsonl import InvalidEvent, dumps, loads
 from pitwatch.events.model import Event, PlayerLeft, PlayerSeated
-from pitwatch.events.schema import schemas_dir, strip_logical, writer_schemas
+from pitwatch.events.schema import released_writers, schemas_dir, strip_logical, writer_schemas
 from pitwatch.packs.registry import select
 from pitwatch.protect import protect
 from pitwatch.protect.rounds import read_floor
@@ -126,7 +126,8 @@ def _run(stream: list[Event], timeout_ms: int | None = None
          ) -> tuple[list[Violation], list[RoundSummary]]:
     found: list[Violation] = []
     done: list[RoundSummary] = []
-    a = Auditor(select, found.append, done.append, round_timeout_ms=timeout_ms)
+    a = Auditor(select, found.append, done.append, round_timeout_ms=timeout_ms,
+                released=released_writers())
     for ev in stream:
         a.feed(ev)
     a.finish()
@@ -202,7 +203,7 @@ def test_the_simulator_emits_seat_events_only_when_asked() -> None:
 
 
 def test_sessions_run_from_the_seat_events_and_name_the_player() -> None:
-    floor = read_floor(events(_table(True), 40, 47))
+    floor = read_floor(events(_table(True), 40, 47)).floor
     stays = floor.seatings["SIM-BJ-00002"]
     assert [(s.seat, s.player_kind, s.start, s.end) for s in stays] == [
         (1, "RATED", 0, 40), (2, "ANONYMOUS", 0, 40), (4, "ANONYMOUS", 0, 40)]
