@@ -28,7 +28,8 @@ the rules engine in process, store events, rounds and violations in the embedded
 the tables to watch, and how the audit's findings compare with the injected truth.
 
 The floor is dealt as `pitwatch simulate --contract` deals it: a table that peeks at
-the hole card, one whose posting 13:69F-2.25(h) bars, and events a decoder refuses.
+the hole card, two whose postings a text bars (13:69F-2.25(h), 2.2(a)4), and events a
+decoder refuses.
 
 Every device signs its chain (Ed25519 checkpoints) and the audit verifies the
 signatures against the floor's key registry, DATA/floor/keys.json.

@@ -15,7 +15,7 @@ from typing import Final
 
 from pitwatch.blackjack import Ratio
 from pitwatch.events.model import PayEntry, PayTable, Rules
-from pitwatch.packs.checks.posting import bonus_barred
+from pitwatch.packs.checks.posting import bonus_barred, bonus_decks
 
 BLACKJACK: Final = "BLACKJACK"
 SWITCH: Final = "BLACKJACK_SWITCH"
@@ -54,14 +54,15 @@ class TableConfig:
     @property
     def bonus_offered(self) -> bool:
         """The bonus wager is posted and the text lets it be taken: beside a wager
-        13:69F-2.25(h) bars the posting is the fault, and no bonus wager is taken."""
+        13:69F-2.25(h) bars, or with fewer decks than 13:69F-2.2(a)4 asks, the posting
+        is the fault, and no bonus wager is taken."""
         return self.rules.bonus_wager and self.posting_fault is None
 
     @property
     def posting_fault(self) -> str | None:
         """Why the posted rules contradict a text the floor's tables are dealt under
         (only a `contract` floor posts so), or None."""
-        return bonus_barred(self.rules)
+        return bonus_barred(self.rules) or bonus_decks(self.rules)
 
     @property
     def dealer_22_pushes(self) -> bool:
@@ -130,10 +131,12 @@ NZ_BLACKJACK: Final = tuple(
 #: `contract`): the first table peeks at the hole card (HoleCardChecked, schema v4: the
 #: insurance faults of posted rules (d)3-4 happen there), the second posts the streak
 #: wager beside the bonus wager (PostedTableOpened, schema v5), which 13:69F-2.25(h)
-#: bars: one finding on its posting, and its dealer takes no bonus wager; then the rest.
+#: bars, the third the bonus wager at a four-deck shoe, under the six of 13:69F-2.2(a)4:
+#: one finding on each posting, and their dealers take no bonus wager; then the rest.
 NJ_BLACKJACK_CONTRACT: Final = (
     (NJ_BLACKJACK[0][0] + "-peek", replace(NJ_BLACKJACK[0][1], hole_card="PEEK")),
     (NJ_BLACKJACK[1][0] + "-streak", replace(NJ_BLACKJACK[1][1], streak_wager=True)),
+    ("4d-h17-bonus", replace(NJ_BLACKJACK[5][1], decks=4)),
     *NJ_BLACKJACK[2:],
 )
 

@@ -201,10 +201,10 @@ examples:
                        help="also the faults the contract's later versions let a record "
                        "show: a NJ blackjack table that peeks at the hole card (insurance "
                        "after the peek, losing insurance up after it), one posting the "
-                       "streak wager beside the bonus wager (13:69F-2.25(h)), and an event "
-                       "each table's decoder refuses (a negative wager); each at least once "
-                       "a table when --inject is above 0. Without it every floor is dealt "
-                       "as before, byte for byte")
+                       "streak wager beside the bonus wager (13:69F-2.25(h)), one the bonus "
+                       "wager at four decks (2.2(a)4), and an event each table's decoder "
+                       "refuses (a negative wager); each at least once a table when --inject "
+                       "is above 0. Without it every floor is dealt as before, byte for byte")
         p.add_argument("--unsigned", action="store_true",
                        help="devices do not sign (no checkpoints, no DIR/keys.json)")
         p.add_argument("--quiet", action="store_true", help="no progress bar, no summary")

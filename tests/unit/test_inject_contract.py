@@ -23,9 +23,10 @@ from producers.inject import CONTRACT_FAULTS, refused_as_decoded
 from producers.simulate import Floor, write_floor
 from tests.rounds import quotes, regulation_text
 
-#: 5 tables: AC-BJ-01 peeks, AC-BJ-05 posts the streak wager beside the bonus wager.
+#: AC-BJ-01 peeks, AC-BJ-05 posts the streak wager beside the bonus wager, AC-BJ-09 the
+#: bonus wager at four decks (5 tables hold the first two).
 TABLES, ROUNDS, SEED, RATE = 5, 100, 2026, 0.04
-PEEK, POSTED = "AC-BJ-01", "AC-BJ-05"
+PEEK, POSTED, FOUR_DECKS = "AC-BJ-01", "AC-BJ-05", "AC-BJ-09"
 
 Dealt = tuple[list[Event], list[dict[str, Any]], KeyRegistry | None]
 
@@ -96,9 +97,12 @@ def test_a_bonus_wager_beside_the_streak_wager_is_the_postings_finding_alone(
 def test_the_quotes_are_the_regulation_text() -> None:
     text = regulation_text()
     assert text is not None
-    found = quotes(test_a_bonus_wager_beside_the_streak_wager_is_the_postings_finding_alone
-                   .__doc__ or "")
-    assert len(found) == 1 and found[0] in text
+    found = [q for t in (test_a_bonus_wager_beside_the_streak_wager_is_the_postings_finding_alone,
+                         test_a_bonus_table_under_six_decks_is_the_postings_finding_and_takes_no_bonus)
+             for q in quotes(t.__doc__ or "")]
+    assert len(found) == 2
+    for q in found:
+        assert q in text, q
 
 
 def test_the_refused_event_is_refused_by_the_decoder_and_only_so(contract: Dealt) -> None:
@@ -177,3 +181,33 @@ def test_simulate_contract_writes_the_faults_to_the_truth(tmp_path: Path) -> Non
     codes = {orjson.loads(line)["code"] for line in lines}
     assert {"EVENT_REFUSED", "POSTED_RULES_CONTRADICT_REGULATION"} <= codes
     assert main(["--synthetic", "--contract", "--quiet", "--out", str(tmp_path / "s")]) == 2
+
+
+def test_a_bonus_table_under_six_decks_is_the_postings_finding_and_takes_no_bonus() -> None:
+    """N.J.A.C. 13:69F-2.2(a)4: the fewest decks a table may use are
+
+    > 4. six or eight, where the match-the-dealer wager (13:69F-2.23) or the optional
+    > bonus wager (13:69F-2.25) is offered.
+
+    The contract floor's third NJ blackjack table posts the bonus wager at a four-deck
+    shoe: one finding on its posting; a bonus wager there (injected) is not available,
+    as at the table posting the streak wager beside it (2.25(h)); the bonus tables of six
+    and eight decks take them."""
+    floor = Floor(9, 40, 3, 1.0, contract=True)
+    events = list(floor.events())
+    decks = {e.table_id: getattr(e.payload, "decks", 0) for e in events
+             if e.type == "ShoeLoaded"}
+    assert decks[FOUR_DECKS] == 4
+    where = Counter((t["code"], t["table_id"]) for t in floor.truth)
+    assert where[("POSTED_RULES_CONTRADICT_REGULATION", FOUR_DECKS)] == 1
+    assert where[("BONUS_WAGER_NOT_AVAILABLE", FOUR_DECKS)] >= 1
+    assert where[("BONUS_WAGER_NOT_AVAILABLE", POSTED)] >= 1
+    rep = audit_events(events, keys=floor.registry())
+    found = Counter((v.code, v.round_id, v.event_id) for v in rep.violations)
+    assert found == _truth(floor.truth)
+    cited = {v.citation for v in rep.violations
+             if v.table_id == FOUR_DECKS and v.code.startswith(("POSTED", "BONUS_WAGER_NOT"))}
+    assert cited == {"N.J.A.C. 13:69F-2.2(a)4"}
+    plain = Floor(9, 1, 3)
+    assert {c.table_id: c.bonus_offered for c in plain.configs if "BJ" in c.table_id
+            and c.rules.bonus_wager} == {POSTED: True}
