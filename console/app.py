@@ -640,8 +640,9 @@ def make_app(store: Store, settings: Settings) -> web.Application:
     app[AUTH] = AuthConfig(Accounts(settings.users), settings.allowed_hosts,
                            settings.sso_header, settings.sso_proxies,
                            settings.sso_role_header, settings.secure_cookies)
-    app[AUTH].shared = SharedSessions(app[DB].run, store, IDLE_S)
-    app[AUTH].oidc = Oidc(settings.oidc) if settings.oidc is not None else None
+    shared = app[AUTH].shared = SharedSessions(app[DB].run, store, IDLE_S)
+    app[AUTH].oidc = (Oidc(settings.oidc, shared.first_use)
+                      if settings.oidc is not None else None)
     auth_routes(app)
     app.router.add_get("/", feed_page)
     app.router.add_get("/floor", floor_page)

@@ -344,7 +344,8 @@ async def oidc_start(request: web.Request) -> web.Response:
     if cfg.oidc is None:
         raise web.HTTPNotFound()
     try:
-        url, state = await cfg.oidc.start(_safe_next(request.query.get("next", "/")))
+        nxt = _safe_next(request.query.get("next", "/"))
+        url, state = await cfg.oidc.start(nxt if len(nxt) <= 2000 else "/")
     except OidcError as e:
         return web.Response(text=login("", "/", f"Single sign-on is not available: {e}",
                                        oidc=True), status=502, content_type="text/html")
@@ -375,8 +376,8 @@ async def oidc_callback(request: web.Request) -> web.Response:
 
     q = request.query
     try:
-        pending = cfg.oidc.take(q.get("state", "")[:128],
-                                request.cookies.get(STATE_COOKIE, "")[:128])
+        pending = await cfg.oidc.take(q.get("state", "")[:128],
+                                      request.cookies.get(STATE_COOKIE, "")[:4096])
     except OidcError as err:
         return refused(str(err), 400)
     if "error" in q:

@@ -2,11 +2,17 @@
 state and nonce.
 
 - /login/oidc sends the browser to the issuer's authorization endpoint (from its
-  discovery document, whose `issuer` must be the one configured) with a fresh state, a
-  nonce and a PKCE challenge; the state is also set in a cookie of its own, so a
-  callback is taken only in the browser that started it.
-- /login/oidc/callback takes the state once (a replayed or unknown state is refused),
-  trades the code and the PKCE verifier at the token endpoint, and checks the id_token:
+  discovery document, whose `issuer` must be the one configured) with a state, a nonce
+  and a PKCE challenge, all three derived from a random secret set in an HttpOnly
+  cookie of its own (with the time and the page to go back to, which the state binds).
+  So a callback is taken only in the browser that started the sign-in, by any console
+  process (none keeps the sign-in in memory: behind a load balancer the callback may
+  reach another), and the PKCE verifier never leaves the browser's cookie and the
+  console for the URL.
+- /login/oidc/callback takes the state once (a replayed state is refused: by this
+  process from memory, by the others from its use recorded in the store, and by the
+  issuer, whose code is good once), trades the code and the PKCE verifier at the token
+  endpoint, and checks the id_token:
   its signature (RS256 or ES256, by the issuer's JWKS key of the token's `kid`; any
   other algorithm, `none` among them, is refused), `iss`, `aud` (and `azp` when there
   are several audiences), `exp`, `iat`, and the nonce.
@@ -28,6 +34,7 @@ import logging
 import secrets
 import time
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode, urlsplit
@@ -43,7 +50,7 @@ from .triage import ROLES
 log = logging.getLogger("pitwatch.console")
 STATE_COOKIE = "pitwatch_oidc"
 PENDING_S = 600  # a login started this long ago and not finished has ended
-MAX_PENDING = 10_000  # logins started and not finished, the oldest forgotten first
+MAX_PENDING = 10_000  # states taken that this process remembers, the oldest forgotten
 LEEWAY_S = 60  # clock difference allowed between the issuer and the console
 CACHE_S = 3600  # the discovery document and the JWKS are fetched again after this
 MAX_DOC = 1 << 20  # bytes of a discovery document, JWKS or token answer
@@ -200,23 +207,51 @@ def check_claims(cfg: OidcConfig, claims: dict[str, Any], nonce: str, now: float
         raise OidcError("the id_token's nonce is not this login's")
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Pending:
-    """A login started and not finished."""
+    """A sign-in started and not finished, as its cookie holds it."""
 
+    state: str
     nonce: str
     verifier: str
     next_url: str
-    started: float
+    started: int  # s, UTC
+
+    @classmethod
+    def derive(cls, secret: str, started: int, next_url: str) -> Pending:
+        def h(label: str) -> str:
+            return b64url(hmac.new(secret.encode(), f"{label}|{started}|{next_url}".encode(),
+                                   hashlib.sha256).digest())
+
+        return cls(h("state"), h("nonce"), h("pkce"), next_url, started)
+
+    @classmethod
+    def from_cookie(cls, cookie: str) -> Pending:
+        secret, _, rest = cookie.partition(".")
+        started, _, nxt = rest.partition(".")
+        try:
+            next_url = unb64url(nxt).decode()
+        except (OidcError, UnicodeDecodeError) as e:
+            raise OidcError("this sign-in was not started in this browser: start "
+                            "again") from e
+        if len(secret) < 32 or not started.isdigit() or len(started) > 12:
+            raise OidcError("this sign-in was not started in this browser: start again")
+        return cls.derive(secret, int(started), next_url)
+
+
+#: a sign-in's state and whether it is taken for the first time (the store's record,
+#: shared by every console process); None: this process's memory alone
+FirstUse = Callable[[str], Awaitable[bool]]
 
 
 class Oidc:
     """The flow's state in this process: the logins started (each taken once), and the
     issuer's discovery document and keys, cached."""
 
-    def __init__(self, cfg: OidcConfig) -> None:
+    def __init__(self, cfg: OidcConfig, first_use: FirstUse | None = None) -> None:
         self.cfg = cfg
-        self.pending: OrderedDict[str, Pending] = OrderedDict()
+        self.first_use = first_use
+        self.used: OrderedDict[str, float] = OrderedDict()  # states taken, by this process
         self._doc: tuple[float, dict[str, Any]] | None = None
         self._keys: tuple[float, dict[str, Any]] | None = None
 
@@ -270,34 +305,39 @@ class Oidc:
     # --- the flow -------------------------------------------------------------------
 
     async def start(self, next_url: str) -> tuple[str, str]:
-        """(the authorization URL to send the browser to, the state for its cookie)."""
+        """(the authorization URL to send the browser to, the value of the sign-in's
+        cookie)."""
         doc = await self.discovery()
-        now = time.monotonic()
-        while self.pending and (len(self.pending) >= MAX_PENDING or now - next(
-                iter(self.pending.values())).started > PENDING_S):
-            self.pending.popitem(last=False)
-        state, nonce = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
-        verifier = secrets.token_urlsafe(48)  # 64 characters (RFC 7636: 43 to 128)
-        self.pending[state] = Pending(nonce, verifier, next_url, now)
-        challenge = b64url(hashlib.sha256(verifier.encode()).digest())
+        secret = secrets.token_urlsafe(32)
+        p = Pending.derive(secret, int(time.time()), next_url)
+        state, nonce = p.state, p.nonce
+        challenge = b64url(hashlib.sha256(p.verifier.encode()).digest())
         query = urlencode({"response_type": "code", "client_id": self.cfg.client_id,
                            "redirect_uri": self.cfg.redirect_uri, "scope": self.cfg.scope,
                            "state": state, "nonce": nonce, "code_challenge": challenge,
                            "code_challenge_method": "S256"})
         endpoint = doc["authorization_endpoint"]
-        return endpoint + ("&" if "?" in endpoint else "?") + query, state
+        cookie = f"{secret}.{p.started}.{b64url(next_url.encode())}"
+        return endpoint + ("&" if "?" in endpoint else "?") + query, cookie
 
-    def take(self, state: str, cookie_state: str) -> Pending:
-        """The login the state names, taken once; OidcError for a state this browser
-        did not start, one already used, or one too old."""
-        if not state or not cookie_state or not hmac.compare_digest(
-                state.encode(), cookie_state.encode()):
+    async def take(self, state: str, cookie: str) -> Pending:
+        """The sign-in the browser's cookie holds, if `state` is its state, taken once;
+        OidcError for a state this browser did not start, one already used, or one too
+        old."""
+        pending = Pending.from_cookie(cookie)
+        if not state or not hmac.compare_digest(state.encode(), pending.state.encode()):
             raise OidcError("this sign-in was not started in this browser: start again")
-        pending = self.pending.pop(state, None)
-        if pending is None:
-            raise OidcError("this sign-in was used already or has ended: start again")
-        if time.monotonic() - pending.started > PENDING_S:
+        if not 0 <= time.time() - pending.started <= PENDING_S:
             raise OidcError("this sign-in took too long: start again")
+        now = time.monotonic()
+        while self.used and (len(self.used) >= MAX_PENDING
+                             or now - next(iter(self.used.values())) > PENDING_S):
+            self.used.popitem(last=False)
+        if state in self.used:
+            raise OidcError("this sign-in was used already: start again")
+        self.used[state] = now
+        if self.first_use is not None and not await self.first_use(state):
+            raise OidcError("this sign-in was used already: start again")
         return pending
 
     async def finish(self, code: str, pending: Pending) -> tuple[str, str]:

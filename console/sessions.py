@@ -140,6 +140,22 @@ class SharedSessions:
         h = digest(token)
         return await self._write((h, user, role, via, now, True, self._version(h, now)))
 
+    async def first_use(self, state: str) -> bool:
+        """Whether an OpenID Connect sign-in's state is taken for the first time by any
+        console process over the store (its SHA-256 recorded, under a label of its own,
+        as a revoked row). True while the store does not answer: the taking process
+        remembers it, and the issuer's code is good once."""
+        h = digest("oidc-state\0" + state)
+        try:
+            if await self.run(read, self.store, h) is not None:
+                return False
+            now = now_ms()
+            await self.run(write, self.store, h, "", "", "oidc-state", now, True,
+                           self._version(h, now))
+        except Exception:  # the store does not answer
+            return True
+        return True
+
     async def flush(self) -> None:
         """Write the logins and logouts the store missed (raises while it still does not
         answer)."""

@@ -28,8 +28,8 @@ from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 
 from console.app import Settings, make_app
 from console.oidc import OidcConfig, check_url, parse_roles
-from pitwatch.store.embedded import EmbeddedStore
 
+from .test_console_sessions import OneStore
 from .test_console_views import store_dir as store_dir  # the fixture, shared
 from .test_console_views import users_file
 
@@ -132,7 +132,10 @@ class IdP:
 Check = Callable[[TestClient[Any, Any], IdP, aiohttp.ClientSession], Awaitable[None]]
 
 
-def run(store_dir: Path, check: Check) -> None:
+def run(store_dir: Path, check: Check, second: list[TestClient[Any, Any]] | None = None
+        ) -> None:
+    """`check` with a console (and, given `second`, a second console process over the
+    same store, put in it) signing in at an IdP on loopback."""
     async def main() -> None:
         idp = IdP()
         async with TestServer(idp.app(), host="127.0.0.1") as server, \
@@ -141,26 +144,40 @@ def run(store_dir: Path, check: Check) -> None:
             cfg = OidcConfig(issuer=idp.issuer, client_id=CLIENT, redirect_uri=REDIRECT,
                              roles=parse_roles(["pit-bosses=supervisor",
                                                 "surveillance=operator"]))
-            app = make_app(EmbeddedStore(store_dir), Settings(
-                poll_every=None, users=users_file(store_dir), oidc=cfg))
-            async with TestClient(TestServer(app)) as console:
-                await check(console, idp, browser_at_idp)
+            store: Any = OneStore(store_dir)
+            store.users = 2 if second is not None else 1
+            settings = Settings(poll_every=None, users=users_file(store_dir), oidc=cfg)
+            async with TestClient(TestServer(make_app(store, settings))) as console:
+                if second is None:
+                    await check(console, idp, browser_at_idp)
+                    return
+                async with TestClient(TestServer(make_app(store, settings))) as other:
+                    second.append(other)
+                    await check(console, idp, browser_at_idp)
 
     asyncio.run(main())
 
 
 async def sign_in(console: TestClient[Any, Any], browser: aiohttp.ClientSession,
-                  ) -> tuple[aiohttp.ClientResponse, str]:
+                  back_at: TestClient[Any, Any] | None = None,
+                  ) -> tuple[aiohttp.ClientResponse, str, str]:
     """The browser's round trip: the console's /login/oidc, the issuer's authorize,
-    back to the console's callback. (The callback's answer, its path and query.)"""
+    back to the console's callback (at `back_at`, another console process behind the
+    same load balancer, when given). (The callback's answer, its path and query, and
+    the sign-in's cookie.)"""
     start = await console.get("/login/oidc?next=/floor", allow_redirects=False)
     assert start.status == 302, await start.text()
+    cookie = start.cookies["pitwatch_oidc"]
+    assert cookie["httponly"] and cookie["samesite"] == "Lax"
     at_idp = await browser.get(start.headers["Location"], allow_redirects=False)
     assert at_idp.status == 302
     back = urlsplit(at_idp.headers["Location"])
     assert f"{back.scheme}://{back.netloc}{back.path}" == REDIRECT
     callback = f"{back.path}?{back.query}"
-    return await console.get(callback, allow_redirects=False), callback
+    there = back_at or console
+    if back_at is not None:
+        back_at.session.cookie_jar.update_cookies({"pitwatch_oidc": cookie.value})
+    return await there.get(callback, allow_redirects=False), callback, cookie.value
 
 
 def test_a_valid_sign_in_makes_a_session_with_the_mapped_role(store_dir: Path) -> None:
@@ -176,7 +193,7 @@ def test_a_valid_sign_in_makes_a_session_with_the_mapped_role(store_dir: Path) -
         for mode in ("RS256", "ES256"):
             idp.mode = mode
             console.session.cookie_jar.clear()
-            resp, _ = await sign_in(console, browser)
+            resp, _, _ = await sign_in(console, browser)
             assert resp.status == 200, await resp.text()
             assert 'content="0;url=/floor"' in await resp.text()
             floor = await console.get("/floor", allow_redirects=False)
@@ -212,7 +229,7 @@ def test_a_token_that_fails_a_check_is_refused(store_dir: Path, mode: str, said:
     async def check(console: TestClient[Any, Any], idp: IdP,
                     browser: aiohttp.ClientSession) -> None:
         idp.mode = mode
-        resp, _ = await sign_in(console, browser)
+        resp, _, _ = await sign_in(console, browser)
         assert resp.status == 403
         assert said in html.unescape(await resp.text())
         assert (await console.get("/floor", allow_redirects=False)).status == 302
@@ -221,17 +238,28 @@ def test_a_token_that_fails_a_check_is_refused(store_dir: Path, mode: str, said:
 
 
 def test_a_replayed_or_foreign_state_is_refused(store_dir: Path) -> None:
+    """A callback is taken once, at any console process; one that comes back to another
+    console process than the one that started it (a load balancer) works."""
+    second: list[TestClient[Any, Any]] = []
+
     async def check(console: TestClient[Any, Any], idp: IdP,
                     browser: aiohttp.ClientSession) -> None:
-        resp, callback = await sign_in(console, browser)
-        assert resp.status == 200
-        # the same answer again (a replay): the state was taken once
-        console.session.cookie_jar.clear()
-        state = parse_qs(urlsplit(callback).query)["state"][0]
-        console.session.cookie_jar.update_cookies({"pitwatch_oidc": state})
-        again = await console.get(callback, allow_redirects=False)
-        assert again.status == 400 and "used already" in html.unescape(await again.text())
-        assert (await console.get("/floor", allow_redirects=False)).status == 302
+        other = second[0]
+        resp, callback, cookie = await sign_in(console, browser, back_at=other)
+        assert resp.status == 200, await resp.text()
+        assert (await other.get("/floor", allow_redirects=False)).status == 200
+        # the same answer again (a replay), with its cookie, at either process
+        for there in (other, console):
+            there.session.cookie_jar.clear()
+            there.session.cookie_jar.update_cookies({"pitwatch_oidc": cookie})
+            again = await there.get(callback, allow_redirects=False)
+            assert again.status == 400
+            assert "used already" in html.unescape(await again.text())
+            assert (await there.get("/floor", allow_redirects=False)).status == 302
+        # a forged state, with the cookie
+        forged = callback.replace("state=", "state=x")
+        again = await console.get(forged, allow_redirects=False)
+        assert again.status == 400
         # a callback in a browser that did not start the sign-in (no state cookie)
         start = await console.get("/login/oidc", allow_redirects=False)
         at_idp = await browser.get(start.headers["Location"], allow_redirects=False)
@@ -240,9 +268,9 @@ def test_a_replayed_or_foreign_state_is_refused(store_dir: Path) -> None:
         foreign = await console.get(f"{back.path}?{back.query}", allow_redirects=False)
         assert foreign.status == 400 and "not started in this browser" in \
             html.unescape(await foreign.text())
-        assert idp.verified_pkce == 1  # neither reached the token endpoint
+        assert idp.verified_pkce == 1  # none of them reached the token endpoint
 
-    run(store_dir, check)
+    run(store_dir, check, second)
 
 
 def test_the_issuer_is_https_but_at_a_loopback_address() -> None:
