@@ -23,9 +23,10 @@ from pitwatch.engine.state import Round
 from pitwatch.engine.violation import Violation
 from pitwatch.events.keys import KeyRegistry
 from pitwatch.events.model import Checkpoint, Event, Rules
+from pitwatch.events.schema import released_writers
 from pitwatch.packs.registry import select
 from pitwatch.store.base import Store
-from pitwatch.store.history import Stored, context_start, primers, stream
+from pitwatch.store.history import Context, Stored, context_of, primers, seed, stream
 from pitwatch.store.lookup import (
     checkpoints_before,
     device_events_back,
@@ -173,6 +174,9 @@ class Fed:
     folder's evidence for the table, and what `pitwatch verify` feeds again."""
 
     table_id: str
+    #: the posted rules read ahead of the context (`history.Context.rules`): the
+    #: TableOpened, after its device's event before it; fed, findings not counted
+    rules: list[Event] = field(default_factory=list)
     #: read before the context: each device's last event (the auditor is primed with
     #: it) and, for a signing device, its chain back to its last checkpoint
     before: list[Event] = field(default_factory=list)
@@ -186,10 +190,12 @@ class Fed:
     finished: bool = False
 
     def events(self) -> list[Event]:
-        return self.before + self.context + self.rounds + self.after
+        return self.rules + self.before + self.context + self.rounds + self.after
 
     def counts(self) -> dict[str, int]:
-        return {"before": len(self.before), "context": len(self.context),
+        """Events a role (a case's manifest); `rules` only when read."""
+        out = {"rules": len(self.rules)} if self.rules else {}
+        return {**out, "before": len(self.before), "context": len(self.context),
                 "rounds": len(self.rounds), "after": len(self.after)}
 
 
@@ -200,8 +206,8 @@ def primed(before: list[Event]) -> list[Event]:
 
 
 class TableRebuild:
-    """One table's rebuild, fed a role at a time (`before`, `warm`, `step`, `after`,
-    `end`): the one path for a rebuild from the store and one from a case's evidence."""
+    """One table's rebuild, fed a role at a time (`rules`, `before`, `warm`, `step`,
+    `after`, `end`): the one path for a rebuild from the store and one from a case's evidence."""
 
     def __init__(self, table_id: str, wanted: Iterable[str] | None = None,
                  select_pack: PackSelector = select, keys: KeyRegistry | None = None
@@ -213,7 +219,7 @@ class TableRebuild:
         self.fed = Fed(table_id)
         self.keys = keys
         self.auditor = TableAuditor(table_id, select_pack, self._violation,
-                                    self._round_done, keys=keys)
+                                    self._round_done, keys=keys, released=released_writers())
 
     def _violation(self, v: Violation) -> None:
         rb = self.out.get(v.round_id) if self.live else None
@@ -229,6 +235,12 @@ class TableRebuild:
         rb = self.out.get(s.round_id) if self.live else None
         if rb is not None:
             rb.summary = s
+
+    def rules(self, events: list[Event]) -> None:
+        """The posted rules read ahead of the context (`history.seed`): neither a
+        finding nor a chain is read from them."""
+        self.fed.rules += events
+        seed(self.auditor, events)
 
     def before(self, events: list[Event]) -> None:
         """Events before the context, in order: each device's last one primes the
@@ -293,14 +305,18 @@ class TableRebuild:
 
 def rebuild_span(store: Store, table_id: str, first: int, last: int,
                  wanted: Iterable[str] | None = None, pack: RulePack | None = None,
-                 keys: KeyRegistry | None = None, fed: list[Fed] | None = None
-                 ) -> dict[str, Rebuilt]:
+                 keys: KeyRegistry | None = None, fed: list[Fed] | None = None,
+                 context: Context | None = None) -> dict[str, Rebuilt]:
     """Rebuild the rounds of `table_id` whose events lie in positions first..last (or
     only those `wanted`), each with its table context, under the registry's packs or
     `pack` for its own jurisdiction and game, verifying the devices' signatures against
-    `keys` when given. Rounds come back in order; `fed` gets what was read."""
+    `keys` when given. Rounds come back in order; `fed` gets what was read. The table
+    context is `history.context_of` the first position (`context`: another one, e.g.
+    the whole stretch from the last TableOpened, to compare with)."""
     tr = TableRebuild(table_id, wanted, pinned(pack), keys)
-    begin = context_start(store, table_id, first)
+    ctx = context_of(store, table_id, first) if context is None else context
+    begin = ctx.begin
+    tr.rules([st.event for st in ctx.rules])
     tr.before(before(store, table_id, begin, keys))
     for st in stream(store, table_id, begin, first - 1) if first > 0 else ():
         tr.warm(st.event)

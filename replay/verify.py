@@ -156,11 +156,14 @@ def reaudit(folder: Path, doc: dict[str, Any], out: Outcome) -> Case:
         tr = TableRebuild(str(t["table_id"]), wanted, pinned(*packs), keys)
         n_before, n_ctx, n_rounds, n_after = (int(t[k]) for k in
                                               ("before", "context", "rounds", "after"))
-        part = events[at:at + n_before + n_ctx + n_rounds + n_after]
-        if len(part) != n_before + n_ctx + n_rounds + n_after or any(
+        n_rules = int(t.get("rules", 0))  # the posted rules read ahead of the context
+        part = events[at:at + n_rules + n_before + n_ctx + n_rounds + n_after]
+        if len(part) != n_rules + n_before + n_ctx + n_rounds + n_after or any(
                 ev.table_id != t["table_id"] for ev in part):
             raise Refused(f"{EVIDENCE} does not hold the events the manifest lays out for "
                           f"table {t['table_id']}")
+        tr.rules(part[:n_rules])
+        part, at = part[n_rules:], at + n_rules
         tr.before(part[:n_before])
         for ev in part[n_before:n_before + n_ctx]:
             tr.warm(ev)

@@ -5,8 +5,10 @@ A round is judged with the table context it had: the posted rules (the last
 `TableOpened` before it), the shoe's card counts (everything dealt since the last
 `ShoeLoaded`), and each device's record (its last event before, for the seq and digest
 checks). `bring_up_to(store, auditor, table_id, pos)` brings an auditor to the event at
-`pos`: it primes each device with its last event before the context starts, then feeds
-everything from the earlier of the last TableOpened and the last ShoeLoaded on.
+`pos`: it reads the posted rules (the last TableOpened, by its position alone), primes
+each device with its last event before the context starts, then feeds everything from
+the last ShoeLoaded on (`context_of`): what it reads is bounded by the shoe, not by how
+long the table has been open.
 
 An audit run into the store also leaves each table's engine state there (`audit_states`,
 written by `pitwatch.audit.run` after the run's events): the next run continues the
@@ -18,7 +20,7 @@ state that agrees with its stored events.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -36,14 +38,50 @@ class Stored:
     event: Event
 
 
-def context_start(store: Store, table_id: str, before: int) -> int:
-    """Where the table context of the event at `before` starts: the earlier of the last
-    TableOpened and the last ShoeLoaded before it (0, the table's first event, when one
-    of them never came: the rules or the counts then go back to the start)."""
+@dataclass(frozen=True, slots=True)
+class Context:
+    """Where the table context of an event starts (`begin`: its events are fed from
+    there), and the posted rules read ahead of it (`rules`)."""
+
+    begin: int
+    #: the table's last TableOpened when it lies before the shoe `begin` starts:
+    #: [its device's event before it, if any (primes the device), the TableOpened (fed)]
+    rules: tuple[Stored, ...] = ()
+
+
+def context_of(store: Store, table_id: str, before: int) -> Context:
+    """The table context of the event at `before`, bounded by its shoe whatever the
+    table's history: the events from the last ShoeLoaded on, and the last TableOpened
+    before them read alone (by `event_marks`' sort key) when the table opened before
+    that shoe (a table open for weeks). From the table's first event (0) when either
+    never came: the rules or the counts then go back to the start."""
     found = lookup.mark_before(store, table_id, ("TableOpened", "ShoeLoaded"), before)
     if len(found) < 2:
-        return 0
-    return min(found.values())
+        return Context(0)
+    opened, shoe = found["TableOpened"], found["ShoeLoaded"]
+    if opened >= shoe:
+        return Context(shoe)
+    at = lookup.marks_at(store, table_id, "TableOpened", opened)[-1:]
+    ev = lookup.fetch(store, table_id, at)
+    if not ev:  # the index names none there: the context from the TableOpened on
+        return Context(opened)
+    prev = lookup.last_before(store, table_id, opened, [ev[0][1].device_id])
+    return Context(shoe, tuple(Stored(p, e) for p, e in lookup.fetch(store, table_id, prev)
+                               + ev))
+
+
+def context_start(store: Store, table_id: str, before: int) -> int:
+    """Where the table context of the event at `before` starts (`context_of`)."""
+    return context_of(store, table_id, before).begin
+
+
+def seed(auditor: TableAuditor, rules: Sequence[Event]) -> None:
+    """Give `auditor` the posted rules read ahead of a context (`Context.rules`): each
+    event but the last primes its device, the last (the TableOpened) is fed."""
+    for ev in rules[:-1]:
+        auditor.prime(ev)
+    for ev in rules[-1:]:
+        auditor.feed(ev)
 
 
 def primers(store: Store, table_id: str, begin: int) -> list[Stored]:
@@ -66,8 +104,10 @@ def bring_up_to(store: Store, auditor: TableAuditor, table_id: str, before: int)
     """Bring `auditor` to where the audit stood at the event at `before` (see the
     module's note), raising nothing: each device primed with its last event before the
     context, then the context's events fed; nothing for a table's first event."""
-    begin = context_start(store, table_id, before)
+    ctx = context_of(store, table_id, before)
+    begin = ctx.begin
     with _quiet(auditor):
+        seed(auditor, [st.event for st in ctx.rules])
         for st in primers(store, table_id, begin):
             auditor.prime(st.event)
         for st in stream(store, table_id, begin, before - 1) if before > 0 else ():

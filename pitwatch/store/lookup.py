@@ -231,11 +231,31 @@ def last_before(store: Store, table_id: str, before: int,
 def mark_before(store: Store, table_id: str, kinds: Sequence[str], before: int
                 ) -> dict[str, int]:
     """The position of the table's last event of each kind (TableOpened, ShoeLoaded,
-    Checkpoint) before position `before`."""
-    return {r["type"]: int(r["p"]) for r in store.query(
-        "SELECT type, max(pos) AS p FROM event_marks WHERE table_id = {t:String} "
-        "AND type IN {k:Array(String)} AND pos < {b:UInt64} GROUP BY type",
-        {"t": table_id, "k": _ids(kinds), "b": before})}
+    Checkpoint) before position `before`, read in windows back from `before` until each
+    kind is met or the table's first event (a kind that never came is left out)."""
+    extent = table_extent(store, table_id)
+    if extent is None:
+        return {}
+    found: dict[str, int] = {}
+    hi, width = before, WINDOW
+    while set(kinds) - found.keys() and hi > extent[0]:
+        lo = max(extent[0], hi - width)
+        for r in store.query(
+                "SELECT type, max(pos) AS p FROM event_marks WHERE table_id = {t:String} "
+                "AND type IN {k:Array(String)} AND pos >= {a:UInt64} AND pos < {b:UInt64} "
+                "GROUP BY type",
+                {"t": table_id, "k": _ids(set(kinds) - found.keys()), "a": lo, "b": hi}):
+            found[r["type"]] = int(r["p"])
+        hi, width = lo, width * 4
+    return found
+
+
+def marks_at(store: Store, table_id: str, kind: str, pos: int) -> list[Located]:
+    """The table's events of `kind` at position `pos` (where `mark_before` found one)."""
+    return [Located(int(r["pos"]), r["event_id"], int(r["t"])) for r in store.query(
+        "SELECT pos, event_id, toUInt32(ts) AS t FROM event_positions FINAL "
+        "WHERE table_id = {t:String} AND pos = {p:UInt64} AND type = {k:String} "
+        "ORDER BY event_id", {"t": table_id, "p": pos, "k": kind})]
 
 
 def checkpoints_before(store: Store, table_id: str, before: int, devices: Iterable[str]
@@ -257,7 +277,22 @@ def checkpoints_before(store: Store, table_id: str, before: int, devices: Iterab
                 {"t": table_id, "a": lo, "b": hi, "d": _ids(wanted - found.keys())}):
             found[r["device_id"]] = Located(int(r["p"]), r["e"], 0)
         hi, width = lo, width * 4
-    return sorted(found.values(), key=lambda x: (x.pos, x.event_id))
+    return _timed(store, table_id, found.values())
+
+
+def _timed(store: Store, table_id: str, located: Iterable[Located]) -> list[Located]:
+    """`located` with each event's device time (what `fetch` reads its row by), in
+    order, read by position."""
+    want = {(x.pos, x.event_id) for x in located}
+    if not want:
+        return []
+    rows = store.query(
+        "SELECT pos, event_id, toUInt32(ts) AS t FROM event_positions FINAL "
+        "WHERE table_id = {t:String} AND pos IN {p:Array(UInt64)}",
+        {"t": table_id, "p": tuple(sorted({p for p, _ in want}))})
+    return sorted((Located(int(r["pos"]), r["event_id"], int(r["t"])) for r in rows
+                   if (int(r["pos"]), r["event_id"]) in want),
+                  key=lambda x: (x.pos, x.event_id))
 
 
 def device_events_back(store: Store, table_id: str, device_id: str, since_seq: int,
