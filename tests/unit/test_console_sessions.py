@@ -17,7 +17,7 @@ from console.app import Settings, make_app
 from console.sessions import csrf_of
 from pitwatch.store.embedded import EmbeddedStore
 
-from .test_console_views import CSRF, login, users_file
+from .test_console_views import CSRF, Flaky, login, serve, users_file
 from .test_console_views import store_dir as store_dir  # the fixture, shared
 
 
@@ -123,3 +123,55 @@ def test_an_expired_session_is_refused_by_every_process(store_dir: Path) -> None
             assert resp.status == 302
 
     asyncio.run(main())
+
+
+def test_a_login_while_the_store_is_down_is_written_when_it_answers(store_dir: Path) -> None:
+    """An outage: this process honours the logins it made itself, and records them (and
+    a logout) in the store once it answers again, in order."""
+    flaky = Flaky(store_dir)
+
+    async def check(client: TestClient[Any, Any]) -> None:
+        flaky.down = True
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 10
+        while (await client.get("/api/health")).status != 503:
+            assert loop.time() < deadline, "the outage was not noticed"
+            await asyncio.sleep(0.05)
+        await login(client, "investigator")
+        token = client.session.cookie_jar.filter_cookies(
+            client.make_url("/"))["pitwatch_session"].value
+        assert (await client.get("/api/status")).status == 200
+        flaky.down = False
+        deadline = loop.time() + 10
+        while (await client.get("/api/health")).status != 200:
+            assert loop.time() < deadline
+            await asyncio.sleep(0.05)
+        assert (await client.get("/api/status")).status == 200
+        h = hashlib.sha256(token.encode()).hexdigest()
+        rows = flaky.query("SELECT user, revoked FROM console_sessions WHERE "
+                           "token_sha256 = {h:String} ORDER BY version", {"h": h})
+        assert rows[0] == {"user": "investigator", "revoked": 0}
+        # a logout during the next outage: refused here at once, and written after it
+        flaky.down = True
+        deadline = loop.time() + 10
+        while (await client.get("/api/health")).status != 503:
+            assert loop.time() < deadline
+            await asyncio.sleep(0.05)
+        resp = await client.post("/logout", data={"csrf": csrf_of(token)},
+                                 allow_redirects=False)
+        assert resp.status == 302
+        client.session.cookie_jar.update_cookies({"pitwatch_session": token})
+        assert (await client.get("/floor", allow_redirects=False)).status == 302
+        flaky.down = False
+        deadline = loop.time() + 10
+        while (await client.get("/api/health")).status != 200:
+            assert loop.time() < deadline
+            await asyncio.sleep(0.05)
+        # the next session check writes the logout first: the store's login row does
+        # not bring the session back
+        assert (await client.get("/floor", allow_redirects=False)).status == 302
+        rows = flaky.query("SELECT revoked FROM console_sessions WHERE token_sha256 = "
+                           "{h:String} ORDER BY version DESC LIMIT 1", {"h": h})
+        assert rows == [{"revoked": 1}]
+
+    serve(store_dir, check, user=None, store=flaky, probe_every=0.1)
