@@ -282,3 +282,48 @@ def test_the_issuer_is_https_but_at_a_loopback_address() -> None:
     with pytest.raises(ValueError, match="VALUE=ROLE"):
         OidcConfig(issuer="https://i.example", client_id="c", redirect_uri=REDIRECT,
                    roles=parse_roles(["admins=root"]))
+
+
+def test_serve_takes_oidc_from_flags_or_the_environment_and_the_secret_from_a_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import argparse
+
+    from console.serve import command, oidc_config
+
+    def parsed(*argv: str) -> argparse.Namespace:
+        p = argparse.ArgumentParser()
+        command.configure(p)
+        return p.parse_args(list(argv))
+
+    assert oidc_config(parsed()) is None
+    secret = tmp_path / "secret"
+    secret.write_text("s3cret\n")
+    secret.chmod(0o600)
+    cfg = oidc_config(parsed("--oidc-issuer", "https://idp.example/r", "--oidc-client-id",
+                             "c", "--oidc-client-secret-file", str(secret), "--oidc-role",
+                             "admins=supervisor,ops=operator", "--public-url",
+                             "https://console.example/"))
+    assert cfg is not None and cfg.client_secret == "s3cret"
+    assert cfg.redirect_uri == "https://console.example/login/oidc/callback"
+    assert cfg.roles == (("admins", "supervisor"), ("ops", "operator"))
+    assert cfg.role_of({"groups": ["ops", "admins"]}) == "supervisor"
+    assert cfg.role_of({"groups": "ops"}) == "operator"
+    assert cfg.role_of({"groups": [{"ops": 1}]}) == cfg.role_of({}) == "viewer"
+    monkeypatch.setenv("PITWATCH_OIDC_ISSUER", "https://idp.example/env")
+    monkeypatch.setenv("PITWATCH_OIDC_CLIENT_ID", "env-client")
+    monkeypatch.setenv("PITWATCH_OIDC_CLIENT_SECRET", "from-env")
+    monkeypatch.setenv("PITWATCH_OIDC_ROLES", "pit=investigator")
+    monkeypatch.setenv("PITWATCH_OIDC_ROLE_CLAIM", "roles")
+    monkeypatch.setenv("PITWATCH_OIDC_USER_CLAIM", "email")
+    monkeypatch.setenv("PITWATCH_OIDC_DEFAULT_ROLE", "operator")
+    cfg = oidc_config(parsed())
+    assert cfg is not None
+    assert (cfg.issuer, cfg.client_id, cfg.client_secret, cfg.roles, cfg.role_claim,
+            cfg.user_claim, cfg.default_role) == (
+        "https://idp.example/env", "env-client", "from-env", (("pit", "investigator"),),
+        "roles", "email", "operator")
+    with pytest.raises(ValueError, match="https"):
+        oidc_config(parsed("--oidc-issuer", "http://idp.example"))
+    secret.chmod(0o644)  # a secret others may read is refused
+    with pytest.raises(ValueError, match="oidc-client-secret-file"):
+        oidc_config(parsed("--oidc-client-secret-file", str(secret)))
