@@ -282,10 +282,20 @@ def test_hold_never_stands_beside_a_gap_in_a_signed_chain(site: Path, tmp_path: 
     assert _investigate(site, clean, ok).returncode == 0
     assert json.loads((ok / "manifest.json").read_text())["signatures"].startswith(
         "signatures HOLD")
-    # without a registry: NOT CHECKED, never a green case
+    # none named: the registry pinned in the store is checked, never an unchecked case
+    pinned = _pitwatch("investigate", clean, "--data", "data", "--generated-at", GENERATED,
+                       "--out", str(tmp_path / "pinned"), cwd=site)
+    assert pinned.returncode == 0, pinned.stderr
+    assert "key registry: the store data's pinned registry" in pinned.stderr
+    assert "signatures NOT CHECKED" not in pinned.stdout
+    # a store audited without a registry: NOT CHECKED, never a green case
+    shutil.copytree(site / "floor", tmp_path / "floor",
+                    ignore=shutil.ignore_patterns("keys.json*"))
+    a = _pitwatch("audit", "floor", "--data", "bare-data", "--quiet", cwd=tmp_path)
+    assert a.returncode in (0, 1), a.stderr
     bare = tmp_path / "bare"
-    r = _pitwatch("investigate", clean, "--data", "data", "--generated-at", GENERATED,
-                  "--out", str(bare), cwd=site)
+    r = _pitwatch("investigate", clean, "--data", "bare-data", "--generated-at", GENERATED,
+                  "--out", str(bare), cwd=tmp_path)
     assert r.returncode == 0 and "signatures NOT CHECKED" in r.stdout
     assert 'class="ok">signatures' not in (bare / "report.html").read_text()
 
