@@ -19,6 +19,7 @@ from collections import Counter
 from pitwatch.engine.auditor import Auditor, RoundSummary
 from pitwatch.engine.errors import EngineError
 from pitwatch.engine.violation import Violation
+from pitwatch.events.schema import released_writers
 from pitwatch.packs.registry import select
 from producers.simulate import Floor
 
@@ -40,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     def on_round(r: RoundSummary) -> None:
         rounds[f"{r.jurisdiction} {r.game}"] += 1
 
-    auditor = Auditor(select, violations.append, on_round, errors.append)
+    auditor = Auditor(select, violations.append, on_round, errors.append,
+                      released=released_writers())
     clock = time.perf_counter
     dealt = audited = 0.0
     count = 0

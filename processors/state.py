@@ -47,6 +47,7 @@ from pitwatch.engine.violation import Violation
 from pitwatch.events.avro import DecodeError, decode_single
 from pitwatch.events.keys import KeyRegistry
 from pitwatch.events.model import Event
+from pitwatch.events.schema import released_writers
 
 log = logging.getLogger("pitwatch.worker")
 #: reads the partition's messages with offsets in [start, stop): (offset, key, value)
@@ -164,7 +165,8 @@ class TableStates:
     def _new_auditor(self, table_id: str) -> TableAuditor:
         return TableAuditor(table_id, self.select_pack, self._violations.append,
                             self._rounds.append, self._engine_error,
-                            round_timeout_ms=self.round_timeout_ms, keys=self.keys)
+                            round_timeout_ms=self.round_timeout_ms, keys=self.keys,
+                            released=released_writers())
 
     def _engine_error(self, e: EngineError) -> None:
         if self.on_engine_error is not None:

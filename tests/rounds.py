@@ -47,6 +47,7 @@ from pitwatch.events.model import (
     WagerPlaced,
     WagerReturned,
 )
+from pitwatch.events.schema import released_writers
 from pitwatch.packs.registry import select
 
 #: 2025-11-30 00:00:00 UTC: the device clock of every script starts here.
@@ -300,7 +301,8 @@ class Audit:
     def __init__(self) -> None:
         self.violations: list[Violation] = []
         self.rounds: list[RoundSummary] = []
-        self.auditor = Auditor(select, self.violations.append, self.rounds.append)
+        self.auditor = Auditor(select, self.violations.append, self.rounds.append,
+                               released=released_writers())
 
     def feed(self, events: Iterable[Event]) -> Audit:
         for ev in events:

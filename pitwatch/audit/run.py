@@ -20,6 +20,7 @@ from ..events.jsonl import dumps
 from ..events.keys import KeyRegistry
 from ..events.model import Event
 from ..events.order import in_record_order
+from ..events.schema import released_writers
 from ..packs.registry import select
 from ..store.base import Store
 from ..store.batch import BatchWriter
@@ -263,7 +264,7 @@ def audit_events(
 
     def new_auditor() -> Auditor:
         a = Auditor(select, violation, round_done, engine_error,
-                    round_timeout_ms=round_timeout_ms, keys=keys)
+                    round_timeout_ms=round_timeout_ms, keys=keys, released=released_writers())
         a.watch = watch  # a read-only watcher of the fold (`TableAuditor.watch`)
         return a
 

@@ -54,7 +54,7 @@ from ..events.model import (
     TableOpened,
     WagerReturned,
 )
-from ..events.schema import ReleasedWriters, WriterSchema, released_writers
+from ..events.schema import ReleasedWriters, WriterSchema
 from .backfill import Backfill, Hole
 from .errors import FOLD, EngineError, EngineErrorSink, engine_error
 from .record import HISTORY_SEQS, HOLE, PREFIX, Fed, _b64, _unb64
@@ -135,13 +135,14 @@ class TableAuditor:
                  on_violation: ViolationSink, on_round: RoundSink,
                  on_engine_error: EngineErrorSink | None = None,
                  round_timeout_ms: int | None = None, keys: KeyRegistry | None = None,
-                 released: ReleasedWriters | None = None) -> None:
+                 *, released: ReleasedWriters) -> None:
         self.table = TableState(table_id)
         #: the device keys: with them, a device in the registry must sign its chain
         #: (docs/events.md, "Signed checkpoints"); without, checkpoints are not judged
         self.keys = keys
-        #: the released writer schemas, as data: judging reads no file (None: read now)
-        self.released = released_writers() if released is None else released
+        #: the released writer schemas, as data the caller read
+        #: (`pitwatch.events.schema.released_writers`): the engine reads no file
+        self.released = released
         #: the table's order across devices and its end, as sealed checkpoints sign them
         self._order = TableOrder()
         #: signing device -> SHA-256s of the writer schemas of its events since its
@@ -931,7 +932,7 @@ class TableAuditor:
         fold = TableAuditor(self.table.table_id, self.select_pack,
                             lambda v: self.on_violation(v), lambda s: self.on_round(s),
                             self._fold_error, self.round_timeout_ms, self.keys,
-                            self.released)
+                            released=self.released)
         fold.import_state(state)
         return fold
 
@@ -1231,11 +1232,11 @@ class Auditor:
     def __init__(self, select_pack: PackSelector, on_violation: ViolationSink,
                  on_round: RoundSink, on_engine_error: EngineErrorSink | None = None,
                  round_timeout_ms: int | None = None, keys: KeyRegistry | None = None,
-                 released: ReleasedWriters | None = None) -> None:
+                 *, released: ReleasedWriters) -> None:
         self.select_pack = select_pack
         self.keys = keys
-        #: the released writer schemas, given to each table (None: read now)
-        self.released = released_writers() if released is None else released
+        #: the released writer schemas, given to each table (read by the caller)
+        self.released = released
         self.on_violation = on_violation
         self.on_round = on_round
         self.on_engine_error = on_engine_error
@@ -1253,7 +1254,8 @@ class Auditor:
         if t is None:
             t = self.tables[table_id] = TableAuditor(
                 table_id, self.select_pack, self.on_violation, self.on_round,
-                self.on_engine_error, self.round_timeout_ms, self.keys, self.released)
+                self.on_engine_error, self.round_timeout_ms, self.keys,
+                released=self.released)
             t.watch = self.watch
         return t
 

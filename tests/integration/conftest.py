@@ -24,6 +24,7 @@ from pitwatch.engine.auditor import Auditor, RoundSummary
 from pitwatch.engine.violation import Violation
 from pitwatch.events.keys import KeyRegistry
 from pitwatch.events.model import Event
+from pitwatch.events.schema import released_writers
 from pitwatch.packs.registry import select
 from pitwatch.store.server import ServerStore
 from pitwatch.topics import ensure_topics
@@ -343,7 +344,7 @@ class Expected:
         self.violation_ids = {v.violation_id for v in self.violations}
         summaries: list[RoundSummary] = []  # its engine again, for the rounds' contents
         auditor = Auditor(select, lambda v: None, summaries.append,
-                          round_timeout_ms=round_timeout_ms, keys=keys)
+                          round_timeout_ms=round_timeout_ms, keys=keys, released=released_writers())
         for ev in events:
             auditor.feed(ev)
         if finish:

@@ -27,6 +27,7 @@ from pitwatch.events.avro import digest
 from pitwatch.events.jsonl import to_json
 from pitwatch.events.keys import KeyRegistry
 from pitwatch.events.model import Event
+from pitwatch.events.schema import released_writers
 from pitwatch.packs.registry import select
 from pitwatch.store.embedded import EmbeddedStore
 from pitwatch.store.history import resume_state
@@ -274,14 +275,16 @@ def test_a_state_the_stored_events_contradict_is_not_trusted(
     with _store(tmp_path / "s") as store:
         audit_events(events[:600], store=store, keys=keys, finish=False)
         table_id = events[0].table_id
-        auditor = Auditor(select, lambda v: None, lambda s: None, keys=keys)
+        auditor = Auditor(select, lambda v: None, lambda s: None, keys=keys,
+                          released=released_writers())
         assert resume_state(store, auditor.table(table_id), table_id) is not None
         row = store.query("SELECT * FROM audit_states FINAL WHERE table_id = {t:String} "
                           "ORDER BY pos DESC LIMIT 1", {"t": table_id})[0]
         clock = json.loads(row["clock"])
         clock[next(iter(clock))] += 1  # a device one event further than the stored events
         store.insert("audit_states", [{**row, "clock": json.dumps(clock), "closed": 1}])
-        fresh = Auditor(select, lambda v: None, lambda s: None, keys=keys)
+        fresh = Auditor(select, lambda v: None, lambda s: None, keys=keys,
+                        released=released_writers())
         assert resume_state(store, fresh.table(table_id), table_id) is None
         assert fresh.table(table_id).devices == {}  # untouched: the caller replays history
         # books it cannot close from such a state are named, not closed in silence

@@ -9,6 +9,7 @@ from collections import Counter
 import pytest
 
 from pitwatch.audit.run import audit_events
+from pitwatch.events.schema import released_writers
 from producers.simulate import Floor
 
 GAMES = [("NJ", "BLACKJACK"), ("NJ", "BLACKJACK_SWITCH"), ("PA", "FREE_BET_BLACKJACK"),
@@ -43,7 +44,7 @@ def test_round_summaries_count_their_violations() -> None:
 
     found: list[Violation] = []
     rounds: list[RoundSummary] = []
-    auditor = Auditor(select, found.append, rounds.append)
+    auditor = Auditor(select, found.append, rounds.append, released=released_writers())
     for ev in Floor(4, 60, seed=303, inject=0.4).events():
         auditor.feed(ev)
     auditor.finish()

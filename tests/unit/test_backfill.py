@@ -20,6 +20,7 @@ from pitwatch.engine.auditor import Auditor, RoundSummary
 from pitwatch.engine.record import Fed
 from pitwatch.engine.violation import Violation
 from pitwatch.events.model import Event
+from pitwatch.events.schema import released_writers
 from pitwatch.packs.registry import select
 from tests.unit.test_continuity import Key, floor, keyed, round_no_of, run, stretch
 
@@ -34,7 +35,8 @@ def streamed(events: tuple[Event, ...], table: str, gone: set[int],
     and restoring the table after `snapshot_at` re-sent events)."""
     found: list[Violation] = []
     rounds: list[RoundSummary] = []
-    a = Auditor(select, found.append, rounds.append, keys=floor(0.35)[1])
+    a = Auditor(select, found.append, rounds.append, keys=floor(0.35)[1],
+                released=released_writers())
     first = min(gone)
     for i, e in enumerate(events):
         if i == first:
@@ -53,7 +55,8 @@ def streamed(events: tuple[Event, ...], table: str, gone: set[int],
 
 
 def fed_whole(events: tuple[Event, ...], at: set[int]) -> list[Fed]:
-    a = Auditor(select, lambda _: None, lambda _: None, keys=floor(0.35)[1])
+    a = Auditor(select, lambda _: None, lambda _: None, keys=floor(0.35)[1],
+                released=released_writers())
     fed = [a.feed(e) for e in events]
     return [fed[i] for i in sorted(at)]
 
@@ -165,7 +168,7 @@ def test_without_a_loss_told_late_events_are_not_back_filled() -> None:
     events, keys = floor(0.35)
     _, gone = stretch(events, "between")
     found: list[Violation] = []
-    a = Auditor(select, found.append, lambda _: None, keys=keys)
+    a = Auditor(select, found.append, lambda _: None, keys=keys, released=released_writers())
     for i, e in enumerate(events):
         if i not in gone:
             a.feed(e)
@@ -223,7 +226,7 @@ def test_an_event_refused_inside_the_stretch_keeps_its_place_and_the_loss_heals(
     at = next(i for i, e in enumerate(events) if e.event_id == bad.event_id)
     gone = {i for i in mine_at if at - 20 <= i <= at + 20}
     found: list[Violation] = []
-    a = Auditor(select, found.append, lambda _: None)
+    a = Auditor(select, found.append, lambda _: None, released=released_writers())
     for i, e in enumerate(events):
         if i == min(gone):
             a.table(table).lost(WHERE)

@@ -21,6 +21,7 @@ from pitwatch.engine.violation import Violation
 from pitwatch.events.avro import digest
 from pitwatch.events.keys import KeyRegistry
 from pitwatch.events.model import Event, PayoutMade, RoundEnded, RoundStarted, ShoeLoaded
+from pitwatch.events.schema import released_writers
 from pitwatch.packs.base import RECORD_CITATIONS
 from pitwatch.packs.registry import select
 from producers.simulate import Floor
@@ -48,7 +49,7 @@ def run(events: list[Event] | tuple[Event, ...], keys: KeyRegistry | None
         ) -> tuple[list[Violation], list[RoundSummary]]:
     found: list[Violation] = []
     rounds: list[RoundSummary] = []
-    a = Auditor(select, found.append, rounds.append, keys=keys)
+    a = Auditor(select, found.append, rounds.append, keys=keys, released=released_writers())
     for ev in events:
         a.feed(ev)
     a.finish()
@@ -173,7 +174,8 @@ def table(rounds: int = 4) -> TableScript:
 def auditor(found: list[Violation], rounds: list[RoundSummary] | None = None,
             keys: KeyRegistry | None = None) -> TableAuditor:
     return TableAuditor("T-01", select, found.append,
-                        (rounds.append if rounds is not None else (lambda _: None)), keys=keys)
+                        (rounds.append if rounds is not None else (lambda _: None)), keys=keys,
+                        released=released_writers())
 
 
 def test_feed_says_what_the_record_did_with_each_event() -> None:

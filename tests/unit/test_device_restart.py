@@ -13,6 +13,7 @@ from pitwatch.engine.auditor import Auditor, RoundSummary
 from pitwatch.engine.violation import Violation
 from pitwatch.events.keys import KeyRegistry
 from pitwatch.events.model import CardDealt, Checkpoint, Event, PayoutMade, ShoeLoaded
+from pitwatch.events.schema import released_writers
 from pitwatch.packs.registry import select
 from producers.devices import device_key, restarted
 from producers.simulate import Floor
@@ -38,7 +39,7 @@ def audit(events: list[Event], keys: KeyRegistry | None = None
           ) -> tuple[list[Violation], list[RoundSummary]]:
     found: list[Violation] = []
     rounds: list[RoundSummary] = []
-    a = Auditor(select, found.append, rounds.append, keys=keys)
+    a = Auditor(select, found.append, rounds.append, keys=keys, released=released_writers())
     for ev in events:
         a.feed(ev)
     a.finish()

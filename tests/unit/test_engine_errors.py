@@ -21,6 +21,7 @@ from pitwatch.engine.rulepack import Check, Finding, RulePack, Undecidable
 from pitwatch.engine.state import Round
 from pitwatch.engine.violation import Violation
 from pitwatch.events.model import Event
+from pitwatch.events.schema import released_writers
 from pitwatch.packs import nj_blackjack
 from pitwatch.packs.base import RECORD_CITATIONS
 from pitwatch.packs.checks import bonus, hands
@@ -56,7 +57,7 @@ class Run:
             return pack if pack is not None and chosen.name == pack.name else chosen
 
         self.auditor = Auditor(pick, self.violations.append, self.rounds.append,
-                               self.errors.append)
+                               self.errors.append, released=released_writers())
 
     def feed(self, events: list[Event]) -> Run:
         for ev in events:

@@ -29,6 +29,7 @@ from pitwatch.events.model import (
     TableOpened,
     WagerPlaced,
 )
+from pitwatch.events.schema import released_writers
 from pitwatch.packs.registry import select
 from processors.dead_letters import dead_letter
 from processors.state import TableStates
@@ -226,7 +227,7 @@ def test_a_stream_inventing_device_ids_cannot_grow_a_table() -> None:
     from pitwatch.engine.auditor import MAX_DEVICES, TableAuditor
 
     found: list[Violation] = []
-    a = TableAuditor("T1", select, found.append, lambda _: None)
+    a = TableAuditor("T1", select, found.append, lambda _: None, released=released_writers())
     for k in range(MAX_DEVICES + 5):
         a.feed(replace(WAGER, event_id=f"00000000-0000-4000-8000-{k:012d}",
                        device_id=f"dev-{k}", seq=1, prev_digest=None, round_id=None,

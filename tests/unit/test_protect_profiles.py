@@ -8,6 +8,7 @@ from pitwatch.engine.auditor import Auditor, RoundSummary
 from pitwatch.engine.errors import EngineError
 from pitwatch.engine.violation import Violation
 from pitwatch.events.model import Event
+from pitwatch.events.schema import released_writers
 from pitwatch.packs.registry import select
 from pitwatch.protect import protect
 from producers.floor import NJ_BLACKJACK
@@ -29,7 +30,8 @@ def test_every_profile_at_every_nj_variant_deals_clean_rounds() -> None:
     violations: list[Violation] = []
     errors: list[EngineError] = []
     done: list[RoundSummary] = []
-    auditor = Auditor(select, violations.append, done.append, errors.append)
+    auditor = Auditor(select, violations.append, done.append, errors.append,
+                      released=released_writers())
     for ev in _floor(80):
         auditor.feed(ev)
     auditor.finish()

@@ -22,6 +22,7 @@ from pitwatch.engine.violation import Violation
 from pitwatch.events.avro import DecodeError, decode_single, digest, encode_single
 from pitwatch.events.files import Rejected, read_files, write_avro, write_jsonl
 from pitwatch.events.model import Event, PayoutMade, WagerPlaced
+from pitwatch.events.schema import released_writers
 from pitwatch.packs.registry import select
 from producers.simulate import Floor
 
@@ -108,7 +109,7 @@ def test_the_worker_and_the_file_give_the_same_finding(tmp_path: Path) -> None:
     write_jsonl(f, evs)
     from_file = _refused(audit_paths([f]).violations)
     found: list[Violation] = []
-    t = TableAuditor("AC-BJ-01", select, found.append, lambda s: None)
+    t = TableAuditor("AC-BJ-01", select, found.append, lambda s: None, released=released_writers())
     fed = [t.feed(ev) for ev in _as_decoded(evs)]
     assert fed.count(Fed.REFUSED) == 1
     assert [(v.violation_id, v.message) for v in _refused(found)] == \
@@ -121,7 +122,7 @@ def test_a_copy_of_a_refused_event_is_a_redelivery() -> None:
     evs, bad = _with_bad_wager()
     dec = _as_decoded(evs)
     found: list[Violation] = []
-    t = TableAuditor("AC-BJ-01", select, found.append, lambda s: None)
+    t = TableAuditor("AC-BJ-01", select, found.append, lambda s: None, released=released_writers())
     for ev in dec:
         t.feed(ev)
         if ev.event_id == bad.event_id:
@@ -209,14 +210,14 @@ def test_malformed_copies_from_a_peer_change_nothing_in_the_record() -> None:
     displace its record, and raise nothing."""
     evs = _floor()
     clean: list[Violation] = []
-    a = Auditor(select, clean.append, lambda _: None)
+    a = Auditor(select, clean.append, lambda _: None, released=released_writers())
     for ev in evs:
         a.feed(ev)
     wagers = [e for e in evs if isinstance(e.payload, WagerPlaced)]
     first = next(w for w in wagers if w.seq == 1)
     later = next(w for w in wagers if w.seq > 2)
     found: list[Violation] = []
-    b = Auditor(select, found.append, lambda _: None)
+    b = Auditor(select, found.append, lambda _: None, released=released_writers())
     for k, ev in enumerate(evs):
         b.feed(ev)
         if k % 7 == 3:  # a peer's malformed copies, again and again

@@ -16,6 +16,7 @@ from pitwatch.engine.errors import EngineError
 from pitwatch.engine.rulepack import RulePack
 from pitwatch.events.avro import encode_single
 from pitwatch.events.model import Event
+from pitwatch.events.schema import released_writers
 from pitwatch.packs.checks import hands
 from pitwatch.packs.registry import select
 from processors.metrics import Metrics
@@ -46,7 +47,8 @@ def test_restore_does_not_report_the_open_rounds_engine_errors_again(
     whole = Run(PACK).feed(events).errors
     cut = _mid_round(events)
     first: list[EngineError] = []
-    a = TableAuditor(events[0].table_id, _pick, lambda v: None, lambda r: None, first.append)
+    a = TableAuditor(events[0].table_id, _pick, lambda v: None, lambda r: None, first.append,
+                     released=released_writers())
     for ev in events[:cut]:
         a.feed(ev)
     assert a.round_open and len(first) == a.engine_errors == 2
@@ -54,7 +56,8 @@ def test_restore_does_not_report_the_open_rounds_engine_errors_again(
     state = a.export_state()
 
     again: list[EngineError] = []
-    b = TableAuditor(events[0].table_id, _pick, lambda v: None, lambda r: None, again.append)
+    b = TableAuditor(events[0].table_id, _pick, lambda v: None, lambda r: None, again.append,
+                     released=released_writers())
     b.import_state(state)
     assert b.round_open  # the open round came back, folded again...
     assert again == [] and b.engine_errors == 0  # ...without a word about its errors

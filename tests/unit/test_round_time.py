@@ -7,6 +7,7 @@ from __future__ import annotations
 from pitwatch.audit.run import audit_events
 from pitwatch.engine.auditor import Auditor, RoundSummary
 from pitwatch.engine.violation import Violation
+from pitwatch.events.schema import released_writers
 from pitwatch.packs.registry import select
 from producers.simulate import Floor
 from tests.rounds import TableScript, only
@@ -18,7 +19,8 @@ MINUTE = 60_000
 def _audit(events: list, timeout: int | None) -> tuple[list[Violation], list[RoundSummary]]:
     found: list[Violation] = []
     rounds: list[RoundSummary] = []
-    a = Auditor(select, found.append, rounds.append, round_timeout_ms=timeout)
+    a = Auditor(select, found.append, rounds.append, round_timeout_ms=timeout,
+                released=released_writers())
     for ev in events:
         a.feed(ev)
     return found, rounds
@@ -80,13 +82,14 @@ def test_expire_idle_closes_the_open_round_with_the_id_the_end_of_input_gives() 
     plain_round(sc, 1, end=False)
     ended, _ = _audit(sc.events, None)
     idle: list[Violation] = []
-    a = Auditor(select, idle.append, lambda s: None, round_timeout_ms=15 * MINUTE)
+    a = Auditor(select, idle.append, lambda s: None, round_timeout_ms=15 * MINUTE,
+                released=released_writers())
     for ev in sc.events:
         a.feed(ev)
     assert a.table("T-01").expire_idle(15 * MINUTE)
     assert not a.table("T-01").expire_idle(15 * MINUTE)  # once
     fin: list[Violation] = []
-    b = Auditor(select, fin.append, lambda s: None)
+    b = Auditor(select, fin.append, lambda s: None, released=released_writers())
     for ev in sc.events:
         b.feed(ev)
     b.finish()

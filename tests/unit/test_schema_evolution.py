@@ -24,6 +24,7 @@ from pitwatch.events.avro import (
     writer_fingerprint,
 )
 from pitwatch.events.files import read_files
+from pitwatch.events.schema import released_writers
 from pitwatch.packs.registry import select
 from producers.simulate import Floor
 from tests.evolution import as_v2, release_v2
@@ -39,7 +40,7 @@ def v2_released(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Non
 
 def _audit(events: list) -> list[Violation]:
     found: list[Violation] = []
-    a = Auditor(select, found.append, lambda s: None)
+    a = Auditor(select, found.append, lambda s: None, released=released_writers())
     for ev in events:
         a.feed(ev)
     return found

@@ -39,6 +39,7 @@ from pitwatch.events.model import (
     ShoeLoaded,
     WagerPlaced,
 )
+from pitwatch.events.schema import released_writers
 from pitwatch.packs.base import RECORD_CITATIONS
 from producers.devices import device_key
 from producers.simulate import Floor
@@ -304,11 +305,13 @@ def signature_ids(evs: list[Event], keys: KeyRegistry, stop_at: int | None) -> l
     from pitwatch.packs.registry import select
 
     found: list[Violation] = []
-    a = TableAuditor("AC-BJ-01", select, found.append, lambda _: None, keys=keys)
+    a = TableAuditor("AC-BJ-01", select, found.append, lambda _: None, keys=keys,
+                     released=released_writers())
     for i, ev in enumerate(evs):
         if i == stop_at:
             state = a.export_state()
-            a = TableAuditor("AC-BJ-01", select, found.append, lambda _: None, keys=keys)
+            a = TableAuditor("AC-BJ-01", select, found.append, lambda _: None, keys=keys,
+                             released=released_writers())
             a.import_state(state)
         a.feed(ev)
     a.finish()

@@ -28,6 +28,7 @@ from pitwatch.events import schema
 from pitwatch.events.avro import decode_single, digest, encode, encode_single
 from pitwatch.events.keys import KeyRegistry, sign_checkpoint
 from pitwatch.events.model import CardDealt, Checkpoint, Event, PayoutMade
+from pitwatch.events.schema import released_writers
 from producers.devices import device_key
 from producers.simulate import Floor
 from producers.table import secret
@@ -97,7 +98,7 @@ def test_a_store_batch_that_ends_is_not_the_end_of_the_record() -> None:
     events, keys = floor()
     cut = next(i for i, e in enumerate(events) if e.round_id == "AC-BJ-01-000012")
     out: list[Violation] = []
-    a = Auditor(select, out.append, lambda s: None, keys=keys)
+    a = Auditor(select, out.append, lambda s: None, keys=keys, released=released_writers())
     for ev in events[:cut]:
         a.feed(ev)
     assert out == []
@@ -323,11 +324,11 @@ def test_a_restored_auditor_judges_the_order_as_one_that_never_stopped(where: st
                   and moved[i].round_id is None) + 1
     whole = [v.violation_id for v in signature_findings(moved, keys)]
     out: list[Violation] = []
-    a = Auditor(select, out.append, lambda s: None, keys=keys)
+    a = Auditor(select, out.append, lambda s: None, keys=keys, released=released_writers())
     for ev in moved[:at]:
         a.feed(ev)
     state = a.table("AC-BJ-01").export_state()
-    b = Auditor(select, out.append, lambda s: None, keys=keys)
+    b = Auditor(select, out.append, lambda s: None, keys=keys, released=released_writers())
     b.table("AC-BJ-01").import_state(json.loads(json.dumps(state)))
     for ev in moved[at:]:
         b.feed(ev)
@@ -355,7 +356,8 @@ def test_a_restore_between_events_and_their_checkpoint_keeps_their_writer_schema
     msgs[j] = decode_single(swap_released + encode(events[j]))  # under A
     assert msgs[j].writer == swap_released[2:] and msgs[at].writer is None
     out: list[Violation] = []
-    a = TableAuditor(events[0].table_id, select, out.append, lambda _: None, keys=keys)
+    a = TableAuditor(events[0].table_id, select, out.append, lambda _: None, keys=keys,
+                     released=released_writers())
     for i, ev in enumerate(msgs[:at + 1]):
         if restore and i == at:
             state = json.loads(json.dumps(a.export_state()))
@@ -363,9 +365,9 @@ def test_a_restore_between_events_and_their_checkpoint_keeps_their_writer_schema
             assert under_a in state["writers"][events[at].device_id]
             older = {k: v for k, v in state.items() if k != "writers"}  # before it: none
             TableAuditor(events[0].table_id, select, out.append, lambda _: None,
-                         keys=keys).import_state(older)
+                         keys=keys, released=released_writers()).import_state(older)
             a = TableAuditor(events[0].table_id, select, out.append, lambda _: None,
-                             keys=keys)
+                             keys=keys, released=released_writers())
             a.import_state(state)
         a.feed(ev)
     sig = [v for v in out if v.code == "SIGNATURE_INVALID"]

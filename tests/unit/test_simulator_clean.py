@@ -9,6 +9,7 @@ from collections import Counter
 from pitwatch.engine.auditor import Auditor, RoundSummary
 from pitwatch.engine.errors import EngineError
 from pitwatch.engine.violation import Violation
+from pitwatch.events.schema import released_writers
 from pitwatch.packs.registry import select
 from producers.simulate import Floor
 
@@ -24,7 +25,8 @@ def test_two_thousand_clean_rounds_of_the_four_games_raise_nothing() -> None:
         sums["wagered"] += r.wagered
         sums["complete"] += r.complete
 
-    auditor = Auditor(select, violations.append, on_round, errors.append)
+    auditor = Auditor(select, violations.append, on_round, errors.append,
+                      released=released_writers())
     for ev in Floor(8, 250, seed=23).events():
         auditor.feed(ev)
     auditor.finish()

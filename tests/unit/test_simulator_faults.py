@@ -30,6 +30,7 @@ from pitwatch.events.model import (
     WagerPlaced,
     WagerReturned,
 )
+from pitwatch.events.schema import released_writers
 from pitwatch.packs.registry import select
 from producers.inject import CATALOGUE, CODES, NOT_INJECTED
 from producers.simulate import floor_registry, simulate_floor
@@ -53,7 +54,7 @@ def _audit(events: list[Event], seed: int = SEED) -> list[Violation]:
     """With the floor's keys: the forgery fault is found by its signatures."""
     found: list[Violation] = []
     keys = floor_registry(seed, {ev.device_id for ev in events})
-    auditor = Auditor(select, found.append, lambda _: None, keys=keys)
+    auditor = Auditor(select, found.append, lambda _: None, keys=keys, released=released_writers())
     for ev in events:
         auditor.feed(ev)
     auditor.finish()

@@ -14,6 +14,7 @@ import pytest
 from pitwatch.engine.auditor import STATE_VERSION, StateError, TableAuditor
 from pitwatch.engine.violation import Violation
 from pitwatch.events.avro import decode_single, encode_single
+from pitwatch.events.schema import released_writers
 from pitwatch.packs.registry import select
 from processors.gaps import unread_before
 from processors.state import TableStates
@@ -118,13 +119,15 @@ def test_export_import_keeps_the_open_round_the_shoe_and_the_records() -> None:
     events = list(Floor(1, 12, seed=35, inject=0.5).events())
     for cut in (40, 97, 151):
         a_found: list[Violation] = []
-        a = TableAuditor(events[0].table_id, select, a_found.append, lambda s: None)
+        a = TableAuditor(events[0].table_id, select, a_found.append, lambda s: None,
+                         released=released_writers())
         for ev in events[:cut]:
             a.feed(ev)
         state = orjson.loads(orjson.dumps(a.export_state()))
         b_found: list[Violation] = []
         b_rounds: list = []
-        b = TableAuditor(events[0].table_id, select, b_found.append, b_rounds.append)
+        b = TableAuditor(events[0].table_id, select, b_found.append, b_rounds.append,
+                         released=released_writers())
         b.import_state(state)
         a_rounds: list = []
         a.on_round = a_rounds.append
@@ -136,7 +139,7 @@ def test_export_import_keeps_the_open_round_the_shoe_and_the_records() -> None:
 
 
 def test_an_unknown_state_version_is_refused() -> None:
-    a = TableAuditor("T", select, lambda v: None, lambda s: None)
+    a = TableAuditor("T", select, lambda v: None, lambda s: None, released=released_writers())
     with pytest.raises(StateError):
         a.import_state({"version": 99})
 
