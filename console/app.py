@@ -30,7 +30,17 @@ from pitwatch.topics import ALERTS_TOPIC, EVENTS_TOPIC
 
 from . import pages
 from .accounts import Accounts
-from .auth import AUTH, IDLE_S, SESSION_KEY, AuthConfig, may, peek_session, session_of
+from .auth import (
+    AUTH,
+    COOKIE,
+    IDLE_S,
+    SESSION_KEY,
+    AuthConfig,
+    cookie_session,
+    may,
+    peek_session,
+    session_of,
+)
 from .auth import routes as auth_routes
 from .data import ConsoleData, Filters, NotFound, catalogue_codes, checked_id
 from .feed import Hub, KafkaAlerts, SilentWatch, StorePoller, StoreProbe, Webhook
@@ -47,6 +57,7 @@ STATIC = Path(__file__).parent / "static"
 SNAPSHOT = 200  # alerts a page gets when it opens
 KEEPALIVE = 15.0  # seconds between comments on an idle feed (proxies close quiet streams)
 STATUS_EVERY = 3.0  # seconds between status events on an open feed
+SESSION_EVERY = 10.0  # seconds between checks that an open feed's session still holds
 QUERY_TIMEOUT = 8.0  # a page's question to the store
 MAX_BULK = 500  # findings one action may change
 
@@ -455,8 +466,11 @@ async def feed_stream(request: web.Request) -> web.StreamResponse:
     """Server-sent events: `snapshot` (the newest alerts that pass the filters, their
     triage states, the unhandled CRITICALs, the silent tables and the status), then
     `alert`, `triage`, `bad` (an undecodable message on the topic), `silent` (the set
-    of silent tables changed) and `status` (every STATUS_EVERY s and on a change)."""
+    of silent tables changed) and `status` (every STATUS_EVERY s and on a change). The
+    stream ends when its session does (a logout at any console process, checked every
+    SESSION_EVERY s)."""
     f = Filters.parse(dict(request.query))
+    session, token = session_of(request), request.cookies.get(COOKIE, "")
     hub, db = request.app[HUB], request.app[DB]
     resp = web.StreamResponse(headers={"Content-Type": "text/event-stream",
                                        "Cache-Control": "no-cache",
@@ -483,10 +497,15 @@ async def feed_stream(request: web.Request) -> web.StreamResponse:
                                            "silent": hub.silent, "at": now_ms()}))
         loop = asyncio.get_running_loop()
         next_status = loop.time() + STATUS_EVERY
+        next_session = loop.time() + SESSION_EVERY
         while True:
             try:
                 msg = await asyncio.wait_for(q.get(), max(0.05, next_status - loop.time()))
             except TimeoutError:
+                if session.via != "sso" and loop.time() >= next_session:
+                    if await cookie_session(request.app[AUTH], token) is None:
+                        break  # logged out: the page's reconnect meets the login
+                    next_session = loop.time() + SESSION_EVERY
                 await resp.write(_sse("status", {"status": hub.status(), "at": now_ms()}))
                 next_status = loop.time() + STATUS_EVERY
                 continue

@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from console.app import Settings, make_app
@@ -50,9 +51,13 @@ class OneStore:
 
 
 def test_a_session_made_at_one_process_holds_at_another_and_logout_ends_it_at_both(
-        store_dir: Path) -> None:
+        store_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Log in on one process, use the cookie on a second process over the same store;
-    logout on the second; the first refuses it."""
+    logout on the second; the first refuses it (and ends the live feed it streams)."""
+    import console.app
+
+    monkeypatch.setattr(console.app, "STATUS_EVERY", 0.1)
+    monkeypatch.setattr(console.app, "SESSION_EVERY", 0.1)
     store = OneStore(store_dir)
 
     async def main() -> None:
@@ -78,6 +83,8 @@ def test_a_session_made_at_one_process_holds_at_another_and_logout_ends_it_at_bo
                 [hashlib.sha256(token.encode()).hexdigest()]
             dump = str(store.query("SELECT * FROM console_sessions"))
             assert token not in dump and csrf_of(token) not in dump
+            feed = await first.get("/api/feed")
+            assert feed.status == 200 and await feed.content.readline() == b"event: snapshot\n"
             # a POST without the session's CSRF token is refused at the second too
             resp = await second.post("/logout", data={"csrf": "forged"},
                                      allow_redirects=False)
@@ -85,7 +92,13 @@ def test_a_session_made_at_one_process_holds_at_another_and_logout_ends_it_at_bo
             resp = await second.post("/logout", data={"csrf": csrf_of(token)},
                                      allow_redirects=False)
             assert resp.status == 302 and resp.headers["Location"] == "/login"
-            # the first process verified this session itself, and refuses it now
+            # the first process verified this session itself, and refuses it now: its
+            # open feed ends, and the next request is sent to the login
+            async def ended() -> None:
+                while await feed.content.readline():
+                    pass
+
+            await asyncio.wait_for(ended(), 10)
             again = await first.get("/floor", allow_redirects=False)
             assert again.status == 302 and again.headers["Location"].startswith("/login")
             api = await first.get("/api/search")
