@@ -47,9 +47,11 @@ class RepeatLimit(logging.Filter):
             self._seen[key] = (seen[0], seen[1] + 1)
             return False
         if seen is not None and seen[1]:
-            # the arguments are put in first: the count is text, never a placeholder
-            record.msg = (f"{record.getMessage()} ({seen[1]} more like this in the last "
-                          f"{now - seen[0]:.0f} s)")
+            # the arguments are put in first, by LogRecord's own method (a record class
+            # that escapes its message, pitwatch.terminal's, escapes it once, when the
+            # line is written): the count is text, never a placeholder
+            record.msg = (f"{logging.LogRecord.getMessage(record)} ({seen[1]} more like "
+                          f"this in the last {now - seen[0]:.0f} s)")
             record.args = None
         self._seen.pop(key, None)
         self._seen[key] = (now, 0)

@@ -325,9 +325,12 @@ def sink_process(settings: Settings, loglevel: str) -> None:
     from pitwatch.store.server import ServerStore
     from pitwatch.terminal import escape_logs
 
+    from .log_rate import limit_repeats
+
     escape_logs()
     logging.basicConfig(level=loglevel.upper(),
                         format="[%(asctime)s] [%(process)d] [%(levelname)s] %(message)s")
+    limit_repeats(logging.getLogger())  # one line an interval while a dependency is away
     for name in ("aiokafka", "kafka"):
         logging.getLogger(name).setLevel(logging.WARNING)
     parent = os.getppid()

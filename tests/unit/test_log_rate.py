@@ -79,3 +79,23 @@ def test_one_record_on_two_handlers_is_decided_once() -> None:
     root.error("broker away")
     root.error("broker away")
     assert a.lines == b.lines == ["broker away"]
+
+
+def test_an_escaped_message_is_escaped_once(
+        logged: tuple[logging.Logger, _Lines, list[float]],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A device's bytes in a held line stay escaped once (pitwatch.terminal)."""
+    from pitwatch import terminal
+
+    monkeypatch.setattr(logging, "_logRecordFactory", logging.LogRecord)
+    terminal.escape_logs()
+    logger, handler, now = logged
+    logger.warning("dead letter: %s", "bad\x1b[2Jdevice")
+    now[0] = 31.0
+    logger.warning("dead letter: %s", "bad\x1b[2Jdevice")
+    logger.warning("dead letter: %s", "bad\x1b[2Jdevice")
+    now[0] = 62.0
+    logger.warning("dead letter: %s", "bad\x1b[2Jdevice")
+    once = terminal.printable("dead letter: bad\x1b[2Jdevice")
+    assert "\x1b" not in once
+    assert handler.lines == [once, once, f"{once} (1 more like this in the last 31 s)"]
