@@ -6,6 +6,7 @@ import argparse
 import sys
 from collections import Counter
 from collections.abc import Iterable
+from pathlib import Path
 from typing import IO
 
 import orjson
@@ -13,10 +14,12 @@ import orjson
 from ..audit.run import audit_events
 from ..events.files import Rejected, expand, read_files
 from ..events.order import in_record_order
+from ..store.process import StoreProcess
 from ..terminal import printable
 from .observation import CATALOGUE, Observation
 from .rounds import FloorReader
 from .run import observe
+from .stored import store_observations
 
 
 def _clip(s: str, n: int) -> str:
@@ -45,7 +48,7 @@ class _Protect:
     help = "game-protection observations (counting, hole-card play, hold, dealer errors)"
     description = """\
 Read the event files named (JSON Lines, Avro, or directories of them) in record order,
-audit them (nothing is stored), and print the game-protection observations: seat
+audit them (the events are not stored), and print the game-protection observations: seat
 sessions whose bets follow the Hi-Lo count or whose departures from basic strategy only
 the hole card makes right, tables and dealers whose hold is more than 3 standard
 deviations from theoretical, dealers whose error rate is above the floor's. Observations
@@ -55,6 +58,7 @@ assumptions and its measured error rates).
 examples:
   pitwatch protect floor/
   pitwatch protect floor/ --format jsonl > observations.jsonl
+  pitwatch protect floor/ --data pitwatch-data     # also into the store's observations
 """
 
     def configure(self, p: argparse.ArgumentParser) -> None:
@@ -64,6 +68,10 @@ examples:
                        help="a summary and a table (default), or one JSON object a line")
         p.add_argument("--limit", type=int, default=50,
                        help="observations shown in table format (0 = all; default 50)")
+        p.add_argument("--data", metavar="DIR",
+                       help="also write the observations to the store at DIR (its "
+                            "observations table, one row per observation id: the same "
+                            "record again changes nothing)")
 
     def run(self, args: argparse.Namespace) -> int:
         floor = FloorReader()  # reads the audit's own fold: what the record accepted
@@ -82,6 +90,16 @@ examples:
             return 2
         found = observe(floor.tables, rep.violations, floor.seatings)
         out = sys.stdout
+        if args.data:
+            store = StoreProcess(Path(args.data))
+            try:
+                store.setup()
+                n = store_observations(store, found)
+            finally:
+                store.close()
+            print(f"stored {n} observations in {args.data} (pitwatch query --data "
+                  f"{args.data} \"SELECT ... FROM observations FINAL\")",
+                  file=sys.stderr if args.format == "jsonl" else out)
         if args.format == "jsonl":
             for o in found:
                 out.buffer.write(orjson.dumps(o.to_json()) + b"\n")

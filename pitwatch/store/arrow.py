@@ -27,11 +27,12 @@ from .base import StoreError, column_types, to_columns
 from .rows import event_values, row_body
 
 #: The Arrow type of each simple column type (DateTime is seconds, an unsigned 32-bit
-#: int), and the `array.array` type code of each integer one.
+#: int), and the `array.array` type code of each numeric one.
 _ARROW_NAMES = {"String": "string", "UInt8": "uint8", "UInt16": "uint16", "UInt32": "uint32",
-                "UInt64": "uint64", "Int8": "int8", "Int64": "int64", "DateTime": "uint32"}
+                "UInt64": "uint64", "Int8": "int8", "Int64": "int64", "DateTime": "uint32",
+                "Float64": "float64"}
 _INT_CODES = {"UInt8": "B", "UInt16": "H", "UInt32": "I", "UInt64": "Q", "Int8": "b",
-              "Int64": "q", "DateTime": "I"}
+              "Int64": "q", "DateTime": "I", "Float64": "d"}
 
 
 def arrow_type(ch: str) -> Any:
