@@ -217,7 +217,11 @@ def worker_registry(args: argparse.Namespace, store: Any = None) -> str:
             server.close()
     pinned = None
     try:
-        pinned = registry_pin.read(store)
+        try:
+            pinned = registry_pin.read(store)
+        except StoreError:  # a store not made yet (its database): made as the sink does
+            store.setup()
+            pinned = registry_pin.read(store)
     except StoreError as e:
         store = None
         say(f"the key registry pinned in {name} could not be read ({e}): only a registry "
