@@ -135,9 +135,14 @@ class Metrics:
         from .catch_up import PartitionReader
         from .supervise import sink_alive
 
-        probe = Probe(self.app, self.settings, self.readiness,
-                      PartitionReader(self.settings.kafka), sink_alive)
+        reader = PartitionReader(self.settings.kafka)
+        probe = Probe(self.app, self.settings, self.readiness, reader, sink_alive)
         self.app.timer(interval=PROBE_S)(probe.run)
+
+        async def close(sender: Any, /, *args: Any, **kwargs: Any) -> None:
+            await reader.stop()  # its consumer closed, not left to the garbage collector
+
+        self.app.on_before_shutdown.connect(close)
         if self.settings.web_port <= 0:
             return
 
