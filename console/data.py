@@ -220,9 +220,7 @@ class Filters:
             params["packs"] = [n for n, j in pack_jurisdictions().items()
                                if j == self.jurisdiction]
         if self.dealer and rounds is None:
-            conds.append("round_id IN (SELECT round_id FROM rounds "
-                         "WHERE dealer_id = {dealer:String})")
-            params["dealer"] = self.dealer
+            raise ValueError("a dealer filter needs its rounds (ConsoleData.rounds_of)")
         if self.seat is not None:
             conds.append("seat = {seat:UInt8}")
             params["seat"] = self.seat
@@ -545,10 +543,12 @@ class ConsoleData:
             "count() AS rounds, countIf(complete = 0) AS incomplete, "
             "sum(wagered) AS wagered, sum(paid) AS paid, sum(collected) AS collected, "
             "groupArray(round_id) AS ids FROM rounds FINAL "
-            "WHERE toUInt64(started) * 1000 + started_ms >= {lo:UInt64} "
+            "WHERE started >= toDateTime({los:UInt32}) AND started <= toDateTime({his:UInt32}) "
+            "AND toUInt64(started) * 1000 + started_ms >= {lo:UInt64} "
             "AND toUInt64(started) * 1000 + started_ms < {hi:UInt64} "
             "GROUP BY table_id, dealer_id ORDER BY table_id, dealer_id",
-            {"lo": lo_ms, "hi": hi_ms})
+            {"lo": lo_ms, "hi": hi_ms, "los": lo_ms // 1000,
+             "his": min(hi_ms // 1000, 2**32 - 1)})
         out = []
         for r in rounds:
             pairs = [(r["table_id"], rid) for rid in r["ids"]]
