@@ -62,7 +62,13 @@ import orjson  # noqa: E402
 
 from pitwatch.events import avro, jsonl, limits, native  # noqa: E402
 from pitwatch.events.files import read_avro  # noqa: E402
-from pitwatch.events.model import Event, HoleCardChecked, RoundEnded  # noqa: E402
+from pitwatch.events.model import (  # noqa: E402
+    Event,
+    HoleCardChecked,
+    PlayerLeft,
+    PlayerSeated,
+    RoundEnded,
+)
 from pitwatch.events.schema import plain_schema  # noqa: E402
 
 
@@ -472,6 +478,10 @@ def make_corpus(seed: int) -> None:
     seen.setdefault("HoleCardChecked", avro.encode(Event(
         peek.event_id, peek.table_id, peek.device_id, peek.seq, peek.ts, peek.round_id,
         peek.prev_digest, HoleCardChecked(False))))
+    for seat_event in (PlayerSeated(3, "LOYAL-000172", "RATED"), PlayerLeft(3)):  # v6
+        seen.setdefault(type(seat_event).__name__, avro.encode(Event(
+            peek.event_id, peek.table_id, peek.device_id, peek.seq, peek.ts, None,
+            peek.prev_digest, seat_event)))
     for name, body in seen.items():
         (CORPUS / "events" / f"{name}.bin").write_bytes(body)
     for i in range(6):
