@@ -141,9 +141,8 @@ or a key registry that cannot be read."""
             store = StoreProcess(data)  # chDB's work on a core of its own
             store.setup()
         try:
-            loaded = load_registry(args.keys, inputs=args.paths,
-                                   pinned=None if store is None else registry_pin.read(
-                                       store, data),
+            pinned = None if store is None else registry_pin.read(store, data)
+            loaded = load_registry(args.keys, inputs=args.paths, pinned=pinned,
                                    store_name=f"the store {args.data}",
                                    site_public_key_file=args.site_public_key)
         except KeyRegistryError as e:
@@ -199,7 +198,9 @@ or a key registry that cannot be read."""
                                   keep_violations=not jsonl, keys=keys, finish=finish)
             # the store keeps the registry it was audited against, once the audit is done
             replaced = None
-            if keys is not None and not args.no_store and (rep.events or not args.paths):
+            if (keys is not None and not args.no_store and (rep.events or not args.paths)
+                    and (pinned is None
+                         or (pinned.raw, pinned.signature) != (loaded.raw, loaded.signature))):
                 replaced = _pin(store, data, loaded)
         finally:
             rejects.close()
