@@ -391,7 +391,7 @@ async def oidc_callback(request: web.Request) -> web.Response:
         log.warning("console: single sign-on refused: %s", err)
         return refused(str(err), 403)
     sid = await new_session(cfg, user, role, "oidc")
-    nxt = pending.next_url
+    nxt = _safe_next(pending.next_url)  # the cookie's: checked again as it is used
     from .html import page
 
     resp = web.Response(text=page("Signed in", f'<h1>Signed in</h1><p>as {e(user)} '

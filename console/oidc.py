@@ -159,7 +159,7 @@ def public_key(jwk: dict[str, Any]) -> rsa.RSAPublicKey | ec.EllipticCurvePublic
 
 def verify_signature(alg: str, key: Any, signed: bytes, sig: bytes) -> bool:
     try:
-        if alg == "RS256" and isinstance(key, rsa.RSAPublicKey):
+        if alg == "RS256" and isinstance(key, rsa.RSAPublicKey) and key.key_size >= 2048:
             key.verify(sig, signed, padding.PKCS1v15(), hashes.SHA256())
             return True
         if alg == "ES256" and isinstance(key, ec.EllipticCurvePublicKey) and len(sig) == 64:
@@ -327,7 +327,7 @@ class Oidc:
         pending = Pending.from_cookie(cookie)
         if not state or not hmac.compare_digest(state.encode(), pending.state.encode()):
             raise OidcError("this sign-in was not started in this browser: start again")
-        if not 0 <= time.time() - pending.started <= PENDING_S:
+        if not -LEEWAY_S <= time.time() - pending.started <= PENDING_S:
             raise OidcError("this sign-in took too long: start again")
         now = time.monotonic()
         while self.used and (len(self.used) >= MAX_PENDING

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import hashlib
+import hmac
 import html
 import secrets
 import time
@@ -22,7 +23,7 @@ import orjson
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
-from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 
@@ -114,12 +115,16 @@ class IdP:
                                   "id_token": self.sign(claims)})
 
     def sign(self, claims: dict[str, Any]) -> str:
-        alg = {"ES256": "ES256", "none": "none"}.get(self.mode, "RS256")
+        alg = {"ES256": "ES256", "none": "none", "HS256": "HS256"}.get(self.mode, "RS256")
         kid = "ec1" if alg == "ES256" else "rsa1"
         head = b64(orjson.dumps({"alg": alg, "kid": kid, "typ": "JWT"}))
         signed = f"{head}.{b64(orjson.dumps(claims))}".encode()
         if alg == "none":
             return signed.decode() + "."
+        if alg == "HS256":  # the public key as an HMAC secret: algorithm confusion
+            pem = self.rsa.public_key().public_bytes(
+                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+            return f"{signed.decode()}.{b64(hmac.new(pem, signed, 'sha256').digest())}"
         if alg == "ES256":
             r, s = decode_dss_signature(self.ec.sign(signed, ec.ECDSA(hashes.SHA256())))
             sig = r.to_bytes(32, "big") + s.to_bytes(32, "big")
@@ -224,6 +229,7 @@ def _db_key() -> Any:
     ("wrong-nonce", "nonce is not this login's"),
     ("wrong-iss", "another issuer"),
     ("none", "algorithm is not one the console takes"),
+    ("HS256", "algorithm is not one the console takes"),
 ])
 def test_a_token_that_fails_a_check_is_refused(store_dir: Path, mode: str, said: str) -> None:
     async def check(console: TestClient[Any, Any], idp: IdP,
@@ -327,3 +333,14 @@ def test_serve_takes_oidc_from_flags_or_the_environment_and_the_secret_from_a_fi
     secret.chmod(0o644)  # a secret others may read is refused
     with pytest.raises(ValueError, match="oidc-client-secret-file"):
         oidc_config(parsed("--oidc-client-secret-file", str(secret)))
+
+
+def test_an_rsa_key_under_2048_bits_is_not_trusted() -> None:
+    from console.oidc import verify_signature
+
+    weak = rsa.generate_private_key(public_exponent=65537, key_size=1024)
+    strong = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    for key, ok in ((weak, False), (strong, True)):
+        sig = key.sign(b"a.b", padding.PKCS1v15(), hashes.SHA256())
+        assert verify_signature("RS256", key.public_key(), b"a.b", sig) is ok
+        assert verify_signature("RS256", key.public_key(), b"a.c", sig) is False
