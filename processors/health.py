@@ -9,7 +9,8 @@
 
 A check not asked yet, or whose last answer is older than STALE_S, is not ready: the
 worker never says ok on old news. Each change of a check's state is one log line
-(ERROR when it fails, WARNING when it is back), not one per failed attempt.
+(ERROR when it fails, WARNING when it is back or has not passed yet since the start),
+not one per failed attempt.
 """
 
 from __future__ import annotations
@@ -27,9 +28,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("pitwatch.worker")
 
 #: seconds between two rounds of checks
-PROBE_S = 5.0
-#: a check's answer older than this is no answer
-STALE_S = 3 * PROBE_S
+PROBE_S = 2.0
+#: a check's answer older than this is no answer (a few rounds: one slow answer, up to
+#: ASK_S, is not an outage)
+STALE_S = 15.0
 #: how long one check may wait for its answer
 ASK_S = 3.0
 
@@ -51,7 +53,9 @@ class Readiness:
         self._answers[name] = (ok, detail, self.clock())
         if ok and before is not None and not before[0]:
             log.warning("%s is back: %s", name, detail or "ok")
-        elif not ok and (before is None or before[0]):
+        elif not ok and before is None:  # starting: not yet, rather than lost
+            log.warning("not ready yet: %s: %s", name, detail)
+        elif not ok and before is not None and before[0]:
             log.error("not ready: %s: %s (said again only when it changes)", name, detail)
 
     def ok(self, name: str) -> bool:

@@ -186,3 +186,15 @@ def test_a_check_logs_its_changes_not_each_answer(caplog: pytest.LogCaptureFixtu
         "not ready: kafka: no answer (KafkaConnectionError) (said again only when it "
         "changes)",
         "kafka is back: ok"]
+
+
+def test_a_check_not_passed_since_the_start_is_a_warning(
+        caplog: pytest.LogCaptureFixture) -> None:
+    r = Readiness(["partitions"], clock=lambda: 0.0)
+    with caplog.at_level(logging.WARNING, logger="pitwatch.worker"):
+        r.report("partitions", False, "none assigned to this worker")
+        r.report("partitions", False, "none assigned to this worker")
+        r.report("partitions", True, "4 assigned")
+    assert [(rec.levelname, rec.getMessage()) for rec in caplog.records] == [
+        ("WARNING", "not ready yet: partitions: none assigned to this worker"),
+        ("WARNING", "partitions is back: 4 assigned")]
