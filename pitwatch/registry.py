@@ -64,7 +64,7 @@ class Loaded:
     def site_words(self) -> str:
         """SITE_VERIFIED or SITE_NOT_CHECKED (for a registry; none: NOT_CHECKED)."""
         if self.registry is None:
-            return f"{NOT_CHECKED}: no key registry ({WHERE_KEYS}, or one pinned in the store)"
+            return f"{NOT_CHECKED}: no key registry ({WHERE_KEYS})"
         return SITE_VERIFIED if self.site_checked else SITE_NOT_CHECKED
 
     def lines(self) -> list[str]:

@@ -75,7 +75,8 @@ SITE_PUBLIC_KEY_ENV: Final = "PITWATCH_SITE_PUBLIC_KEY"
 #: What every summary and case says when no registry was there to check signatures.
 NOT_CHECKED: Final = "signatures NOT CHECKED"
 #: Where a registry comes from, for the messages that say none was found.
-WHERE_KEYS: Final = f"--keys FILE, ${KEYS_ENV}, or {KEYS_FILE} beside the input"
+WHERE_KEYS: Final = (f"--keys FILE, ${KEYS_ENV}, {KEYS_FILE} beside the input, or one "
+                     "pinned in the store")
 
 
 class KeyRegistryError(ValueError):

@@ -79,7 +79,7 @@ def test_the_loader_checks_the_site_signature_only_when_given_the_site_key(
         f"{hashlib.sha256((site / 'tampered.json').read_bytes()).hexdigest()}",
         SITE_NOT_CHECKED]
     assert load_registry(None).lines() == [
-        "signatures NOT CHECKED: no key registry (--keys FILE, $PITWATCH_KEYS, or keys.json "
+        "signatures NOT CHECKED: no key registry (--keys FILE, $PITWATCH_KEYS, keys.json "
         "beside the input, or one pinned in the store)"]
 
 

@@ -130,8 +130,8 @@ def test_the_audit_checks_signatures_wherever_a_registry_is_and_says_when_none_i
     keys.rename(tmp_path / "site-keys.json")
     none = _pitwatch("audit", "floor", "--no-store", "--quiet", cwd=tmp_path)
     assert none.returncode == 0
-    assert "signatures NOT CHECKED: no key registry (--keys FILE, $PITWATCH_KEYS, or " \
-        "keys.json beside the input)" in none.stdout
+    assert "signatures NOT CHECKED: no key registry (--keys FILE, $PITWATCH_KEYS, " \
+        "keys.json beside the input, or one pinned in the store)" in none.stdout
     assert "signatures: verified" not in none.stdout
     refused = _pitwatch("audit", "floor", "--no-store", "--quiet", "--require-signatures",
                         cwd=tmp_path)
