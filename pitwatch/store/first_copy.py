@@ -1,10 +1,10 @@
 """The first copy of an event wins in the store: before a batch of events is inserted,
-the rows the store already holds under the batch's event ids are read (by table, through
-`events`' sort key prefix), and each event of the batch is sorted against them and
-against the batch's own earlier events: new (insert it), the same event again (an
-identical copy: nothing to insert, the first row stays) or a different copy under a
-recorded event id (never inserted: the caller sends it to its dead letters with the
-reason given here).
+the rows the store already holds under the batch's event ids are read (by table, their
+device times from the `event_ids` index, then through `events`' sort key), and each
+event of the batch is sorted against them and against the batch's own earlier events:
+new (insert it), the same event again (an identical copy: nothing to insert, the first
+row stays) or a different copy under a recorded event id (never inserted: the caller
+sends it to its dead letters with the reason given here).
 
 `events` is a ReplacingMergeTree whose last row of a key wins a merge, and a copy with
 another device time is another key altogether: without this check a later copy would
@@ -22,6 +22,7 @@ from typing import Any, Generic, TypeVar
 from ..events.jsonl import InvalidEvent, to_json
 from ..events.model import Event
 from .base import Store
+from .lookup import rows_by_id
 from .rows import EVENT_COLUMNS, stored_event
 
 T = TypeVar("T")
@@ -47,10 +48,7 @@ def stored_copies(store: Store, table_id: str, event_ids: Sequence[str]
     out: dict[str, Event | InvalidEvent] = {}
     ids = sorted(set(event_ids))
     for i in range(0, len(ids), IDS_A_QUERY):
-        for r in store.query(
-                f"SELECT {EVENT_COLUMNS} FROM events FINAL WHERE table_id = {{t:String}} "
-                "AND event_id IN {ids:Array(String)}",
-                {"t": table_id, "ids": tuple(ids[i:i + IDS_A_QUERY])}):
+        for r in rows_by_id(store, table_id, ids[i:i + IDS_A_QUERY], EVENT_COLUMNS):
             try:
                 out[r["event_id"]] = stored_event(r)
             except InvalidEvent as e:

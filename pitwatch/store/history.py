@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import orjson
 
@@ -131,20 +132,17 @@ def continue_history(store: Store, auditor: TableAuditor, ev: Event) -> None:
     records of the first). Findings and rounds of the history are not raised again.
     Refuses (`HistoryConflict`) when the store holds a different event under this
     event's device and seq: another floor's history with the same ids."""
-    rows = store.query("SELECT event_id, pos FROM events FINAL WHERE table_id = {t:String} "
-                       "AND device_id = {d:String} AND seq = {s:UInt64}",
-                       {"t": ev.table_id, "d": ev.device_id, "s": ev.seq})
-    if any(r["event_id"] != ev.event_id for r in rows):
+    rows = lookup.at_seq(store, ev.table_id, ev.device_id, ev.seq)
+    if any(e != ev.event_id for e, _ in rows):
         raise HistoryConflict(
             f"the store already holds another history of table {ev.table_id}: "
-            f"{ev.device_id} seq {ev.seq} is event {rows[0]['event_id']} there and "
+            f"{ev.device_id} seq {ev.seq} is event {rows[0][0]} there and "
             f"{ev.event_id} here (another floor with the same ids?); audit it into its "
             "own store with --data DIR")
-    top = store.query("SELECT max(pos) AS p, count() AS n FROM events FINAL "
-                      "WHERE table_id = {t:String}", {"t": ev.table_id})
-    if not top or not int(top[0]["n"]):
+    extent = lookup.table_extent(store, ev.table_id)
+    if extent is None:
         return
-    before = int(rows[0]["pos"]) if rows else int(top[0]["p"]) + 1
+    before = rows[0][1] if rows else extent[1] + 1
     if resume_state(store, auditor, ev.table_id, before) is not None:
         return
     bring_up_to(store, auditor, ev.table_id, before)
@@ -177,10 +175,7 @@ class Standing:
 
 def last_seqs(store: Store, table_id: str, upto: int) -> dict[str, int]:
     """Each device's last seq among the table's stored events up to position `upto`."""
-    rows = store.query("SELECT device_id, max(seq) AS s FROM events FINAL WHERE table_id = "
-                       "{t:String} AND pos <= {p:UInt64} GROUP BY device_id",
-                       {"t": table_id, "p": upto})
-    return {r["device_id"]: int(r["s"]) for r in rows}
+    return lookup.seqs_upto(store, table_id, upto)
 
 
 def resume_state(store: Store, auditor: TableAuditor, table_id: str,
@@ -192,10 +187,7 @@ def resume_state(store: Store, auditor: TableAuditor, table_id: str,
     the stored events disagree with it (each device's last seq at its position: a run
     that stored its state but not all its events, or events another writer stored
     since): the caller then replays the history (`context`)."""
-    where = "" if before is None else " AND pos < {b:UInt64}"
-    rows = store.query("SELECT pos, clock, state FROM audit_states FINAL WHERE table_id = "
-                       "{t:String}" + where + " ORDER BY pos DESC LIMIT 1",
-                       {"t": table_id, "b": before or 0})
+    rows = _state_before(store, table_id, before)
     if not rows:
         return None
     pos = int(rows[0]["pos"])
@@ -218,6 +210,27 @@ def resume_state(store: Store, auditor: TableAuditor, table_id: str,
                     pos, clock[st.event.device_id] = st.pos, max(
                         st.event.seq, clock.get(st.event.device_id, 0))
     return Standing(pos, clock)
+
+
+def _state_before(store: Store, table_id: str, before: int | None) -> list[dict[str, Any]]:
+    """The table's latest stored audit state before position `before` (None: of all),
+    read in windows of positions back from there through `audit_states`' sort key."""
+    extent = lookup.table_extent(store, table_id)
+    top = store.query("SELECT max(pos) AS p, count() AS n FROM audit_states "
+                      "WHERE table_id = {t:String} AND pos >= {a:UInt64}",
+                      {"t": table_id, "a": 0 if extent is None else extent[1]})
+    hi = (int(top[0]["p"]) + 1 if top and int(top[0]["n"]) else
+          0 if extent is None else extent[1] + 1) if before is None else before
+    width = lookup.WINDOW
+    while hi > 0:
+        lo = max(0, hi - width)
+        rows = store.query("SELECT pos, clock, state FROM audit_states FINAL WHERE "
+                           "table_id = {t:String} AND pos >= {a:UInt64} AND pos < {b:UInt64} "
+                           "ORDER BY pos DESC LIMIT 1", {"t": table_id, "a": lo, "b": hi})
+        if rows:
+            return rows
+        hi, width = lo, width * 4
+    return []
 
 
 def books_open(store: Store) -> list[str]:
@@ -250,7 +263,4 @@ def recent_positions(store: Store, table_id: str, upto: int, n: int) -> dict[str
     event id: what a record clock that had met them would hold in its window of recent
     ids (`order.WINDOW`), so that a redelivery of one of them in a later run keeps its
     place, as in one run."""
-    return {r["event_id"]: int(r["pos"]) for r in store.query(
-        "SELECT event_id, pos FROM events FINAL WHERE table_id = {t:String} AND "
-        "pos <= {p:UInt64} ORDER BY pos DESC LIMIT {n:UInt64}",
-        {"t": table_id, "p": upto, "n": n})}
+    return lookup.recent(store, table_id, upto, n)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .base import VIEW, Store, StoreError, ddl_statements
+from .order import STRIDE
 from .rows import EVENT_COLUMNS, stored_event
 
 #: A position moves 1,024 an event (pitwatch/store/order.py): a window of this many
@@ -36,7 +37,9 @@ TIME_GAP = 600
 MIGRATIONS = {"lookups-1": ("event_positions", "event_marks", "table_devices",
                             "round_index", "round_starts", "dealer_rounds",
                             "violation_codes"),
-              "lookups-2": ("round_violations",)}
+              "lookups-2": ("round_violations",),
+              "lookups-3": ("event_ids", "device_seqs")}
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,6 +320,80 @@ def device_events_back(store: Store, table_id: str, device_id: str, since_seq: i
                                                             int(r["t"]))
         hi, width = lo, width * 4
     return [out[k] for k in sorted(out)]
+
+
+def rows_by_id(store: Store, table_id: str, event_ids: Iterable[str], columns: str
+               ) -> list[dict[str, Any]]:
+    """Every row of `events` (`columns`, with `event_id`) the table holds under
+    `event_ids` (a copy under another device time is a row of its own): their device
+    times from `event_ids`, then the rows through `events`' sort key (table, device
+    time)."""
+    ids = _ids(event_ids)
+    if not ids:
+        return []
+    at = [Located(int(r["pos"]), r["event_id"], int(r["t"])) for r in store.query(
+        "SELECT event_id, pos, toUInt32(ts) AS t FROM event_ids WHERE table_id = "
+        "{t:String} AND event_id IN {e:Array(String)}", {"t": table_id, "e": ids})]
+    out: list[dict[str, Any]] = []
+    for run in _time_runs(at):  # runs apart in time: a row is in one of them alone
+        out += store.query(
+            f"SELECT {columns}, event_id, toUInt32(ts) AS ts_s, ts_ms AS ts_ms_ FROM "
+            "events FINAL WHERE table_id = {t:String} AND ts >= toDateTime({a:UInt32}) "
+            "AND ts <= toDateTime({z:UInt32}) AND event_id IN {e:Array(String)}",
+            {"t": table_id, "a": run[0].ts, "z": run[-1].ts,
+             "e": _ids(x.event_id for x in run)})
+    out.sort(key=lambda r: (r["event_id"], int(r["ts_s"]), int(r["ts_ms_"])))
+    return [{k: v for k, v in r.items() if k not in ("ts_s", "ts_ms_")} for r in out]
+
+
+def at_seq(store: Store, table_id: str, device_id: str, seq: int) -> list[tuple[str, int]]:
+    """(event id, position) of each stored event of the device at `seq`."""
+    return [(r["event_id"], int(r["pos"])) for r in store.query(
+        "SELECT event_id, pos FROM device_seqs FINAL WHERE table_id = {t:String} AND "
+        "device_id = {d:String} AND seq = {s:UInt64} ORDER BY pos, event_id",
+        {"t": table_id, "d": device_id, "s": seq})]
+
+
+def seqs_upto(store: Store, table_id: str, upto: int) -> dict[str, int]:
+    """Each device's largest seq among the table's events at positions up to `upto`:
+    the seq of its last event there that moved it forward on the record clock (at a
+    multiple of `order.STRIDE`: a conflicting, late or restarted copy never does), read in
+    windows back from `upto`."""
+    firsts = device_firsts(store, table_id)
+    wanted = {d for d, f in firsts.items() if f <= upto}
+    found: dict[str, int] = {}
+    hi, width = upto + 1, WINDOW
+    low = min((firsts[d] for d in wanted), default=hi)
+    while wanted - found.keys() and hi > low:
+        lo = max(low, hi - width)
+        for r in store.query(
+                "SELECT device_id, argMax(seq, pos) AS s FROM event_positions WHERE "
+                "table_id = {t:String} AND pos >= {a:UInt64} AND pos < {b:UInt64} AND "
+                "pos % {k:UInt64} = 0 AND device_id IN {d:Array(String)} GROUP BY device_id",
+                {"t": table_id, "a": lo, "b": hi, "k": STRIDE,
+                 "d": _ids(wanted - found.keys())}):
+            found[r["device_id"]] = int(r["s"])
+        hi, width = lo, width * 4
+    return found
+
+
+def recent(store: Store, table_id: str, upto: int, n: int) -> dict[str, int]:
+    """The positions of the table's last `n` events at positions up to `upto`, by
+    event id, read in windows back from `upto`."""
+    extent = table_extent(store, table_id)
+    out: dict[str, int] = {}
+    if extent is None:
+        return out
+    hi, width = upto + 1, WINDOW
+    while len(out) < n and hi > extent[0]:
+        lo = max(extent[0], hi - width)
+        for r in store.query(
+                "SELECT event_id, pos FROM event_positions FINAL WHERE table_id = {t:String} "
+                "AND pos >= {a:UInt64} AND pos < {b:UInt64} ORDER BY pos DESC, event_id DESC "
+                "LIMIT {n:UInt64}", {"t": table_id, "a": lo, "b": hi, "n": n - len(out)}):
+            out[r["event_id"]] = int(r["pos"])
+        hi, width = lo, width * 4
+    return out
 
 
 # ---------------------------------------------------------------- rounds

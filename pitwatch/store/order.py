@@ -24,7 +24,6 @@ latest stored event, so a re-read batch gets the positions it had the first time
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from ..events.model import Event
 from ..events.native import Clock, recent_ids, record_clock
@@ -123,12 +122,16 @@ class Positions:
 
 
 def resume(store: Store, clock: Clock, ev: Event) -> None:
-    """Set `clock` to where `ev`'s table stands in `store` when `ev` comes in."""
-    at = store.query("SELECT pos FROM events FINAL WHERE table_id = {t:String} AND "
-                     "event_id = {e:String}", {"t": ev.table_id, "e": ev.event_id})
+    """Set `clock` to where `ev`'s table stands in `store` when `ev` comes in: the event
+    found by its id (`event_ids`), each device's seq before it by position (`lookup`)."""
+    from .lookup import seqs_upto, table_extent  # lookup reads positions by STRIDE
+
+    at = [int(r["pos"]) for r in store.query(
+        "SELECT pos FROM event_ids WHERE table_id = {t:String} AND event_id = {e:String} "
+        "ORDER BY pos LIMIT 1", {"t": ev.table_id, "e": ev.event_id})]
     if at:
-        pos = int(at[0]["pos"])
-        rows = _last_seqs(store, ev.table_id, "AND pos < {p:UInt64}", {"p": pos})
+        pos = at[0]
+        rows = seqs_upto(store, ev.table_id, pos - 1) if pos else {}
         # stand just before it: the event itself then takes the position it had
         resume_at(clock, pos, rows)
         if ev.seq > rows.get(ev.device_id, 0):
@@ -137,15 +140,6 @@ def resume(store: Store, clock: Clock, ev: Event) -> None:
         else:
             clock.extra -= 1
         return
-    top = store.query("SELECT max(pos) AS p, count() AS n FROM events FINAL "
-                      "WHERE table_id = {t:String}", {"t": ev.table_id})
-    if top and int(top[0]["n"]):
-        resume_at(clock, int(top[0]["p"]), _last_seqs(store, ev.table_id, "", {}))
-
-
-def _last_seqs(store: Store, table_id: str, where: str, params: dict[str, Any]
-               ) -> dict[str, int]:
-    rows = store.query("SELECT device_id, max(seq) AS s FROM events FINAL WHERE table_id = "
-                       "{t:String} " + where + " GROUP BY device_id",
-                       {"t": table_id, **params})
-    return {r["device_id"]: int(r["s"]) for r in rows}
+    extent = table_extent(store, ev.table_id)
+    if extent is not None:
+        resume_at(clock, extent[1], seqs_upto(store, ev.table_id, extent[1]))

@@ -20,9 +20,16 @@ import pytest
 
 from pitwatch.address import host_port
 from pitwatch.audit.run import audit_events
-from pitwatch.store import lookup
+from pitwatch.engine.auditor import TableAuditor
+from pitwatch.events.model import Event
+from pitwatch.events.schema import released_writers
+from pitwatch.packs.registry import select
+from pitwatch.store import history, lookup
 from pitwatch.store.base import Store, StoreError
 from pitwatch.store.embedded import EmbeddedStore
+from pitwatch.store.first_copy import stored_copies
+from pitwatch.store.order import Positions
+from pitwatch.store.rows import EVENT_COLUMNS, stored_event
 from producers.history import copy_floor
 from producers.simulate import simulate_floor
 from replay.case import Selection
@@ -95,6 +102,14 @@ def _lookups(store: Store) -> dict[str, object]:
                         "rounds FINAL WHERE round_id = {r:String}", {"r": rounds[0]})[0]
     code = store.query("SELECT code FROM violations FINAL WHERE position(round_id, '~') = 0 "
                        "ORDER BY code LIMIT 1")[0]["code"]
+    tid = first["table_id"]
+    mid = store.query("SELECT pos, event_id, device_id, seq FROM events FINAL WHERE "
+                      "table_id = {t:String} AND position(event_id, '~') = 0 ORDER BY pos "
+                      "LIMIT 1 OFFSET 200", {"t": tid})[0]
+    state = int(store.query("SELECT max(pos) AS p FROM audit_states WHERE table_id = "
+                            "{t:String}", {"t": tid})[0]["p"])
+    ev = stored_event(store.query(f"SELECT {EVENT_COLUMNS} FROM events FINAL WHERE "
+                                  "event_id = {e:String}", {"e": mid["event_id"]})[0])
     _bounded(store, BOUND)
     try:
         rebuilt = {r: rebuild(store, r) for r in rounds}
@@ -112,9 +127,25 @@ def _lookups(store: Store) -> dict[str, object]:
                 end_ms=int(first["s"]) + 3_600_000))],
             "code": sorted(p for p in lookup.select_rounds(store, lookup.RoundQuery(
                 code=code)) if "~" not in p[1]),
+            # the audit's and the writers' own reads of the history
+            "context": history.context_of(store, tid, int(mid["pos"])),
+            "last seqs": history.last_seqs(store, tid, int(mid["pos"])),
+            "recent": history.recent_positions(store, tid, int(mid["pos"]), 300),
+            "at seq": lookup.at_seq(store, tid, mid["device_id"], int(mid["seq"])),
+            "copies": stored_copies(store, tid, [mid["event_id"]]),
+            "clock": _clock(store, ev),
+            "state": history.resume_state(store, TableAuditor(
+                tid, select, lambda v: None, lambda r: None, released=released_writers()),
+                tid, state + 1),
         }
     finally:
         _bounded(store, 0)
+
+
+def _clock(store: Store, ev: Event) -> tuple[int, int, dict[str, int]]:
+    """Where a writer resuming at `ev` (stored already) stands its table's record clock."""
+    clock = Positions(store).clock(ev)
+    return clock.total, clock.extra, dict(clock.last)
 
 
 def test_round_and_table_hour_lookups_read_no_more_rows_with_41_times_the_history(
@@ -133,6 +164,8 @@ def test_round_and_table_hour_lookups_read_no_more_rows_with_41_times_the_histor
         before * (COPIES + 1) > 2 * BOUND
     big = _lookups(store)
     assert big == small
+    assert small["last seqs"] and small["recent"] and small["at seq"] and small["copies"]
+    assert small["state"] is not None
     # the bound is one the scan of the history fails: the round lookup replaced
     _bounded(store, BOUND)
     try:
