@@ -756,3 +756,67 @@ def test_floor_and_table_pages(console: Serve, browser: Any) -> None:
     assert "$" in browser.find_element("css selector", "table.dealers").text
     shot(browser, "table")
 
+
+
+# --- single sign-on -------------------------------------------------------------------------
+
+def test_oidc_sign_in_in_the_browser(browser: Any, tmp_path: Path) -> None:
+    """OpenID Connect in a real browser: the issuer's redirect back is a navigation from
+    another site, so the SameSite=Strict session cookie must be set by a page that moves
+    on by itself. The in-process issuer of tests/unit/test_console_oidc.py, the console
+    over an embedded store, both on loopback in a thread of their own."""
+    import asyncio
+
+    from aiohttp import web
+
+    from console.app import Settings, make_app
+    from console.oidc import OidcConfig, parse_roles
+    from pitwatch.store.embedded import EmbeddedStore
+    from tests.unit.test_console_oidc import CLIENT, IdP
+
+    store = EmbeddedStore(tmp_path / "data")
+    store.setup()
+    idp = IdP()
+    loop = asyncio.new_event_loop()
+    runners: list[web.AppRunner] = []
+    port = _free_port()
+
+    async def start() -> None:
+        at_idp = web.AppRunner(idp.app())
+        await at_idp.setup()
+        site_ = web.TCPSite(at_idp, "127.0.0.1", 0)
+        await site_.start()
+        idp.issuer = f"http://127.0.0.1:{at_idp.addresses[0][1]}"
+        cfg = OidcConfig(issuer=idp.issuer, client_id=CLIENT,
+                         redirect_uri=f"http://127.0.0.1:{port}/login/oidc/callback",
+                         roles=parse_roles(["pit-bosses=supervisor"]))
+        app = make_app(store, Settings(poll_every=None, users=tmp_path / "users.json",
+                                       oidc=cfg))
+        console_ = web.AppRunner(app)
+        await console_.setup()
+        await web.TCPSite(console_, "127.0.0.1", port).start()
+        runners.extend([console_, at_idp])
+
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        asyncio.run_coroutine_threadsafe(start(), loop).result(60)
+        url = f"http://127.0.0.1:{port}"
+        browser.delete_all_cookies()
+        browser.get(url + "/floor")
+        wait(browser).until(lambda d: "/login" in d.current_url)
+        browser.find_element("id", "login-oidc").click()
+        wait(browser).until(lambda d: d.find_elements(
+            "css selector", 'meta[name="pitwatch-user"][content="ana"]')
+            and d.current_url == url + "/floor")
+        assert "supervisor" in browser.find_element("css selector", ".who").text
+        assert idp.verified_pkce == 1
+        shot(browser, "oidc-signed-in")
+    finally:
+        async def stop() -> None:
+            for r in runners:
+                await r.cleanup()
+
+        asyncio.run_coroutine_threadsafe(stop(), loop).result(60)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(30)
