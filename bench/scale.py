@@ -9,7 +9,11 @@ ROUND` runs) and `build_case` (what `pitwatch investigate --table T --from --to`
 before it writes the folder). Each figure is the median of --repeat runs.
 
     .venv/bin/python bench/scale.py [--sizes 250000,1000000,10000000] [--repeat 7]
-        [--clickhouse 127.0.0.1:39000] [--data DIR]
+        [--clickhouse 127.0.0.1:39000] [--cluster HOST:PORT,...] [--data DIR]
+
+Then the sink's sustained insert rate (its write path: first copies, then insert) into
+chDB, the one server and the cluster (`--cluster`, `--cluster-name`), one after the
+other in the same run, each against the first.
 
 Target (issue 33, done when): with 40x the history, a replay and a one-table-hour
 investigation take at most 1.3x as long.
@@ -29,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pitwatch.address import host_port
+from pitwatch.address import host_port, host_ports
 from pitwatch.audit.run import audit_events
 from pitwatch.store.base import Store
 from producers.history import copy_floor, extent
@@ -153,6 +157,68 @@ def run(backend: str, wheres: list[str], sizes: list[int], tables: int, rounds: 
               f"{r_rep:>5.2f}x  {inv * 1000:>14.1f}  {r_inv:>5.2f}x", flush=True)
 
 
+#: Events a batch of the sink (processors/settings.py: `sink_batch_rows`).
+SINK_BATCH = 5000
+
+
+def insert_side(conn: Connection, backend: str, where: str, cluster: str, n: int) -> None:
+    """A worker measuring the sink's write path into one store: each batch of `n`
+    events sorted against what the store holds (`first_copies`, the first copy wins)
+    and inserted (`insert_distributed_sync` on a cluster: an insert returns once every
+    shard holds its rows), positions from the record clocks; sends (events, seconds)."""
+    from pitwatch.store.first_copy import first_copies
+    from pitwatch.store.order import Positions
+    from pitwatch.store.rows import event_row
+
+    drop = ""
+    if backend == "chDB":
+        store = open_side(backend, where)
+    else:
+        from dataclasses import replace
+
+        from pitwatch.connect import CLICKHOUSE_PORT, ClickHouseAuth
+        from pitwatch.store.server import ServerStore
+
+        address, _, db = where.rpartition(":")
+        (host, port), *alt = host_ports(address, CLICKHOUSE_PORT)
+        server = ServerStore(host, port, db, auth=replace(ClickHouseAuth.from_env(),
+                                                          cluster=cluster), alt_hosts=alt)
+        drop = f"DROP DATABASE IF EXISTS {db}" + (f" ON CLUSTER {cluster}" if cluster else "")
+        server._admin.execute(drop)
+        store = server
+    store.setup()
+    tables = max(1, n // 20_000)
+    events = simulate_floor(tables, max(1, n // (tables * 45)), 34, 0.0)[0][:n]
+    positions = Positions(store)
+    t0 = time.perf_counter()
+    for i in range(0, len(events), SINK_BATCH):
+        batch = [(ev, event_row(ev, positions.of(ev))) for ev in events[i:i + SINK_BATCH]]
+        store.insert("events", first_copies(store, batch).new)
+    conn.send((len(events), time.perf_counter() - t0))
+    if drop:
+        server._admin.execute(drop)
+    store.close()
+
+
+def insert_rates(targets: list[tuple[str, str, str]], n: int) -> None:
+    """The sink's sustained insert rate into each target (name, where, cluster), one
+    after the other in this run, each against the first."""
+    ctx = mp.get_context("spawn")
+    rates: list[tuple[str, int, float]] = []
+    for name, where, cluster in targets:
+        mine, theirs = ctx.Pipe()
+        proc = ctx.Process(target=insert_side, args=(theirs, name, where, cluster, n))
+        proc.start()
+        got, secs = mine.recv()
+        proc.join()
+        rates.append((name, got, got / secs))
+    print(f"\nthe sink's write path (first copies, then insert; batches of {SINK_BATCH:,} "
+          "events): sustained insert rate")
+    for name, got, rate in rates:
+        print(f"  {name:<28} {got:>10,} events  {rate:>10,.0f} events/s  "
+              f"{rate / rates[0][2]:>5.2f}x", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -162,6 +228,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=45)
     p.add_argument("--clickhouse", metavar="HOST:PORT",
                    help="also a ClickHouse server (a database a size, dropped after)")
+    p.add_argument("--cluster", metavar="HOST:PORT[,HOST:PORT...]",
+                   help="a ClickHouse cluster (e.g. deploy/cluster.sh's): the sink's insert "
+                   "rate into it, against --clickhouse's one server, in the same run")
+    p.add_argument("--cluster-name", default="pitwatch", metavar="NAME",
+                   help="its remote_servers cluster (default %(default)s)")
+    p.add_argument("--insert-events", type=int, default=200_000, metavar="N",
+                   help="events the insert rate is measured with (0: not measured)")
     p.add_argument("--no-chdb", action="store_true")
     p.add_argument("--data", type=Path, help="where chDB's stores go (default a temp dir)")
     args = p.parse_args(argv)
@@ -177,6 +250,22 @@ def main(argv: list[str] | None = None) -> int:
         run("ClickHouse server", [f"{args.clickhouse}:pitwatch_scale_{i}"
                                   for i in range(len(sizes))],
             sizes, args.tables, args.rounds, args.repeat)
+    if args.insert_events:
+        targets: list[tuple[str, str, str]] = []
+        if not args.no_chdb:
+            targets.append(("chDB", tempfile.mkdtemp(prefix="pitwatch-insert-",
+                                                     dir=args.data), ""))
+        if args.clickhouse:
+            targets.append(("one ClickHouse server", f"{args.clickhouse}:pitwatch_insert",
+                            ""))
+        if args.cluster:
+            targets.append((f"cluster {args.cluster_name}", f"{args.cluster}:pitwatch_insert",
+                            args.cluster_name))
+        try:
+            insert_rates(targets, args.insert_events)
+        finally:
+            if not args.no_chdb:
+                shutil.rmtree(targets[0][1], ignore_errors=True)
     return 0
 
 
