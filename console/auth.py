@@ -380,6 +380,8 @@ async def oidc_callback(request: web.Request) -> web.Response:
                                       request.cookies.get(STATE_COOKIE, "")[:4096])
     except OidcError as err:
         return refused(str(err), 400)
+    if "iss" in q and q["iss"] != cfg.oidc.cfg.issuer:  # RFC 9207: another issuer's answer
+        return refused("the answer is from another issuer", 403)
     if "error" in q:
         return refused(f"the issuer says {q.get('error', '')[:60]!r}", 403)
     code = q.get("code", "")

@@ -15,7 +15,8 @@ state and nonce.
   endpoint, and checks the id_token:
   its signature (RS256 or ES256, by the issuer's JWKS key of the token's `kid`; any
   other algorithm, `none` among them, is refused), `iss`, `aud` (and `azp` when there
-  are several audiences), `exp`, `iat`, and the nonce.
+  are several audiences), `exp`, `iat`, `nbf`, and the nonce; an `iss` in the answer
+  (RFC 9207) must be the issuer's.
 - The user is the `user_claim` (else `sub`); the role is the highest one the
   configured map gives any value of the `role_claim` (else `default_role`). The
   session is the store's, as a password login's (console/sessions.py).
@@ -202,6 +203,9 @@ def check_claims(cfg: OidcConfig, claims: dict[str, Any], nonce: str, now: float
         raise OidcError("the id_token has expired")
     if iat is not None and (not isinstance(iat, int | float) or iat > now + LEEWAY_S):
         raise OidcError("the id_token is issued in the future")
+    nbf = claims.get("nbf")
+    if nbf is not None and (not isinstance(nbf, int | float) or nbf > now + LEEWAY_S):
+        raise OidcError("the id_token is not valid yet (nbf)")
     got = claims.get("nonce")
     if not isinstance(got, str) or not hmac.compare_digest(got.encode(), nonce.encode()):
         raise OidcError("the id_token's nonce is not this login's")

@@ -111,6 +111,8 @@ class IdP:
             claims["nonce"] = "not-this-login"
         elif self.mode == "wrong-iss":
             claims["iss"] = "https://evil.example"
+        elif self.mode == "not-yet":
+            claims["nbf"] = now + 3600
         return web.json_response({"access_token": "a", "token_type": "Bearer",
                                   "id_token": self.sign(claims)})
 
@@ -228,6 +230,7 @@ def _db_key() -> Any:
     ("expired", "has expired"),
     ("wrong-nonce", "nonce is not this login's"),
     ("wrong-iss", "another issuer"),
+    ("not-yet", "not valid yet"),
     ("none", "algorithm is not one the console takes"),
     ("HS256", "algorithm is not one the console takes"),
 ])
@@ -262,6 +265,13 @@ def test_a_replayed_or_foreign_state_is_refused(store_dir: Path) -> None:
             assert again.status == 400
             assert "used already" in html.unescape(await again.text())
             assert (await there.get("/floor", allow_redirects=False)).status == 302
+        # an answer naming another issuer (RFC 9207's iss): refused before the code is used
+        start = await console.get("/login/oidc", allow_redirects=False)
+        at_idp = await browser.get(start.headers["Location"], allow_redirects=False)
+        back = urlsplit(at_idp.headers["Location"])
+        mixed = await console.get(f"{back.path}?{back.query}&iss=https%3A%2F%2Fevil.example",
+                                  allow_redirects=False)
+        assert mixed.status == 403 and "another issuer" in html.unescape(await mixed.text())
         # a forged state, with the cookie
         forged = callback.replace("state=", "state=x")
         again = await console.get(forged, allow_redirects=False)
