@@ -9,16 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from pitwatch.audit.run import audit_events
 from pitwatch.events.keys import KeyRegistry
-from pitwatch.store import lookup
+from pitwatch.store import history, lookup
 from pitwatch.store.base import Store
 from pitwatch.store.embedded import EmbeddedStore
 from pitwatch.store.history import Context, context_of
+from pitwatch.store.order import table_clock
 from producers.simulate import Floor
 from replay.rebuild import Fed, Rebuilt, rebuild_span
 
@@ -124,3 +126,54 @@ def test_the_context_reads_the_shoe_not_the_table_s_history(
     assert len(fed[0].context) == len(shoe)
     assert fed[0].context[0].type == "ShoeLoaded"
     assert len(fed[0].context) < len(list(lookup.stream(store, t, whole.begin, first - 1)))
+
+
+def test_the_audit_s_own_reads_find_what_a_scan_of_the_table_finds(
+        floor: tuple[Store, KeyRegistry | None]) -> None:
+    """The recent positions, each device's last seq, a device's event at a seq and the
+    latest audit state, read in windows by position, are what a scan of the table's
+    events finds."""
+    store, _ = floor
+    for t in [r["table_id"] for r in store.query("SELECT DISTINCT table_id FROM events "
+                                                   "WHERE position(table_id, '~') = 0")]:
+        rows = store.query("SELECT pos, device_id, seq, event_id FROM events FINAL WHERE "
+                           "table_id = {t:String} ORDER BY pos, event_id", {"t": t})
+        for r in rows[::97] + rows[-1:]:
+            upto = int(r["pos"])
+            scan = {x["device_id"]: int(x["s"]) for x in store.query(
+                "SELECT device_id, max(seq) AS s FROM events FINAL WHERE table_id = "
+                "{t:String} AND pos <= {p:UInt64} GROUP BY device_id", {"t": t, "p": upto})}
+            assert history.last_seqs(store, t, upto) == scan
+            last = sorted((int(x["pos"]), x["event_id"]) for x in rows
+                           if int(x["pos"]) <= upto)[-50:]
+            assert history.recent_positions(store, t, upto, 50) == {e: p for p, e in last}
+            assert lookup.at_seq(store, t, r["device_id"], int(r["seq"])) == sorted(
+                (x["event_id"], int(x["pos"])) for x in rows
+                if x["device_id"] == r["device_id"] and x["seq"] == r["seq"])
+        state = store.query("SELECT max(pos) AS p FROM audit_states WHERE table_id = "
+                            "{t:String}", {"t": t})[0]
+        assert history._state_before(store, t, None)[0]["pos"] == state["p"]
+
+
+def test_a_device_s_last_seq_is_its_largest_after_a_restart(
+        floor: tuple[Store, KeyRegistry | None]) -> None:
+    """A device restarted (seq 1 again) or a late copy moves no device forward on the
+    record clock (pitwatch/store/order.py): its last seq read back by position is the
+    largest it sent, as a scan of its events finds."""
+    sent = [("A", 1), ("B", 1), ("A", 2), ("A", 3), ("B", 2), ("A", 1), ("A", 2),
+            ("B", 3), ("A", 3), ("A", 4), ("B", 2), ("A", 5), ("B", 4)]
+    clock = table_clock()
+    values = []
+    for i, (d, seq) in enumerate(sent):
+        ev = SimpleNamespace(event_id=f"e{i:02d}", device_id=d, seq=seq)
+        values.append(f"('x{i:02d}', 'T~restart', '{d}', {seq}, "
+                      f"toDateTime({1_700_000_000 + i}), {clock.position(ev)})")
+    store, _ = floor
+    store.query("INSERT INTO events (event_id, table_id, device_id, seq, ts, pos) VALUES "
+                + ", ".join(values))
+    for r in store.query("SELECT pos FROM events WHERE table_id = 'T~restart' ORDER BY pos"):
+        scan = {x["device_id"]: int(x["s"]) for x in store.query(
+            "SELECT device_id, max(seq) AS s FROM events WHERE table_id = 'T~restart' AND "
+            "pos <= {p:UInt64} GROUP BY device_id", {"p": int(r["pos"])})}
+        assert lookup.seqs_upto(store, "T~restart", int(r["pos"])) == scan
+    assert lookup.seqs_upto(store, "T~restart", 10**12) == {"A": 5, "B": 4}
