@@ -3,11 +3,11 @@ tables' later days, by the store itself (INSERT ... SELECT, no row through Pytho
 
 Copy `k` of the stored floor is the same tables `k` x `day_s` seconds later, each event,
 round and violation under its id with `~k` added, each event `k` x `span` positions
-further on (past every position of the floor), each device's seqs `k` x `seqs` further
-on. It is history to look things up past: its events' bodies are the floor's (their
-digests chain the floor's events, not the copy's), so only the floor's own rounds are
-rebuilt. Deterministic: the same store and copies give the same rows. Only what
-ClickHouse 18.16 and chDB both run.
+further on (past every position of the floor, by whole steps of the record clock), each
+device's seqs `k` x `seqs` further on. It is history to look things up past: its
+events' bodies are the floor's (their digests chain the floor's events, not the
+copy's), so only the floor's own rounds are rebuilt. Deterministic: the same store and
+copies give the same rows. Only what ClickHouse 18.16 and chDB both run.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pitwatch.store.base import Store
+from pitwatch.store.order import STRIDE
 
 #: Seconds between one copy of the floor and the next: a day.
 DAY_S = 86_400
@@ -22,7 +23,9 @@ DAY_S = 86_400
 
 @dataclass(frozen=True, slots=True)
 class Extent:
-    """What a copy moves past: the floor's last position and largest seq."""
+    """What a copy moves past: past the floor's last position, at a whole number of the
+    record clock's steps (a position's clock part is what a device's latest seq is read
+    by), and past its largest seq."""
 
     span: int
     seqs: int
@@ -32,7 +35,7 @@ def extent(store: Store) -> Extent:
     """The stored floor's extent (copies left out: their ids hold `~`)."""
     r = store.query("SELECT max(pos) AS p, max(seq) AS s FROM events "
                     "WHERE position(event_id, '~') = 0")[0]
-    return Extent(int(r["p"]) + 1, int(r["s"]) + 1)
+    return Extent((int(r["p"]) // STRIDE + 1) * STRIDE, int(r["s"]) + 1)
 
 
 def _copies(first: int, last: int) -> str:
