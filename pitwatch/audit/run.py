@@ -452,11 +452,12 @@ class _Known:
 
 
 def stored_tables(store: Store) -> set[str]:
-    """The tables the store holds events of: none, without asking, in a store that says
-    it is `empty` (a new one, still opening: `StoreProcess`)."""
+    """The tables the store holds events of, from the index of each table's devices (a
+    row a device, never a scan of the events): none, without asking, in a store that
+    says it is `empty` (a new one, still opening: `StoreProcess`)."""
     if getattr(store, "empty", False):
         return set()
-    return {r["table_id"] for r in store.query("SELECT DISTINCT table_id FROM events")}
+    return {r["table_id"] for r in store.query("SELECT DISTINCT table_id FROM table_devices")}
 
 
 def audit_paths(
