@@ -199,16 +199,26 @@ class Filters:
                 and (self.until is None or alert["detected_at"] < self.until)
                 and not (self.unhandled and handled) and not self.dealer)
 
-    def where(self, rounds: list[tuple[str, str]] | None = None) -> tuple[str, dict[str, Any]]:
-        """The SQL condition on `violations` and its parameters; `rounds`, the (table,
-        round) pairs a round, dealer or code filter selects (`ConsoleData.rounds_of`),
-        read through the table's sort key (table, round)."""
+    def where(self) -> tuple[str, dict[str, Any]]:
+        """The SQL condition on `violations` and its parameters. A round, dealer or code
+        filter selects its (table, round) pairs from an index table through its sort key
+        (schemas/clickhouse/005_lookups.sql: `round_index` by round, `dealer_rounds` by
+        dealer, `violation_codes` by severity and code), and `violations` is read
+        through its own, (table, round): never a scan of the history. A subquery, not a
+        list of the pairs: a dealer's year of rounds is more than a query's text may
+        hold."""
         conds: list[str] = ["1"]
         params: dict[str, Any] = {}
-        if rounds is not None:
-            conds.append("table_id IN {rts:Array(String)} AND round_id IN {rrs:Array(String)}")
-            params["rts"] = tuple(sorted({t for t, _ in rounds}))
-            params["rrs"] = tuple(sorted({r for _, r in rounds}))
+        pairs = "(table_id, round_id) IN (SELECT table_id, round_id FROM "
+        if self.round:
+            conds.append(pairs + "round_index WHERE round_id = {round:String})")
+        if self.dealer:
+            conds.append(pairs + "dealer_rounds WHERE dealer_id = {dealer:String})")
+            params["dealer"] = self.dealer
+        if self.code:
+            conds.append(pairs + "violation_codes WHERE severity IN {sevs:Array(String)} "
+                         "AND code = {code:String})")
+            params["sevs"] = (self.severity,) if self.severity else SEVERITIES
         for col, key, val in (("severity", "severity", self.severity),
                               ("code", "code", self.code), ("table_id", "table", self.table),
                               ("round_id", "round", self.round)):
@@ -219,8 +229,6 @@ class Filters:
             conds.append("has({packs:Array(String)}, pack)")
             params["packs"] = [n for n, j in pack_jurisdictions().items()
                                if j == self.jurisdiction]
-        if self.dealer and rounds is None:
-            raise ValueError("a dealer filter needs its rounds (ConsoleData.rounds_of)")
         if self.seat is not None:
             conds.append("seat = {seat:UInt8}")
             params["seat"] = self.seat
@@ -233,21 +241,6 @@ class Filters:
         if self.unhandled:
             conds.append("violation_id NOT IN (SELECT violation_id FROM triage)")
         return " AND ".join(conds), params
-
-
-def code_rounds(store: Store, code: str, severity: str = "", table: str = ""
-                ) -> set[tuple[str, str]]:
-    """The (table, round) pairs with a violation of `code` (of `severity`, at `table`),
-    through the index table `violation_codes` (sort key severity, code, table, round):
-    what lookup.select_rounds reads for a code, without its need of a round summary, so
-    an open round's findings are found too."""
-    cond = "severity IN {s:Array(String)} AND code = {c:String}"
-    params: dict[str, Any] = {"s": (severity,) if severity else SEVERITIES, "c": code}
-    if table:
-        cond += " AND table_id = {t:String}"
-        params["t"] = table
-    return {(r["table_id"], r["round_id"]) for r in store.query(
-        "SELECT DISTINCT table_id, round_id FROM violation_codes WHERE " + cond, params)}
 
 
 def _ms(value: str, what: str) -> int | None:
@@ -294,44 +287,11 @@ class ConsoleData:
 
     # --- violations and triage ------------------------------------------------------
 
-    def rounds_of(self, f: Filters) -> list[tuple[str, str]] | None:
-        """The (table, round) pairs a round, dealer or code filter selects, from the
-        index tables (pitwatch/store/lookup.py: a round's span, a dealer's rounds, a
-        code's rounds); None when the filters name none of them."""
-        if not (f.round or f.dealer or f.code):
-            return None
-        found: set[tuple[str, str]] | None = None
-
-        def narrow(got: Iterable[tuple[str, str]]) -> None:
-            nonlocal found
-            found = set(got) if found is None else found & set(got)
-
-        if f.round:
-            narrow((s.table_id, f.round)
-                   for s in lookup.round_spans(self.store, [f.round]).values())
-        if f.dealer:
-            narrow(lookup.select_rounds(self.store, lookup.RoundQuery(
-                dealer=f.dealer, table=f.table or None)))
-        if f.code:
-            narrow(code_rounds(self.store, f.code, f.severity, f.table))
-        return sorted(found or ())
-
-    def _where(self, f: Filters) -> tuple[str, dict[str, Any]] | None:
-        """`f.where()` narrowed to the rounds its round, dealer or code selects; None
-        when those select no round."""
-        rounds = self.rounds_of(f)
-        if rounds is not None and not rounds:
-            return None
-        return f.where(rounds)
-
     def violations(self, f: Filters, limit: int = 200,
                    since_ms: int | None = None) -> list[dict[str, Any]]:
         """The newest violations that pass the filters (device time at or after
         `since_ms` when given: a poll reads only the recent partitions)."""
-        got = self._where(f)
-        if got is None:
-            return []
-        where, params = got
+        where, params = f.where()
         if since_ms is not None:
             where += " AND detected_at >= toDateTime({since:UInt32})"
             params["since"] = max(0, since_ms // 1000)
@@ -371,11 +331,7 @@ class ConsoleData:
     def search(self, f: Filters, offset: int = 0, limit: int = 50) -> dict[str, Any]:
         """The violations that pass the filters over the whole store, newest first:
         counts by severity, a page of `limit` from `offset`, and each one's triage."""
-        got = self._where(f)
-        if got is None:
-            return {"total": 0, "counts": dict.fromkeys(SEVERITIES, 0), "offset": offset,
-                    "limit": limit, "alerts": [], "states": {}}
-        where, params = got
+        where, params = f.where()
         counts = {r["severity"]: int(r["n"]) for r in self.store.query(
             f"SELECT severity, count() AS n FROM violations FINAL WHERE {where} "
             "GROUP BY severity", params)}

@@ -71,8 +71,13 @@ def test_filters_match_what_they_name() -> None:
     assert not Filters.parse({"code": "PAYOUT_WRONG"}).matches(a)
     assert not Filters.parse({"jurisdiction": "PA"}).matches(a)
     where, params = Filters.parse({"jurisdiction": "PA", "code": "PAYOUT_WRONG"}).where()
-    assert where == "1 AND code = {code:String} AND has({packs:Array(String)}, pack)"
-    assert params == {"code": "PAYOUT_WRONG", "packs": ["pa-free-bet-blackjack"]}
+    # a code's rounds from its index table, then `violations` by its sort key
+    assert where == ("1 AND (table_id, round_id) IN (SELECT table_id, round_id FROM "
+                     "violation_codes WHERE severity IN {sevs:Array(String)} AND code = "
+                     "{code:String}) AND code = {code:String} AND "
+                     "has({packs:Array(String)}, pack)")
+    assert params == {"code": "PAYOUT_WRONG", "packs": ["pa-free-bet-blackjack"],
+                      "sevs": ("CRITICAL", "HIGH", "MEDIUM", "LOW")}
 
 
 def test_the_store_poller_reads_what_arrived_since_its_last_read() -> None:
