@@ -204,21 +204,7 @@ def last_before(store: Store, table_id: str, before: int,
                 devices: Iterable[str] | None = None) -> list[Located]:
     """Each device's last event before position `before` (of `devices`, else of every
     device of the table that has one), read in windows back from `before`."""
-    firsts = device_firsts(store, table_id)
-    wanted = {d for d, f in firsts.items() if f < before
-              and (devices is None or d in set(devices))}
-    found: dict[str, int] = {}
-    hi, width = before, WINDOW
-    low = min((firsts[d] for d in wanted), default=before)
-    while wanted - found.keys() and hi > low:
-        lo = max(low, hi - width)
-        for r in store.query(
-                "SELECT device_id, max(pos) AS p FROM event_positions WHERE table_id = "
-                "{t:String} AND pos >= {a:UInt64} AND pos < {b:UInt64} AND device_id IN "
-                "{d:Array(String)} GROUP BY device_id",
-                {"t": table_id, "a": lo, "b": hi, "d": _ids(wanted - found.keys())}):
-            found[r["device_id"]] = int(r["p"])
-        hi, width = lo, width * 4
+    found = _per_device_back(store, table_id, before, devices, "max(pos)")
     if not found:
         return []
     at = set(found.items())
@@ -359,20 +345,31 @@ def seqs_upto(store: Store, table_id: str, upto: int) -> dict[str, int]:
     the seq of its last event there that moved it forward on the record clock (at a
     multiple of `order.STRIDE`: a conflicting, late or restarted copy never does), read in
     windows back from `upto`."""
+    return _per_device_back(store, table_id, upto + 1, None, "argMax(seq, pos)",
+                            f"pos % {STRIDE} = 0")
+
+
+def _per_device_back(store: Store, table_id: str, before: int,
+                     devices: Iterable[str] | None, value: str, where: str = "1"
+                     ) -> dict[str, int]:
+    """`value` (an aggregate over event_positions) of each device's events before
+    position `before` that meet `where` (of `devices`, else of every device of the
+    table), from the latest window back that holds one: windows read back from `before`,
+    four times wider each time, until every device is met or its first event passed."""
     firsts = device_firsts(store, table_id)
-    wanted = {d for d, f in firsts.items() if f <= upto}
+    wanted = {d for d, f in firsts.items() if f < before
+              and (devices is None or d in set(devices))}
     found: dict[str, int] = {}
-    hi, width = upto + 1, WINDOW
-    low = min((firsts[d] for d in wanted), default=hi)
+    hi, width = before, WINDOW
+    low = min((firsts[d] for d in wanted), default=before)
     while wanted - found.keys() and hi > low:
         lo = max(low, hi - width)
         for r in store.query(
-                "SELECT device_id, argMax(seq, pos) AS s FROM event_positions WHERE "
-                "table_id = {t:String} AND pos >= {a:UInt64} AND pos < {b:UInt64} AND "
-                "pos % {k:UInt64} = 0 AND device_id IN {d:Array(String)} GROUP BY device_id",
-                {"t": table_id, "a": lo, "b": hi, "k": STRIDE,
-                 "d": _ids(wanted - found.keys())}):
-            found[r["device_id"]] = int(r["s"])
+                f"SELECT device_id, {value} AS v FROM event_positions WHERE table_id = "
+                "{t:String} AND pos >= {a:UInt64} AND pos < {b:UInt64} AND device_id IN "
+                f"{{d:Array(String)}} AND {where} GROUP BY device_id",
+                {"t": table_id, "a": lo, "b": hi, "d": _ids(wanted - found.keys())}):
+            found[r["device_id"]] = int(r["v"])
         hi, width = lo, width * 4
     return found
 
