@@ -105,11 +105,13 @@ def reaudit(store: Store, sel: Selection, pack: RulePack, base: RulePack | None 
     sel = replace(sel, jurisdiction=pack.jurisdiction, game=pack.game)
     rounds = rebuild_selection(store, sel, pack, keys)
     if base is None:
-        # a finding on an event the record refused is no rule's: the refused copy is
-        # never stored, so no rebuild under any pack raises it again
+        # a finding on an event the record refused is no rule's: a refused copy is
+        # never stored, so no rebuild under any pack raises it again; one the record
+        # took in is quarantined and raised again (`history.Quarantine`)
+        again = {v.violation_id for rb in rounds for v in rb.violations}
         before = [v for v in stored_violations(store, [(rb.table_id, rb.round_id)
                                                        for rb in rounds])
-                  if v.code not in REFUSAL_CODES]
+                  if v.code not in REFUSAL_CODES or v.violation_id in again]
     else:
         before = [v for rb in rebuild_selection(store, sel, base, keys)
                   for v in rb.violations]

@@ -26,7 +26,15 @@ from pitwatch.events.model import Checkpoint, Event, Rules
 from pitwatch.events.schema import released_writers
 from pitwatch.packs.registry import select
 from pitwatch.store.base import Store
-from pitwatch.store.history import Context, Stored, context_of, primers, seed, stream
+from pitwatch.store.history import (
+    Context,
+    Quarantine,
+    Stored,
+    context_of,
+    primers,
+    seed,
+    stream,
+)
 from pitwatch.store.lookup import (
     checkpoints_before,
     device_events_back,
@@ -98,8 +106,11 @@ VERDICT_IDS = 12
 
 def record_breaks(violations: Iterable[Violation]) -> list[Violation]:
     """The HIGH findings about the record itself (events lost, a copy that differs, a
-    chain rewritten): beside any of them, no signature verdict can hold."""
-    return [v for v in violations if v.severity == "HIGH" and v.code != "SIGNATURE_INVALID"
+    chain rewritten): beside any of them, no signature verdict can hold. EVENT_REFUSED
+    is not one: the refused event keeps its place in its device's record, its digest in
+    the chain the signatures cover, so the record stays continuous."""
+    return [v for v in violations if v.severity == "HIGH"
+            and v.code not in ("SIGNATURE_INVALID", "EVENT_REFUSED")
             and v.citation.startswith(RECORD_RULE)]
 
 
@@ -186,6 +197,9 @@ class Fed:
     rounds: list[Event] = field(default_factory=list)
     #: read past the rounds for the chains alone, up to each signing device's checkpoint
     after: list[Event] = field(default_factory=list)
+    #: the quarantined events fed back at their place (`history.Quarantine`), each
+    #: through `TableAuditor.refused`: a case's evidence of them, never of play
+    refused: list[Event] = field(default_factory=list)
     #: the rebuild closed the round open at the end of what it read, as the audit had
     finished: bool = False
 
@@ -220,6 +234,8 @@ class TableRebuild:
         self.keys = keys
         self.auditor = TableAuditor(table_id, select_pack, self._violation,
                                     self._round_done, keys=keys, released=released_writers())
+        #: the events the record took in as refused, fed back at their place (`_due`)
+        self.held = Quarantine(None, table_id)
 
     def _violation(self, v: Violation) -> None:
         rb = self.out.get(v.round_id) if self.live else None
@@ -248,14 +264,31 @@ class TableRebuild:
         self.fed.before += events
         for ev in events:
             self.chains.see(ev, None)
+            self.held.saw(ev)
         for ev in primed(events):
             self.auditor.prime(ev)
 
     def warm(self, ev: Event) -> None:
         """A context event: fed, its findings not counted."""
         self.fed.context.append(ev)
+        self._due(ev, None)
         self.chains.see(ev, None)
         self.auditor.feed(ev)
+
+    def _due(self, ev: Event, rb: Rebuilt | None) -> None:
+        """The quarantined events of `ev`'s device due before it (`Quarantine.due`),
+        each through `TableAuditor.refused` at its place and read by the chains (its
+        digest is of its bytes as sent); one of a rebuilt round is a step of it."""
+        for q in self.held.due(ev):
+            self._refused(q, rb if rb is not None and rb.round_id == q.round_id
+                          else self.out.get(q.round_id or "") if self.live else None)
+
+    def _refused(self, q: Event, rb: Rebuilt | None) -> None:
+        self.fed.refused.append(q)
+        self.chains.see(q, None if rb is None else rb.chains)
+        if rb is not None:
+            rb.steps.append(Step(rb.steps[-1].pos if rb.steps else 0, q))
+        self.auditor.refused(q, q.refused or "")
 
     def step(self, ev: Event, pos: int, in_range: bool = True) -> None:
         """An event of the rounds (or what closes them), its findings counted; with no
@@ -269,6 +302,7 @@ class TableRebuild:
             rb = self.out.get(rid)
             if rb is None:
                 rb = self.out[rid] = Rebuilt(rid, self.fed.table_id)
+        self._due(ev, rb)
         self.chains.see(ev, None if rb is None else rb.chains)
         if rb is not None:
             rb.steps.append(Step(pos, ev))
@@ -296,6 +330,8 @@ class TableRebuild:
     def end(self, finish: bool) -> dict[str, Rebuilt]:
         """What was read ends here; `finish`: close the open round as the audit did
         (its input ended there). The rounds, in order."""
+        for q in self.held.trailing(set(self.out)):
+            self._refused(q, self.out.get(q.round_id or ""))
         if finish:
             self.auditor.finish()
             self.fed.finished = True
@@ -314,6 +350,7 @@ def rebuild_span(store: Store, table_id: str, first: int, last: int,
     context is `history.context_of` the first position (`context`: another one, e.g.
     the whole stretch from the last TableOpened, to compare with)."""
     tr = TableRebuild(table_id, wanted, pinned(pack), keys)
+    tr.held = Quarantine(store, table_id)
     ctx = context_of(store, table_id, first) if context is None else context
     begin = ctx.begin
     tr.rules([st.event for st in ctx.rules])

@@ -13,8 +13,9 @@ from typing import Any
 
 from ..engine.auditor import Auditor, FoldWatch, RoundSummary, TableAuditor
 from ..engine.errors import EngineError
-from ..engine.record import Fed
+from ..engine.record import PREFIX, Fed
 from ..engine.violation import Violation
+from ..events.avro import digest
 from ..events.files import Rejected, expand, read_files
 from ..events.jsonl import dumps
 from ..events.keys import KeyRegistry
@@ -35,7 +36,7 @@ from ..store.history import (
     resume_state,
 )
 from ..store.order import STRIDE, WINDOW, Positions, table_clock
-from ..store.rows import round_row, state_row, violation_row
+from ..store.rows import refused_row, round_row, state_row, violation_row
 
 #: A round is incomplete once a later event of its table carries a device ts this much
 #: after the round's last event (docs/procedure.md, "When a round is incomplete"); the
@@ -258,6 +259,10 @@ def audit_events(
     def refuse(ev: Event) -> None:
         v = last[0]
         rep.refused += 1
+        if writer is not None and ev.refused is not None and taken(auditor, ev):
+            # its device's record took it in (EVENT_REFUSED): quarantined, so a rebuild
+            # from the store finds it at its place (`history.Quarantine`)
+            writer.add("refused_events", refused_row(ev, ev.refused))
         if on_refused is not None:
             on_refused(refused_letter(ev, v if v is not None and v.event_id == ev.event_id
                                      else None))
@@ -417,6 +422,14 @@ def _state_row(table_id: str, a: TableAuditor, at: Standing, closed: bool) -> di
         return state_row(table_id, at.pos, at.clock, a.export_state(), closed, "", 0)
     return state_row(table_id, at.pos, at.clock, a.export_state(), closed, r.round_id,
                      r.started_ts or r.last_ts)
+
+
+def taken(auditor: Auditor, ev: Event) -> bool:
+    """Whether `ev`, refused, was taken into its device's record (`TableAuditor.refused`:
+    its seq holds its digest there), not merely refused as a copy or out of place."""
+    table = auditor.tables.get(ev.table_id)
+    dev = None if table is None else table.devices.get(ev.device_id)
+    return dev is not None and dev.seen and dev.known(ev.seq, digest(ev)[:PREFIX])
 
 
 def refused_letter(ev: Event, finding: Violation | None, why: str | None = None

@@ -11,6 +11,10 @@ from .arrow import event_rows
 from .base import TABLES, Store, column_names
 from .rows import event_values
 
+#: The tables a batch writer buffers rows of: the three of every audit, and the
+#: quarantine of events the record refused yet took in (018_refused_events.sql).
+ROW_TABLES = (*TABLES, "refused_events")
+
 
 class BatchWriter:
     """Buffers rows per table and writes them in batches of `batch_rows`. `flush()`
@@ -31,8 +35,8 @@ class BatchWriter:
     def __init__(self, store: Store, batch_rows: int = 5000) -> None:
         self.store = store
         self.batch_rows = batch_rows
-        self.buffers: dict[str, list[tuple[Any, ...]]] = {t: [] for t in TABLES}
-        self.written: dict[str, int] = dict.fromkeys(TABLES, 0)
+        self.buffers: dict[str, list[tuple[Any, ...]]] = {t: [] for t in ROW_TABLES}
+        self.written: dict[str, int] = dict.fromkeys(ROW_TABLES, 0)
         self._columnar = getattr(store, "insert_columns", None)
         self._insert_events: Callable[[list[Event], list[int]], None] | None = getattr(
             store, "insert_events", None)
@@ -102,7 +106,7 @@ class BatchWriter:
     def flush(self) -> None:
         """Write what is buffered, and (a store that inserts in the background) wait
         until it is stored: an insert that failed is raised here."""
-        for t in TABLES:
+        for t in ROW_TABLES:
             self.flush_table(t)
         sync = getattr(self.store, "sync", None)
         if sync is not None:

@@ -31,6 +31,7 @@ from ..engine.auditor import StateError, TableAuditor
 from ..events.model import Event
 from . import lookup
 from .base import Store
+from .rows import quarantined_event
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,12 +108,14 @@ def bring_up_to(store: Store, auditor: TableAuditor, table_id: str, before: int)
     context, then the context's events fed; nothing for a table's first event."""
     ctx = context_of(store, table_id, before)
     begin = ctx.begin
+    held = Quarantine(store, table_id)
     with _quiet(auditor):
         seed(auditor, [st.event for st in ctx.rules])
         for st in primers(store, table_id, begin):
             auditor.prime(st.event)
+            held.saw(st.event)
         for st in stream(store, table_id, begin, before - 1) if before > 0 else ():
-            auditor.feed(st.event)
+            held.feed(auditor, st.event)
 
 
 def round_span(store: Store, round_id: str) -> tuple[str, int, int] | None:
@@ -264,3 +267,66 @@ def recent_positions(store: Store, table_id: str, upto: int, n: int) -> dict[str
     ids (`order.WINDOW`), so that a redelivery of one of them in a later run keeps its
     place, as in one run."""
     return lookup.recent(store, table_id, upto, n)
+
+
+class Quarantine:
+    """A table's quarantined events (`refused_events`: each taken into its device's
+    record as refused, never stored as play), fed back at their place by a rebuild
+    from the store: `due(ev)` gives, before `ev` is fed, the quarantined events of its
+    device that come right before its seq (after the last seq of the device the rebuild
+    has seen, `saw`), in seq order, for `TableAuditor.refused`. A store made before the
+    quarantine has none: its rebuild is as it was."""
+
+    def __init__(self, store: Store | None, table_id: str) -> None:
+        self.held: dict[str, dict[int, Event]] = {}
+        self.last: dict[str, int] = {}
+        if store is None:
+            return
+        rows = store.query(
+            "SELECT table_id, device_id, seq, event_id, writer, raw, reason "
+            "FROM refused_events WHERE table_id = {t:String} "
+            "ORDER BY device_id, seq, event_id", {"t": table_id})
+        for r in rows:
+            ev = quarantined_event(r)
+            self.held.setdefault(ev.device_id, {}).setdefault(ev.seq, ev)
+
+    def saw(self, ev: Event) -> None:
+        """The rebuild read `ev` (primed or fed): its device's record stands there."""
+        if ev.seq > self.last.get(ev.device_id, 0):
+            self.last[ev.device_id] = ev.seq
+
+    def due(self, ev: Event) -> list[Event]:
+        """The quarantined events of `ev`'s device between the last seq seen of it and
+        `ev`'s (a device not seen yet: the unbroken run of them right before `ev`)."""
+        held = self.held.get(ev.device_id)
+        out: list[Event] = []
+        if held:
+            since = self.last.get(ev.device_id)
+            seq = ev.seq - 1
+            while seq in held and (since is None or seq > since):
+                out.append(held[seq])
+                seq -= 1
+            out.reverse()
+        self.saw(ev)
+        return out
+
+    def trailing(self, rounds: set[str]) -> list[Event]:
+        """At the end of what a rebuild read: each device's quarantined events right
+        after the last seq seen of it, of the `rounds` rebuilt (the record took them
+        in, and nothing of their device came after them in what was read)."""
+        out: list[Event] = []
+        for device, held in self.held.items():
+            seq = self.last.get(device)
+            if seq is None:
+                continue
+            while (q := held.get(seq + 1)) is not None and (q.round_id or "") in rounds:
+                out.append(q)
+                seq += 1
+            self.last[device] = seq
+        return out
+
+    def feed(self, auditor: TableAuditor, ev: Event) -> None:
+        """Feed `ev` to `auditor`, after the quarantined events due before it."""
+        for q in self.due(ev):
+            auditor.refused(q, q.refused or "")
+        auditor.feed(ev)

@@ -20,9 +20,15 @@ import orjson
 from ..engine.auditor import RoundSummary
 from ..engine.violation import Violation
 from ..events import native
-from ..events.avro import writer_fingerprint
+from ..events.avro import (
+    DecodeError,
+    decode_single,
+    encode,
+    writer_fingerprint,
+)
 from ..events.jsonl import InvalidEvent, from_json, to_json
 from ..events.model import Event
+from ..events.schema import SINGLE_OBJECT_MAGIC
 from .base import column_names
 
 #: The fields of an event's JSON Lines form that its `events` row holds in columns of
@@ -121,3 +127,42 @@ def state_row(table_id: str, pos: int, clock: Mapping[str, int], state: Mapping[
         "open_round": open_round, "open_since_ms": open_since,
         "state": orjson.dumps(state).decode(),
     }
+
+
+def refused_row(ev: Event, reason: str) -> dict[str, Any]:
+    """A row of `refused_events` (schemas/clickhouse/018_refused_events.sql): an event
+    the record took in as refused (`TableAuditor.refused`), its bytes as sent (what its
+    digest is of: `raw`, else its canonical encoding), under the writer schema they came
+    in, and why it was refused."""
+    ts = ev.ts
+    return {
+        "table_id": ev.table_id, "device_id": ev.device_id, "seq": ev.seq,
+        "event_id": ev.event_id, "round_id": ev.round_id or "", "ts": ts // 1000,
+        "ts_ms": ts % 1000, "writer": writer_fingerprint(ev),
+        "raw": (ev.raw if ev.raw is not None else encode(ev)).hex(), "reason": reason,
+    }
+
+
+def quarantined_event(row: Mapping[str, Any]) -> Event:
+    """The event of a row of `refused_events`, decoded again from its bytes as sent
+    under its writer schema (so its digest is the one its device's chain names),
+    marked refused with the row's reason. An InvalidEvent names a row whose bytes are
+    not an event of a released schema, or one that now decodes within the ranges."""
+    try:
+        message = SINGLE_OBJECT_MAGIC + bytes.fromhex(row["writer"]) + bytes.fromhex(row["raw"])
+    except ValueError as e:
+        raise InvalidEvent(f"refused event {row['event_id']}: its bytes are not hex: {e}") from e
+    try:
+        decode_single(message)
+    except DecodeError as e:
+        ev = e.event
+        if ev is None:
+            raise InvalidEvent(f"refused event {row['event_id']}: {e}") from e
+    else:
+        raise InvalidEvent(f"refused event {row['event_id']}: its bytes decode within the "
+                           "contract's ranges: not the event the record refused")
+    if (ev.table_id, ev.device_id, ev.seq, ev.event_id) != (
+            row["table_id"], row["device_id"], int(row["seq"]), row["event_id"]):
+        raise InvalidEvent(f"refused event {row['event_id']}: its bytes are another event's")
+    ev.refused = row["reason"]
+    return ev
