@@ -274,12 +274,14 @@ class TableRebuild:
         self._due(ev, None)
         self.chains.see(ev, None)
         self.auditor.feed(ev)
+        self._due(ev, None, after=True)
 
-    def _due(self, ev: Event, rb: Rebuilt | None) -> None:
-        """The quarantined events of `ev`'s device due before it (`Quarantine.due`),
-        each through `TableAuditor.refused` at its place and read by the chains (its
-        digest is of its bytes as sent); one of a rebuilt round is a step of it."""
-        for q in self.held.due(ev):
+    def _due(self, ev: Event, rb: Rebuilt | None, after: bool = False) -> None:
+        """The quarantined events of `ev`'s device due before it (`Quarantine.due`), or
+        with `after` right after it (`Quarantine.after`), each through
+        `TableAuditor.refused` at its place and read by the chains (its digest is of
+        its bytes as sent); one of a rebuilt round is a step of it."""
+        for q in self.held.after(ev) if after else self.held.due(ev):
             self._refused(q, rb if rb is not None and rb.round_id == q.round_id
                           else self.out.get(q.round_id or "") if self.live else None)
 
@@ -307,6 +309,7 @@ class TableRebuild:
         if rb is not None:
             rb.steps.append(Step(pos, ev))
         self.auditor.feed(ev)
+        self._due(ev, rb, after=True)
         a = self.auditor
         if rb is not None and rb.rules is None and a.round is not None \
                 and a.round.round_id == rid:

@@ -272,10 +272,11 @@ def recent_positions(store: Store, table_id: str, upto: int, n: int) -> dict[str
 class Quarantine:
     """A table's quarantined events (`refused_events`: each taken into its device's
     record as refused, never stored as play), fed back at their place by a rebuild
-    from the store: `due(ev)` gives, before `ev` is fed, the quarantined events of its
-    device that come right before its seq (after the last seq of the device the rebuild
-    has seen, `saw`), in seq order, for `TableAuditor.refused`. A store made before the
-    quarantine has none: its rebuild is as it was."""
+    from the store, each through `TableAuditor.refused`: right after its device's
+    previous seq (`after(ev)`, once `ev` is fed: the table's order as the device sent
+    them, which a signed order covers), else, when that event was not fed (read before
+    the context, or not stored), right before its device's next event (`due(ev)`). A
+    store made before the quarantine has none: its rebuild is as it was."""
 
     def __init__(self, store: Store | None, table_id: str) -> None:
         self.held: dict[str, dict[int, Event]] = {}
@@ -297,17 +298,35 @@ class Quarantine:
 
     def due(self, ev: Event) -> list[Event]:
         """The quarantined events of `ev`'s device between the last seq seen of it and
-        `ev`'s (a device not seen yet: the unbroken run of them right before `ev`)."""
+        `ev`'s, in seq order (a device not seen yet: the unbroken run of them right
+        before `ev`)."""
         held = self.held.get(ev.device_id)
         out: list[Event] = []
         if held:
             since = self.last.get(ev.device_id)
-            seq = ev.seq - 1
-            while seq in held and (since is None or seq > since):
-                out.append(held[seq])
-                seq -= 1
-            out.reverse()
+            if since is None:
+                seq = ev.seq - 1
+                while seq in held:
+                    out.append(held[seq])
+                    seq -= 1
+                out.reverse()
+            else:
+                out = [held[q] for q in sorted(held) if since < q < ev.seq]
         self.saw(ev)
+        return out
+
+    def after(self, ev: Event) -> list[Event]:
+        """The quarantined events right after `ev` (fed) in its device's record: the
+        unbroken run of seqs after it."""
+        held = self.held.get(ev.device_id)
+        out: list[Event] = []
+        if held:
+            seq = ev.seq + 1
+            while (q := held.get(seq)) is not None:
+                out.append(q)
+                seq += 1
+            if out:
+                self.saw(out[-1])
         return out
 
     def trailing(self, rounds: set[str]) -> list[Event]:
@@ -330,3 +349,5 @@ class Quarantine:
         for q in self.due(ev):
             auditor.refused(q, q.refused or "")
         auditor.feed(ev)
+        for q in self.after(ev):
+            auditor.refused(q, q.refused or "")
