@@ -321,9 +321,9 @@ class ConsoleData:
 
     def violation(self, violation_id: str) -> dict[str, Any]:
         vid = checked_id(violation_id, "violation id")
-        rows = self.store.query(
-            f"SELECT {_VIOLATION_COLS} FROM violations FINAL "
-            "WHERE violation_id = {vid:String}", {"vid": vid})
+        # its table and round from the index by id, then its row through `violations`'
+        # sort key (pitwatch/store/lookup.py)
+        rows = lookup.violations_by_id(self.store, [vid], _VIOLATION_COLS)
         if not rows:
             raise NotFound(f"no violation {vid}")
         return alert(rows[0], self.jurisdictions)
@@ -347,11 +347,7 @@ class ConsoleData:
 
     def stored_ids(self, violation_ids: list[str]) -> set[str]:
         """Which of these violations the store holds."""
-        if not violation_ids:
-            return set()
-        return {r["violation_id"] for r in self.store.query(
-            "SELECT DISTINCT violation_id FROM violations "
-            "WHERE has({ids:Array(String)}, violation_id)", {"ids": violation_ids})}
+        return lookup.stored_violations(self.store, violation_ids)
 
     def pinned(self, limit: int = 50) -> dict[str, Any]:
         """Unhandled CRITICALs (no triage change yet), newest first, and how many."""
@@ -531,20 +527,26 @@ class ConsoleData:
 
     def table(self, table_id: str, limit: int = 300) -> dict[str, Any]:
         t = checked_id(table_id, "table id")
-        rounds = self.store.query(
+        # the latest rounds' ids from `round_starts` read back in time, then their
+        # summaries through `rounds`' sort key (table, round)
+        newest = lookup.rounds_back(self.store, t, limit)
+        rounds = sorted(self.store.query(
             "SELECT round_id, dealer_id, jurisdiction, game, pack, pack_version, events, "
             "wagered, paid, collected, returned, violations, complete, "
             "toUInt64(started) * 1000 + started_ms AS started_at "
-            "FROM rounds FINAL WHERE table_id = {t:String} "
-            f"ORDER BY started_at DESC LIMIT {int(limit)}", {"t": t})
+            "FROM rounds FINAL WHERE table_id = {t:String} AND round_id IN "
+            "{r:Array(String)} AND started >= toDateTime({a:UInt32}) AND started <= "
+            "toDateTime({z:UInt32})",  # their months' partitions alone
+            {"t": t, "r": tuple(sorted({r for r, _, _ in newest})),
+             "a": min(s for _, s, _ in newest), "z": max(s for _, s, _ in newest)}),
+            key=lambda r: (-int(r["started_at"]), r["round_id"]))[:limit] if newest else []
         dealers = self.store.query(
             "SELECT dealer_id, count() AS rounds, sum(violations) AS violations, "
             "sum(wagered) AS wagered, sum(paid) AS paid, sum(collected) AS collected, "
             "min(hour) AS first_hour, max(hour) AS last_hour "
             "FROM rounds_hourly FINAL WHERE table_id = {t:String} "
             "GROUP BY dealer_id ORDER BY rounds DESC, dealer_id", {"t": t})
-        if not rounds and not self.store.query(
-                "SELECT 1 AS x FROM events WHERE table_id = {t:String} LIMIT 1", {"t": t}):
+        if not rounds and lookup.table_extent(self.store, t) is None:
             raise NotFound(f"no table {t} in the store")
         for r in rounds:
             r["started_at"] = int(r["started_at"])

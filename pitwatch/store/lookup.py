@@ -38,7 +38,11 @@ MIGRATIONS = {"lookups-1": ("event_positions", "event_marks", "table_devices",
                             "round_index", "round_starts", "dealer_rounds",
                             "violation_codes"),
               "lookups-2": ("round_violations",),
-              "lookups-3": ("event_ids", "device_seqs")}
+              "lookups-3": ("event_ids", "device_seqs"),
+              "lookups-4": ("violation_ids",)}
+#: Seconds of round starts in the first window `rounds_back` reads (then twice as
+#: many each window further back).
+ROUND_WINDOW = 3600
 
 
 
@@ -459,6 +463,66 @@ def violations_of(store: Store, rounds: Iterable[tuple[str, str]],
         "detected_at, detected_ms, code, violation_id",
         {"t": ts, "r": rs, "a": int(months[0]["a"]), "z": int(months[0]["z"])})
     return [r for r in rows if (r["table_id"], r["round_id"]) in pairs]
+
+
+def stored_violations(store: Store, violation_ids: Iterable[str]) -> set[str]:
+    """Which of these violations the store holds, through `violation_ids`' sort key."""
+    ids = _ids(violation_ids)
+    if not ids:
+        return set()
+    return {r["violation_id"] for r in store.query(
+        "SELECT DISTINCT violation_id FROM violation_ids WHERE violation_id IN "
+        "{v:Array(String)}", {"v": ids})}
+
+
+def violations_by_id(store: Store, violation_ids: Iterable[str], columns: str = "*"
+                     ) -> list[dict[str, Any]]:
+    """The stored rows of these violations (`columns`, which name `violation_id`), in
+    table, round and id order: each one's table, round and detection time from
+    `violation_ids`, then the rows through `violations`' sort key (table, round) in
+    those months' partitions alone."""
+    ids = _ids(violation_ids)
+    if not ids:
+        return []
+    at = store.query(
+        "SELECT table_id, round_id, toUInt32(min(detected_at)) AS a, "
+        "toUInt32(max(detected_at)) AS z FROM violation_ids WHERE violation_id IN "
+        "{v:Array(String)} GROUP BY table_id, round_id", {"v": ids})
+    if not at:
+        return []
+    pairs = {(r["table_id"], r["round_id"]) for r in at}
+    rows = store.query(
+        f"SELECT {columns} FROM violations FINAL WHERE table_id IN {{t:Array(String)}} "
+        "AND round_id IN {r:Array(String)} AND violation_id IN {v:Array(String)} "
+        "AND detected_at >= toDateTime({a:UInt32}) AND detected_at <= toDateTime({z:UInt32}) "
+        "ORDER BY table_id, round_id, violation_id",
+        {"t": _ids(t for t, _ in pairs), "r": _ids(r for _, r in pairs), "v": ids,
+         "a": min(int(r["a"]) for r in at), "z": max(int(r["z"]) for r in at)})
+    return [r for r in rows if (r["table_id"], r["round_id"]) in pairs]
+
+
+def rounds_back(store: Store, table_id: str, limit: int) -> list[tuple[str, int, int]]:
+    """(round id, start second, start ms) of the table's `limit` latest-started round
+    summaries, newest first (ties by round id): `round_starts` read back in windows of
+    start time from the table's last event (`table_activity`), each window twice as wide
+    as the one before, until `limit` are found or the windows reach 1970."""
+    top = store.query("SELECT intDiv(maxMerge(last_ms), 1000) AS m, count() AS n "
+                      "FROM table_activity WHERE table_id = {t:String}", {"t": table_id})
+    if not top or not int(top[0]["n"]) or limit <= 0:
+        return []
+    found: set[tuple[str, int, int]] = set()
+    hi, width = int(top[0]["m"]) + 1, ROUND_WINDOW
+    while len(found) < limit and hi > 0:
+        lo = max(0, hi - width)
+        for r in store.query(
+                "SELECT round_id, toUInt32(started) AS s, started_ms AS ms FROM "
+                "round_starts WHERE table_id = {t:String} AND started >= toDateTime("
+                "{a:UInt32}) AND started < toDateTime({b:UInt32})",
+                {"t": table_id, "a": lo, "b": hi}):
+            found.add((r["round_id"], int(r["s"]), int(r["ms"])))
+        hi, width = lo, width * 2
+    newest = sorted(found, key=lambda x: (-x[1], -x[2], x[0]))
+    return newest[:limit]
 
 
 @dataclass(frozen=True, slots=True)

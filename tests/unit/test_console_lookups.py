@@ -6,11 +6,15 @@ does: every query under a bound of rows read that the floor's own history passes
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from console.data import ConsoleData, Filters
 from pitwatch.audit.run import audit_events
+from pitwatch.store.base import StoreError
 from pitwatch.store.embedded import EmbeddedStore
 from producers.history import copy_floor
 from producers.simulate import simulate_floor
@@ -66,5 +70,90 @@ def test_the_round_page_and_round_dealer_code_searches_read_bounded_rows(
         assert int(store.query("SELECT count() AS n FROM events")[0]["n"]) > 2 * BOUND
         assert before * (COPIES + 1) > 2 * BOUND
         assert _pages(store, r["round_id"], r["dealer_id"], code) == small
+    finally:
+        store.close()
+
+
+#: Rows a read of the violation and table pages may read: a few granules of 32 rows of
+#: each table read (`_fine`), far less than the 41 copies' rounds or violations (a
+#: month's partition each: `_MONTH`).
+SMALL_BOUND = 190
+_MONTH = 32 * 86_400
+_FINE = ("violations", "rounds", "round_starts", "violation_ids")
+
+
+def _fine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store's `_FINE` tables made with granules of 32 rows (ClickHouse reads a
+    whole granule: the floor's few hundred rounds and violations would be one), so that
+    the rows read tell a read through the sort key from a scan."""
+    from pitwatch.store import base, embedded
+
+    def fine() -> list[str]:
+        return [s + " SETTINGS index_granularity = 32"
+                if re.match(r"CREATE TABLE IF NOT EXISTS (\w+)", s)
+                and re.match(r"CREATE TABLE IF NOT EXISTS (\w+)", s).group(1) in _FINE  # type: ignore[union-attr]
+                else s for s in base.ddl_statements()]
+
+    monkeypatch.setattr(embedded, "ddl_statements", fine)
+
+
+def _violation_and_table(store: EmbeddedStore, vid: str, table: str) -> dict[str, Any]:
+    data = ConsoleData(store)
+    try:
+        # chDB's FINAL reads a table's granules in every partition, its months' alone
+        # not: a table's rounds in `rounds FINAL` are read under the wider bound
+        _bounded(store, BOUND)
+        page = data.table(table, 20)
+        _bounded(store, SMALL_BOUND)
+        return {"violation": data.violation(vid),
+                "stored": data.stored_ids([vid, "no-such-violation"]),
+                "rounds": [(r["round_id"], r["started_at"], r["dealer_id"])
+                           for r in page["rounds"]]}
+    finally:
+        _bounded(store, 0)
+
+
+def test_a_violation_its_stored_check_and_a_tables_latest_rounds_read_bounded_rows(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The violation page, "which of these does the store hold" and a table's latest
+    rounds read through index tables (`violation_ids`, `round_starts`), not a scan of
+    `violations` or `rounds`: the same answers as those scans, under the bound with
+    41 times the history."""
+    _fine(monkeypatch)
+    store = EmbeddedStore(tmp_path / "data")
+    try:
+        store.setup()
+        audit_events(simulate_floor(2, 12, 11, 0.3)[0], store=store)
+        store.sync()
+        v = store.query("SELECT violation_id, table_id FROM violations FINAL "
+                        "WHERE round_id != '' ORDER BY violation_id LIMIT 1")[0]
+        small = _violation_and_table(store, v["violation_id"], v["table_id"])
+        assert small["stored"] == {v["violation_id"]}
+        assert small["violation"]["violation_id"] == v["violation_id"]
+        copy_floor(store, 1, COPIES, _MONTH)
+        for t in ("rounds", "violations"):
+            assert int(store.query(f"SELECT count() AS n FROM {t}")[0]["n"]) > SMALL_BOUND
+        big = _violation_and_table(store, v["violation_id"], v["table_id"])
+        assert big["violation"] == small["violation"] and big["stored"] == small["stored"]
+        # the latest rounds as the scan of `rounds` found them (the copies are later)
+        assert big["rounds"] == [(r["round_id"], int(r["s"]), r["dealer_id"]) for r in
+                                 store.query(
+            "SELECT round_id, dealer_id, toUInt64(started) * 1000 + started_ms AS s "
+            "FROM rounds FINAL WHERE table_id = {t:String} ORDER BY s DESC, round_id "
+            "LIMIT 20", {"t": v["table_id"]})]
+        assert big["rounds"] != small["rounds"]
+        copy = f'{v["violation_id"]}~{COPIES}'
+        got = _violation_and_table(store, copy, v["table_id"])
+        assert got["violation"]["violation_id"] == copy and got["stored"] == {copy}
+        # the bound is one the scans replaced fail
+        _bounded(store, SMALL_BOUND)
+        try:
+            for sql in ("SELECT count() AS n FROM violations FINAL WHERE violation_id = "
+                        "{v:String}", "SELECT count() AS n FROM rounds FINAL WHERE "
+                        "table_id = {t:String} AND started > toDateTime(0)"):
+                with pytest.raises(StoreError, match="Limit for rows"):
+                    store.query(sql, {"v": copy, "t": v["table_id"]})
+        finally:
+            _bounded(store, 0)
     finally:
         store.close()
