@@ -204,13 +204,17 @@ class Fed:
     finished: bool = False
 
     def events(self) -> list[Event]:
-        return self.rules + self.before + self.context + self.rounds + self.after
+        """Every event read, by role; the quarantined ones last (each in its JSON Lines
+        form, which a reader takes as refused again: `verify`)."""
+        return (self.rules + self.before + self.context + self.rounds + self.after
+                + self.refused)
 
     def counts(self) -> dict[str, int]:
-        """Events a role (a case's manifest); `rules` only when read."""
+        """Events a role (a case's manifest); `rules` and `refused` only when read."""
         out = {"rules": len(self.rules)} if self.rules else {}
+        refused = {"refused": len(self.refused)} if self.refused else {}
         return {**out, "before": len(self.before), "context": len(self.context),
-                "rounds": len(self.rounds), "after": len(self.after)}
+                "rounds": len(self.rounds), "after": len(self.after), **refused}
 
 
 def primed(before: list[Event]) -> list[Event]:

@@ -16,11 +16,12 @@ from typing import Any
 
 from pitwatch import site_key
 from pitwatch.engine.violation import Violation
-from pitwatch.events.jsonl import loads
+from pitwatch.events.jsonl import InvalidEvent, loads
 from pitwatch.events.keys import KeyRegistry, KeyRegistryError
 from pitwatch.events.model import Event
 from pitwatch.events.schema import schemas_dir
 from pitwatch.packs.registry import get
+from pitwatch.store.history import Quarantine
 from pitwatch.terminal import printable
 
 from .case import (
@@ -117,11 +118,18 @@ def check_files(folder: Path, pinned_key: bytes | None, out: Outcome) -> dict[st
 
 
 def _evidence(folder: Path) -> list[Event]:
+    """The evidence's events, in order; one its decoder refuses for its payload alone
+    (a quarantined event of the record: `history.Quarantine`) comes back marked
+    refused, and must lie where the manifest lays refused events out (`reaudit`)."""
     events = []
     with open(folder / EVIDENCE, "rb") as f:
         for n, line in enumerate(f, 1):
             try:
                 events.append(loads(line))
+            except InvalidEvent as e:
+                if e.event is None:
+                    raise Refused(f"{EVIDENCE} line {n}: not an event ({e})") from None
+                events.append(e.event)
             except ValueError as e:
                 raise Refused(f"{EVIDENCE} line {n}: not an event ({e})") from None
     return events
@@ -157,11 +165,16 @@ def reaudit(folder: Path, doc: dict[str, Any], out: Outcome) -> Case:
         n_before, n_ctx, n_rounds, n_after = (int(t[k]) for k in
                                               ("before", "context", "rounds", "after"))
         n_rules = int(t.get("rules", 0))  # the posted rules read ahead of the context
-        part = events[at:at + n_rules + n_before + n_ctx + n_rounds + n_after]
-        if len(part) != n_rules + n_before + n_ctx + n_rounds + n_after or any(
-                ev.table_id != t["table_id"] for ev in part):
+        n_refused = int(t.get("refused", 0))  # the quarantined events, last
+        n_read = n_rules + n_before + n_ctx + n_rounds + n_after
+        part = events[at:at + n_read + n_refused]
+        if len(part) != n_read + n_refused or any(
+                ev.table_id != t["table_id"] or (ev.refused is not None) != (i >= n_read)
+                for i, ev in enumerate(part)):
             raise Refused(f"{EVIDENCE} does not hold the events the manifest lays out for "
                           f"table {t['table_id']}")
+        tr.held = Quarantine.of(part[n_read:])
+        part = part[:n_read]
         tr.rules(part[:n_rules])
         part, at = part[n_rules:], at + n_rules
         tr.before(part[:n_before])
@@ -172,7 +185,7 @@ def reaudit(folder: Path, doc: dict[str, Any], out: Outcome) -> Case:
         for ev in part[n_before + n_ctx + n_rounds:]:
             tr.after(ev)
         rebuilt.update(tr.end(bool(t.get("finished"))))
-        at += len(part)
+        at += len(part) + n_refused
     if at != len(events):
         raise Refused(f"{EVIDENCE} holds {len(events) - at} event(s) the manifest does "
                       "not lay out")

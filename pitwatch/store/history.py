@@ -291,6 +291,14 @@ class Quarantine:
             ev = quarantined_event(r)
             self.held.setdefault(ev.device_id, {}).setdefault(ev.seq, ev)
 
+    @classmethod
+    def of(cls, events: Sequence[Event]) -> Quarantine:
+        """The quarantine of these refused events (a case folder's evidence of them)."""
+        q = cls(None, "")
+        for ev in events:
+            q.held.setdefault(ev.device_id, {}).setdefault(ev.seq, ev)
+        return q
+
     def saw(self, ev: Event) -> None:
         """The rebuild read `ev` (primed or fed): its device's record stands there."""
         if ev.seq > self.last.get(ev.device_id, 0):

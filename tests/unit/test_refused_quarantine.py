@@ -11,6 +11,11 @@ a real lost event is still EVENTS_LOST."""
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -169,3 +174,38 @@ def test_a_real_lost_event_is_still_events_lost(
         assert rb.matches_store
     finally:
         store.close()
+
+
+def _pitwatch(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PITWATCH_KEYS", "PITWATCH_SITE_KEY")}
+    return subprocess.run([sys.executable, "-m", "pitwatch.cli", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_a_case_folder_carries_the_refused_event_and_verifies_alone(tmp_path: Path) -> None:
+    r = _pitwatch("simulate", "--contract", "--tables", "2", "--rounds", "4", "--seed", "2",
+                  "--inject", "0.5", "--jurisdiction", "NJ", "--game", "BLACKJACK",
+                  "--out", "floor", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    r = _pitwatch("audit", "floor", "--data", "data", "--keys", "floor/keys.json",
+                  "--format", "jsonl", cwd=tmp_path)
+    assert r.returncode in (0, 1), r.stderr
+    refused = [json.loads(line) for line in r.stdout.splitlines()
+               if '"EVENT_REFUSED"' in line]
+    assert refused
+    rid = refused[0]["round_id"]
+    r = _pitwatch("investigate", rid, "--out", "case", "--data", "data", "--keys",
+                  "floor/keys.json", "--generated-at", "2026-12-01T09:30:00Z", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = json.loads((tmp_path / "case" / "manifest.json").read_text())
+    assert doc["evidence"]["tables"][0]["refused"] >= 1
+    assert any(f["code"] == "EVENT_REFUSED" and f["status"] != "stored only"
+               for f in doc["findings"])
+    assert not any(f["code"] == "EVENTS_LOST" for f in doc["findings"])
+    away = tmp_path / "elsewhere"
+    away.mkdir()
+    shutil.copytree(tmp_path / "case", away / "case")
+    r = _pitwatch("verify", "case", cwd=away)
+    assert "findings REPRODUCED exactly" in r.stdout, r.stdout + r.stderr
+    assert "signatures HOLD" in r.stdout, r.stdout
