@@ -23,6 +23,7 @@ from ..events.model import Event
 from ..events.order import in_record_order
 from ..events.schema import released_writers
 from ..packs.registry import select
+from ..store import lookup
 from ..store.base import Store
 from ..store.batch import BatchWriter
 from ..store.first_copy import first_copies
@@ -445,23 +446,35 @@ def refused_letter(ev: Event, finding: Violation | None, why: str | None = None
 
 
 class _Known:
-    """The violation ids a store held before the run, of the tables asked (`load`)."""
+    """Whether a violation of a table asked (`load`) was stored before the run: the ids
+    of its round, read through `round_violations`' sort key (table, round) the first
+    time the run raises one of the round's violations (before the run writes any of
+    them), or a table-level one's id through `violation_ids`; never every violation of
+    the table."""
 
     def __init__(self, store: Store | None) -> None:
         self.store = store
-        self.ids: set[str] = set()
         self.loaded: set[str] = set()
+        self.rounds: dict[tuple[str, str], set[str]] = {}
+        self.table_level: dict[tuple[str, str], bool] = {}
 
     def load(self, table_id: str) -> None:
-        if self.store is None or table_id in self.loaded:
-            return
-        self.loaded.add(table_id)
-        self.ids.update(r["violation_id"] for r in self.store.query(
-            "SELECT DISTINCT violation_id FROM violations WHERE table_id = {t:String}",
-            {"t": table_id}))
+        if self.store is not None:
+            self.loaded.add(table_id)
 
     def has(self, v: Violation) -> bool:
-        return v.violation_id in self.ids
+        if self.store is None or v.table_id not in self.loaded:
+            return False
+        if not v.round_id:
+            at = (v.table_id, v.violation_id)
+            if at not in self.table_level:
+                self.table_level[at] = bool(lookup.stored_violations(
+                    self.store, [v.violation_id], v.table_id))
+            return self.table_level[at]
+        key = (v.table_id, v.round_id)
+        if key not in self.rounds:
+            self.rounds[key] = lookup.round_violation_ids(self.store, *key)
+        return v.violation_id in self.rounds[key]
 
 
 def stored_tables(store: Store) -> set[str]:

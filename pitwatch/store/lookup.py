@@ -465,14 +465,24 @@ def violations_of(store: Store, rounds: Iterable[tuple[str, str]],
     return [r for r in rows if (r["table_id"], r["round_id"]) in pairs]
 
 
-def stored_violations(store: Store, violation_ids: Iterable[str]) -> set[str]:
-    """Which of these violations the store holds, through `violation_ids`' sort key."""
+def stored_violations(store: Store, violation_ids: Iterable[str],
+                      table_id: str | None = None) -> set[str]:
+    """Which of these violations the store holds (of `table_id` when given), through
+    `violation_ids`' sort key."""
     ids = _ids(violation_ids)
     if not ids:
         return set()
     return {r["violation_id"] for r in store.query(
         "SELECT DISTINCT violation_id FROM violation_ids WHERE violation_id IN "
-        "{v:Array(String)}", {"v": ids})}
+        "{v:Array(String)}" + ("" if table_id is None else " AND table_id = {t:String}"),
+        {"v": ids, "t": table_id or ""})}
+
+
+def round_violation_ids(store: Store, table_id: str, round_id: str) -> set[str]:
+    """The ids of a round's stored violations, through `round_violations`' sort key."""
+    return {r["violation_id"] for r in store.query(
+        "SELECT DISTINCT violation_id FROM round_violations WHERE table_id = {t:String} "
+        "AND round_id = {r:String}", {"t": table_id, "r": round_id})}
 
 
 def violations_by_id(store: Store, violation_ids: Iterable[str], columns: str = "*"

@@ -79,7 +79,7 @@ def test_the_round_page_and_round_dealer_code_searches_read_bounded_rows(
 #: month's partition each: `_MONTH`).
 SMALL_BOUND = 190
 _MONTH = 32 * 86_400
-_FINE = ("violations", "rounds", "round_starts", "violation_ids")
+_FINE = ("violations", "rounds", "round_starts", "violation_ids", "round_violations")
 
 
 def _fine(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -155,5 +155,48 @@ def test_a_violation_its_stored_check_and_a_tables_latest_rounds_read_bounded_ro
                     store.query(sql, {"v": copy, "t": v["table_id"]})
         finally:
             _bounded(store, 0)
+    finally:
+        store.close()
+
+
+def test_the_audits_already_stored_label_reads_bounded_rows(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A re-raised finding is labelled "already stored" when the store held its id
+    before the run, as the read of every violation id of its table labelled it; with
+    41 times the history, each check reads through `round_violations` (table, round) or
+    `violation_ids` (id) under the bound a read of the table's violations fails."""
+    from types import SimpleNamespace
+
+    from pitwatch.audit.run import _Known
+
+    _fine(monkeypatch)
+    store = EmbeddedStore(tmp_path / "data")
+    try:
+        store.setup()
+        audit_events(simulate_floor(2, 12, 11, 0.3)[0], store=store)
+        store.sync()
+        copy_floor(store, 1, COPIES, _MONTH)
+        store.sync()
+        stored = store.query("SELECT DISTINCT table_id, round_id, violation_id FROM "
+                             "violations WHERE position(violation_id, '~') = 0")
+        tables = sorted({r["table_id"] for r in stored})
+        asked = [SimpleNamespace(**r) for r in stored] + [
+            SimpleNamespace(table_id=r["table_id"], round_id=r["round_id"],
+                            violation_id=r["violation_id"] + "-new") for r in stored]
+        old = {t: {r["violation_id"] for r in store.query(
+            "SELECT DISTINCT violation_id FROM violations WHERE table_id = {t:String}",
+            {"t": t})} for t in tables}
+        known = _Known(store)
+        known.load(tables[0])
+        _bounded(store, SMALL_BOUND)
+        try:
+            got = [known.has(v) for v in asked]  # type: ignore[arg-type]
+            with pytest.raises(StoreError, match="Limit for rows"):
+                store.query("SELECT DISTINCT violation_id FROM violations")
+        finally:
+            _bounded(store, 0)
+        assert got == [v.table_id == tables[0] and v.violation_id in old[tables[0]]
+                       for v in asked]
+        assert any(got) and not all(got)
     finally:
         store.close()
