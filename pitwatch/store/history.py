@@ -20,7 +20,7 @@ state that agrees with its stored events.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +28,7 @@ from typing import Any
 import orjson
 
 from ..engine.auditor import StateError, TableAuditor
+from ..events.avro import digest
 from ..events.model import Event
 from . import lookup
 from .base import Store
@@ -273,87 +274,103 @@ class Quarantine:
     """A table's quarantined events (`refused_events`: each taken into its device's
     record as refused, never stored as play), fed back at their place by a rebuild
     from the store, each through `TableAuditor.refused`: right after its device's
-    previous seq (`after(ev)`, once `ev` is fed: the table's order as the device sent
+    previous event (`after(ev)`, once `ev` is fed: the table's order as the device sent
     them, which a signed order covers), else, when that event was not fed (read before
-    the context, or not stored), right before its device's next event (`due(ev)`). A
-    store made before the quarantine has none: its rebuild is as it was."""
+    the context, or not stored), right before its device's next event (`due(ev)`). One
+    is placed only where its chain links (its seq after the event's, its prev_digest
+    the event's digest, or the next event's prev_digest its digest), so a device that
+    restarted its seqs gets each chain's own. A store made before the quarantine has
+    none: its rebuild is as it was."""
 
     def __init__(self, store: Store | None, table_id: str) -> None:
-        self.held: dict[str, dict[int, Event]] = {}
-        self.last: dict[str, int] = {}
+        #: device -> seq -> the quarantined events there (one a chain)
+        self.held: dict[str, dict[int, list[Event]]] = {}
+        #: device -> its last event read (seq, digest), of a device with any held
+        self.tip: dict[str, tuple[int, bytes]] = {}
+        self.done: set[str] = set()
         if store is None:
             return
         rows = store.query(
-            "SELECT table_id, device_id, seq, event_id, writer, raw, reason "
+            "SELECT DISTINCT table_id, device_id, seq, event_id, writer, raw, reason "
             "FROM refused_events WHERE table_id = {t:String} "
             "ORDER BY device_id, seq, event_id", {"t": table_id})
-        for r in rows:
-            ev = quarantined_event(r)
-            self.held.setdefault(ev.device_id, {}).setdefault(ev.seq, ev)
+        self._hold(quarantined_event(r) for r in rows)
 
     @classmethod
-    def of(cls, events: Sequence[Event]) -> Quarantine:
+    def of(cls, events: Iterable[Event]) -> Quarantine:
         """The quarantine of these refused events (a case folder's evidence of them)."""
         q = cls(None, "")
-        for ev in events:
-            q.held.setdefault(ev.device_id, {}).setdefault(ev.seq, ev)
+        q._hold(events)
         return q
+
+    def _hold(self, events: Iterable[Event]) -> None:
+        for ev in events:
+            at = self.held.setdefault(ev.device_id, {}).setdefault(ev.seq, [])
+            if all(e.event_id != ev.event_id for e in at):
+                at.append(ev)
 
     def saw(self, ev: Event) -> None:
         """The rebuild read `ev` (primed or fed): its device's record stands there."""
-        if ev.seq > self.last.get(ev.device_id, 0):
-            self.last[ev.device_id] = ev.seq
+        if ev.device_id in self.held and ev.seq >= self.tip.get(ev.device_id, (0, b""))[0]:
+            self.tip[ev.device_id] = (ev.seq, digest(ev))
 
-    def due(self, ev: Event) -> list[Event]:
-        """The quarantined events of `ev`'s device between the last seq seen of it and
-        `ev`'s, in seq order (a device not seen yet: the unbroken run of them right
-        before `ev`)."""
-        held = self.held.get(ev.device_id)
+    def _after(self, device: str, seq: int, dig: bytes, rounds: set[str] | None = None
+               ) -> list[Event]:
         out: list[Event] = []
-        if held:
-            since = self.last.get(ev.device_id)
-            if since is None:
-                seq = ev.seq - 1
-                while seq in held:
-                    out.append(held[seq])
-                    seq -= 1
-                out.reverse()
-            else:
-                out = [held[q] for q in sorted(held) if since < q < ev.seq]
-        self.saw(ev)
+        at = self.held.get(device, {})
+        while True:
+            q = next((q for q in at.get(seq + 1, ()) if q.prev_digest == dig
+                      and q.event_id not in self.done
+                      and (rounds is None or (q.round_id or "") in rounds)), None)
+            if q is None:
+                break
+            out.append(q)
+            self.done.add(q.event_id)
+            seq, dig = q.seq, digest(q)
+        if out:
+            self.tip[device] = (seq, dig)
         return out
 
     def after(self, ev: Event) -> list[Event]:
-        """The quarantined events right after `ev` (fed) in its device's record: the
-        unbroken run of seqs after it."""
-        held = self.held.get(ev.device_id)
+        """The quarantined events right after `ev` (fed) in its device's record, in
+        order: the run that continues its chain."""
+        if ev.device_id not in self.held:
+            return []
+        self.saw(ev)
+        return self._after(ev.device_id, ev.seq, digest(ev))
+
+    def due(self, ev: Event) -> list[Event]:
+        """The quarantined events of `ev`'s device not yet fed that its chain links to
+        right before it (after the last event of the device read), in order."""
+        at = self.held.get(ev.device_id)
         out: list[Event] = []
-        if held:
-            seq = ev.seq + 1
-            while (q := held.get(seq)) is not None:
+        if at:
+            since = self.tip.get(ev.device_id, (0, b""))[0]
+            seq, prev = ev.seq, ev.prev_digest
+            while seq - 1 > since:
+                q = next((q for q in at.get(seq - 1, ()) if q.event_id not in self.done
+                          and digest(q) == prev), None)
+                if q is None:
+                    break
                 out.append(q)
-                seq += 1
-            if out:
-                self.saw(out[-1])
+                self.done.add(q.event_id)
+                seq, prev = q.seq, q.prev_digest
+            out.reverse()
+            self.saw(ev)
         return out
 
     def trailing(self, rounds: set[str]) -> list[Event]:
-        """At the end of what a rebuild read: each device's quarantined events right
-        after the last seq seen of it, of the `rounds` rebuilt (the record took them
-        in, and nothing of their device came after them in what was read)."""
+        """At the end of what a rebuild read: each device's quarantined events that
+        continue its chain from the last event of it read, of the `rounds` rebuilt (the
+        record took them in, and nothing of their device came after them in what was
+        read)."""
         out: list[Event] = []
-        for device, held in self.held.items():
-            seq = self.last.get(device)
-            if seq is None:
-                continue
-            while (q := held.get(seq + 1)) is not None and (q.round_id or "") in rounds:
-                out.append(q)
-                seq += 1
-            self.last[device] = seq
+        for device, (seq, dig) in list(self.tip.items()):
+            out += self._after(device, seq, dig, rounds)
         return out
 
     def feed(self, auditor: TableAuditor, ev: Event) -> None:
-        """Feed `ev` to `auditor`, after the quarantined events due before it."""
+        """Feed `ev` to `auditor`, with the quarantined events due before and after it."""
         for q in self.due(ev):
             auditor.refused(q, q.refused or "")
         auditor.feed(ev)

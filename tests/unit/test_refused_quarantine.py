@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -84,7 +85,7 @@ def test_the_record_s_refused_event_is_quarantined_with_its_bytes_and_reason(
     assert [(r["event_id"], int(r["seq"]), r["reason"]) for r in rows] == sorted(
         ((e.event_id, e.seq, e.refused) for e in refused),
         key=lambda x: next(e.table_id + e.device_id for e in refused if e.event_id == x[0]))
-    back = Quarantine(store, refused[0].table_id).held[refused[0].device_id][refused[0].seq]
+    back = Quarantine(store, refused[0].table_id).held[refused[0].device_id][refused[0].seq][0]
     assert digest(back) == digest(refused[0])  # the bytes its digest is of
     assert back.refused == refused[0].refused
     # never evidence of play
@@ -209,3 +210,20 @@ def test_a_case_folder_carries_the_refused_event_and_verifies_alone(tmp_path: Pa
     r = _pitwatch("verify", "case", cwd=away)
     assert "findings REPRODUCED exactly" in r.stdout, r.stdout + r.stderr
     assert "signatures HOLD" in r.stdout, r.stdout
+
+
+def test_a_quarantined_event_is_placed_only_where_its_chain_links(
+        floor: tuple[list[Event], KeyRegistry]) -> None:
+    events = floor[0]
+    bad = _refused(events)[0]
+    prev = next(e for e in events if e.device_id == bad.device_id and e.seq == bad.seq - 1)
+    nxt = next(e for e in events if e.device_id == bad.device_id and e.seq == bad.seq + 1)
+    other = replace(bad, event_id="another-chain", prev_digest=bytes(32), raw=None)
+    q = Quarantine.of([other, bad])
+    assert [e.event_id for e in q.after(prev)] == [bad.event_id]
+    assert q.due(nxt) == []  # fed already, once
+    q = Quarantine.of([other, bad])
+    q.saw(prev)  # read before the context: not fed, so due before its next event
+    assert [e.event_id for e in q.due(nxt)] == [bad.event_id]
+    q = Quarantine.of([other])
+    assert q.after(prev) == [] and q.due(nxt) == []  # another chain's: nowhere here
