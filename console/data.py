@@ -351,9 +351,19 @@ class ConsoleData:
 
     def pinned(self, limit: int = 50) -> dict[str, Any]:
         """Unhandled CRITICALs (no triage change yet), newest first, and how many."""
-        f = Filters(severity="CRITICAL", unhandled=True)
-        got = self.search(f, 0, limit)
-        return {"total": got["total"], "alerts": got["alerts"]}
+        # the CRITICALs through `violation_codes` (severity is its first key), those
+        # with a triage change through `triage`'s (violation id), then their rows by id:
+        # what matches, never a scan of `violations`
+        ids = lookup.violations_of_severity(self.store, "CRITICAL")
+        if ids:
+            ids -= {r["violation_id"] for r in self.store.query(
+                "SELECT DISTINCT violation_id FROM triage WHERE violation_id IN "
+                "{ids:Array(String)}", {"ids": tuple(sorted(ids))})}
+        rows = sorted(lookup.violations_by_id(self.store, ids, _VIOLATION_COLS),
+                      key=lambda r: (-int(r["detected"]), r["violation_id"]))
+        rows = [r for r in rows if r["severity"] == "CRITICAL"]
+        return {"total": len(rows),
+                "alerts": [alert(r, self.jurisdictions) for r in rows[:int(limit)]]}
 
     # --- triage: the workflow's record -----------------------------------------------
 

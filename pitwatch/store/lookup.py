@@ -478,6 +478,14 @@ def stored_violations(store: Store, violation_ids: Iterable[str],
         {"v": ids, "t": table_id or ""})}
 
 
+def violations_of_severity(store: Store, severity: str) -> set[str]:
+    """The ids of the stored violations of a severity, through `violation_codes`' sort
+    key (severity first): what matches, never the rest of the store."""
+    return {r["violation_id"] for r in store.query(
+        "SELECT DISTINCT violation_id FROM violation_codes WHERE severity = {s:String}",
+        {"s": severity})}
+
+
 def round_violation_ids(store: Store, table_id: str, round_id: str) -> set[str]:
     """The ids of a round's stored violations, through `round_violations`' sort key."""
     return {r["violation_id"] for r in store.query(

@@ -79,7 +79,8 @@ def test_the_round_page_and_round_dealer_code_searches_read_bounded_rows(
 #: month's partition each: `_MONTH`).
 SMALL_BOUND = 190
 _MONTH = 32 * 86_400
-_FINE = ("violations", "rounds", "round_starts", "violation_ids", "round_violations")
+_FINE = ("violations", "rounds", "round_starts", "violation_ids", "round_violations",
+         "violation_codes", "triage")
 
 
 def _fine(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -198,5 +199,48 @@ def test_the_audits_already_stored_label_reads_bounded_rows(
         assert got == [v.table_id == tables[0] and v.violation_id in old[tables[0]]
                        for v in asked]
         assert any(got) and not all(got)
+    finally:
+        store.close()
+
+
+def test_the_pinned_unhandled_criticals_read_what_matches(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pinned unhandled CRITICALs are found through `violation_codes` (severity
+    first) and `triage` (violation id), then read by id: the same answer as the search
+    over every violation, reading the CRITICALs alone with 41 times the history."""
+    from console.triage import Change
+
+    _fine(monkeypatch)
+    store = EmbeddedStore(tmp_path / "data")
+    try:
+        store.setup()
+        audit_events(simulate_floor(2, 12, 11, 0.3)[0], store=store)
+        # the floor raised no CRITICAL: one of its findings stored again as a CRITICAL
+        store.query("INSERT INTO violations SELECT concat(violation_id, '-c'), code, "
+                    "'CRITICAL', table_id, round_id, seat, hand, event_id, evidence, "
+                    "citation, message, pack, pack_version, detected_at, detected_ms "
+                    "FROM violations ORDER BY violation_id LIMIT 1")
+        store.sync()
+        copy_floor(store, 1, COPIES)
+        store.sync()
+        data = ConsoleData(store)
+        crit = store.query("SELECT violation_id FROM violations FINAL WHERE severity = "
+                           "'CRITICAL' ORDER BY violation_id")
+        assert len(crit) > 2
+        data.apply(crit[0]["violation_id"], Change("acknowledge"), "ann", "supervisor",
+                   1_700_000_000_000)
+        store.sync()
+        old = data.search(Filters(severity="CRITICAL", unhandled=True), 0, 10)
+        bound = 2 * len(crit) + 64  # the CRITICALs' rows, a few granules of 32 around them
+        assert int(store.query("SELECT count() AS n FROM violations")[0]["n"]) > bound
+        _bounded(store, bound)
+        try:
+            got = data.pinned(10)
+            with pytest.raises(StoreError, match="Limit for rows"):  # the search it replaced
+                data.search(Filters(severity="CRITICAL", unhandled=True), 0, 10)
+        finally:
+            _bounded(store, 0)
+        assert got == {"total": old["total"], "alerts": old["alerts"]}
+        assert got["total"] == len(crit) - 1 and len(got["alerts"]) == 10
     finally:
         store.close()
