@@ -505,7 +505,12 @@ class ConsoleData:
             "count() AS rounds, countIf(complete = 0) AS incomplete, "
             "sum(wagered) AS wagered, sum(paid) AS paid, sum(collected) AS collected, "
             "groupArray(round_id) AS ids FROM rounds FINAL "
-            "WHERE started >= toDateTime({los:UInt32}) AND started <= toDateTime({his:UInt32}) "
+            # the rounds started in the shift through `round_starts`' sort key (table,
+            # start) of each table the store holds, then `rounds`' own (table, round)
+            "WHERE (table_id, round_id) IN (SELECT table_id, round_id FROM round_starts "
+            "WHERE table_id IN (SELECT DISTINCT table_id FROM table_devices) "
+            "AND started >= toDateTime({los:UInt32}) AND started <= toDateTime({his:UInt32})) "
+            "AND started >= toDateTime({los:UInt32}) AND started <= toDateTime({his:UInt32}) "
             "AND toUInt64(started) * 1000 + started_ms >= {lo:UInt64} "
             "AND toUInt64(started) * 1000 + started_ms < {hi:UInt64} "
             "GROUP BY table_id, dealer_id ORDER BY table_id, dealer_id",

@@ -244,3 +244,27 @@ def test_the_pinned_unhandled_criticals_read_what_matches(
         assert got["total"] == len(crit) - 1 and len(got["alerts"]) == 10
     finally:
         store.close()
+
+
+def test_the_shift_summary_selects_its_rounds_through_round_starts(tmp_path: Path) -> None:
+    """A shift's rounds are those a scan of `rounds` by start finds, selected through
+    `round_starts` (table, start), with 41 times the history."""
+    store = EmbeddedStore(tmp_path / "data")
+    try:
+        store.setup()
+        audit_events(simulate_floor(2, 12, 11, 0.3)[0], store=store)
+        copy_floor(store, 1, COPIES)
+        store.sync()
+        first = int(store.query("SELECT toUInt64(min(started)) * 1000 AS s FROM rounds "
+                                "WHERE position(round_id, '~') = 0")[0]["s"])
+        lo, hi = first + 20 * 86_400_000 + 600_000, first + 20 * 86_400_000 + 1_800_000
+        got = ConsoleData(store).shift(lo, hi)
+        want = store.query(
+            "SELECT table_id, dealer_id, count() AS n FROM rounds FINAL WHERE "
+            "toUInt64(started) * 1000 + started_ms >= {lo:UInt64} AND "
+            "toUInt64(started) * 1000 + started_ms < {hi:UInt64} "
+            "GROUP BY table_id, dealer_id ORDER BY table_id, dealer_id", {"lo": lo, "hi": hi})
+        assert want and [(r["table_id"], r["dealer_id"], r["rounds"]) for r in got] == \
+            [(r["table_id"], r["dealer_id"], int(r["n"])) for r in want]
+    finally:
+        store.close()
