@@ -291,14 +291,26 @@ class ConsoleData:
                    since_ms: int | None = None) -> list[dict[str, Any]]:
         """The newest violations that pass the filters (device time at or after
         `since_ms` when given: a poll reads only the recent partitions)."""
+        return [alert(r, self.jurisdictions) for r in self._newest(f, limit, since_ms)]
+
+    def _newest(self, f: Filters, want: int, since_ms: int | None = None
+                ) -> list[dict[str, Any]]:
+        """The `want` newest violations that pass the filters: a round, dealer or code
+        filter selects its rounds through its index table (`Filters.where`); any other
+        reads back in windows of detection time (`lookup.newest_violations`)."""
         where, params = f.where()
-        if since_ms is not None:
-            where += " AND detected_at >= toDateTime({since:UInt32})"
-            params["since"] = max(0, since_ms // 1000)
-        rows = self.store.query(
-            f"SELECT {_VIOLATION_COLS} FROM violations FINAL WHERE {where} "
-            f"ORDER BY detected DESC, violation_id LIMIT {int(limit)}", params)
-        return [alert(r, self.jurisdictions) for r in rows]
+        since_s = max(0, since_ms // 1000) if since_ms is not None else None
+        if since_s is not None:
+            where += " AND detected_at >= toDateTime({since_s:UInt32})"
+            params["since_s"] = since_s
+        order = "detected DESC, violation_id"
+        if f.round or f.dealer or f.code:
+            return self.store.query(
+                f"SELECT {_VIOLATION_COLS} FROM violations FINAL WHERE {where} "
+                f"ORDER BY {order} LIMIT {int(want)}", params)
+        floor = max(since_s or 0, (f.since or 0) // 1000)
+        return lookup.newest_violations(self.store, _VIOLATION_COLS, where, params, order,
+                                        want, floor)
 
     def found_since(self, since_s: int, limit: int = 1000) -> list[dict[str, Any]]:
         """Violations the store received at or after `since_s` (its own clock)."""
@@ -335,10 +347,7 @@ class ConsoleData:
         counts = {r["severity"]: int(r["n"]) for r in self.store.query(
             f"SELECT severity, count() AS n FROM violations FINAL WHERE {where} "
             "GROUP BY severity", params)}
-        rows = self.store.query(
-            f"SELECT {_VIOLATION_COLS} FROM violations FINAL WHERE {where} "
-            f"ORDER BY detected DESC, violation_id LIMIT {int(offset)}, {int(limit)}",
-            params)
+        rows = self._newest(f, int(offset) + int(limit))[int(offset):]
         found = [alert(r, self.jurisdictions) for r in rows]
         return {"total": sum(counts.values()),
                 "counts": {s: counts.get(s, 0) for s in SEVERITIES},

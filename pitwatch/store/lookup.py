@@ -39,7 +39,7 @@ MIGRATIONS = {"lookups-1": ("event_positions", "event_marks", "table_devices",
                             "violation_codes"),
               "lookups-2": ("round_violations",),
               "lookups-3": ("event_ids", "device_seqs"),
-              "lookups-4": ("violation_ids",)}
+              "lookups-4": ("violation_ids", "violation_times")}
 #: Seconds of round starts in the first window `rounds_back` reads (then twice as
 #: many each window further back).
 ROUND_WINDOW = 3600
@@ -517,6 +517,37 @@ def violations_by_id(store: Store, violation_ids: Iterable[str], columns: str = 
         {"t": _ids(t for t, _ in pairs), "r": _ids(r for _, r in pairs), "v": ids,
          "a": min(int(r["a"]) for r in at), "z": max(int(r["z"]) for r in at)})
     return [r for r in rows if (r["table_id"], r["round_id"]) in pairs]
+
+
+def newest_violations(store: Store, columns: str, where: str, params: dict[str, Any],
+                      order: str, want: int, since_s: int = 0) -> list[dict[str, Any]]:
+    """The `want` newest rows of `violations` (`columns`, in `order`: newest first)
+    that meet `where`, detected at or after `since_s` (device seconds): read back in
+    windows of detection time from the store's newest event (`table_activity`; the
+    first window open above), each window twice as wide as the one before, its (table,
+    round) pairs from `violation_times` and its rows through `violations`' sort key, until
+    `want` are found or the windows reach `since_s`."""
+    top = store.query("SELECT intDiv(max(m), 1000) AS t, count() AS n FROM (SELECT "
+                      "maxMerge(last_ms) AS m FROM table_activity GROUP BY table_id)")
+    if want <= 0 or not top or not int(top[0]["n"]):
+        return []
+    got: list[dict[str, Any]] = []
+    hi: int | None = None
+    lo, width = int(top[0]["t"]), ROUND_WINDOW
+    lo = max(since_s, lo - width)
+    while len(got) < want:
+        span = "detected_at >= toDateTime({w_lo:UInt32})" + (
+            "" if hi is None else " AND detected_at < toDateTime({w_hi:UInt32})")
+        got += store.query(
+            f"SELECT {columns} FROM violations FINAL WHERE (table_id, round_id) IN ("
+            f"SELECT table_id, round_id FROM violation_times WHERE {span}) AND {span} "
+            f"AND {where} ORDER BY {order} LIMIT {int(want - len(got))}",
+            {**params, "w_lo": lo, "w_hi": hi or 0})
+        if lo <= since_s:
+            break
+        hi, width = lo, width * 2
+        lo = max(since_s, lo - width)
+    return got
 
 
 def rounds_back(store: Store, table_id: str, limit: int) -> list[tuple[str, int, int]]:

@@ -268,3 +268,36 @@ def test_the_shift_summary_selects_its_rounds_through_round_starts(tmp_path: Pat
             [(r["table_id"], r["dealer_id"], int(r["n"])) for r in want]
     finally:
         store.close()
+
+
+def test_the_feeds_newest_violations_read_back_in_time_find_what_a_scan_finds(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The feed's newest violations, with no filter or a table's, are read back in
+    windows of detection time through `violation_times`: the same as the newest of a
+    scan of `violations` at 41x history; a search's page is the same page. (Not under
+    `SMALL_BOUND`: chDB's `violations FINAL` reads the pairs' granules in every month's
+    partition, and a copy's round ids sort among the floor's.)"""
+    _fine(monkeypatch)
+    store = EmbeddedStore(tmp_path / "data")
+    try:
+        store.setup()
+        audit_events(simulate_floor(2, 12, 11, 0.3)[0], store=store)
+        copy_floor(store, 1, COPIES, _MONTH)
+        store.sync()
+        data = ConsoleData(store)
+        table = store.query("SELECT min(table_id) AS t FROM violations")[0]["t"]
+
+        def scan(where: str) -> list[str]:
+            return [r["violation_id"] for r in store.query(
+                "SELECT violation_id, toUInt64(detected_at) * 1000 + detected_ms AS d "
+                f"FROM violations FINAL WHERE {where} ORDER BY d DESC, violation_id "
+                "LIMIT 8", {"t": table})]
+
+        want = (scan("1"), scan("table_id = {t:String}"))
+        got = ([a["violation_id"] for a in data.violations(Filters(), 8)],
+               [a["violation_id"] for a in data.violations(Filters(table=table), 8)])
+        assert got == want and len(want[0]) == 8 and want[0] != want[1]
+        page = data.search(Filters(table=table), 3, 5)
+        assert [a["violation_id"] for a in page["alerts"]] == want[1][3:8]
+    finally:
+        store.close()

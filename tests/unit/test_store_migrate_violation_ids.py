@@ -1,4 +1,4 @@
-"""A store made before the index of violations by id (schemas/clickhouse/
+"""A store made before the index of violations by id and time (schemas/clickhouse/
 019_violation_ids.sql) is migrated in place when it is next set up ("lookups-4"), with
 nothing lost: the index names every stored violation, and a violation found through it
 is the row a scan of `violations` finds; a second setup changes nothing."""
@@ -16,8 +16,9 @@ from producers.simulate import simulate_floor
 
 def test_a_store_made_before_violation_ids_is_migrated_with_nothing_lost(
         tmp_path: Path) -> None:
-    old = [s for s in ddl_statements() if "violation_ids" not in s]
-    assert len(old) == len(ddl_statements()) - 2
+    old = [s for s in ddl_statements()
+           if "violation_ids" not in s and "violation_times" not in s]
+    assert len(old) == len(ddl_statements()) - 4
     store = EmbeddedStore(tmp_path / "data")
     try:
         for stmt in old:
@@ -44,5 +45,8 @@ def test_a_store_made_before_violation_ids_is_migrated_with_nothing_lost(
         assert lookup.migrate(store) == []
         assert int(store.query("SELECT count() AS n FROM violation_ids FINAL")[0]["n"]) \
             == len(before)
+        assert int(store.query("SELECT count() AS n FROM violation_times FINAL")[0]["n"]) \
+            == int(store.query("SELECT count() AS n FROM (SELECT DISTINCT detected_at, "
+                               "table_id, round_id FROM violations)")[0]["n"])
     finally:
         store.close()
