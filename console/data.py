@@ -343,16 +343,32 @@ class ConsoleData:
     def search(self, f: Filters, offset: int = 0, limit: int = 50) -> dict[str, Any]:
         """The violations that pass the filters over the whole store, newest first:
         counts by severity, a page of `limit` from `offset`, and each one's triage."""
-        where, params = f.where()
-        counts = {r["severity"]: int(r["n"]) for r in self.store.query(
-            f"SELECT severity, count() AS n FROM violations FINAL WHERE {where} "
-            "GROUP BY severity", params)}
+        counts = self._counts(f)
         rows = self._newest(f, int(offset) + int(limit))[int(offset):]
         found = [alert(r, self.jurisdictions) for r in rows]
         return {"total": sum(counts.values()),
                 "counts": {s: counts.get(s, 0) for s in SEVERITIES},
                 "offset": offset, "limit": limit, "alerts": found,
                 "states": self.states([a["violation_id"] for a in found])}
+
+    def _counts(self, f: Filters) -> dict[str, int]:
+        """How many violations pass the filters, by severity: a filter of severity,
+        code and table alone counted in `violation_codes` (severity, then code, is its
+        sort key; a row a violation), reading what matches; any other in `violations`."""
+        if f == Filters(severity=f.severity, code=f.code, table=f.table):
+            conds, params = ["1"], dict[str, Any]()
+            for col, val in (("severity", f.severity), ("code", f.code),
+                             ("table_id", f.table)):
+                if val:
+                    conds.append(f"{col} = {{{col}:String}}")
+                    params[col] = val
+            return {r["severity"]: int(r["n"]) for r in self.store.query(
+                "SELECT severity, count() AS n FROM violation_codes FINAL WHERE "
+                f"{' AND '.join(conds)} GROUP BY severity", params)}
+        where, params = f.where()
+        return {r["severity"]: int(r["n"]) for r in self.store.query(
+            f"SELECT severity, count() AS n FROM violations FINAL WHERE {where} "
+            "GROUP BY severity", params)}
 
     def stored_ids(self, violation_ids: list[str]) -> set[str]:
         """Which of these violations the store holds."""

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from console.data import ConsoleData, Filters
+from console.data import SEVERITIES, ConsoleData, Filters
 from pitwatch.audit.run import audit_events
 from pitwatch.store.base import StoreError
 from pitwatch.store.embedded import EmbeddedStore
@@ -299,5 +299,17 @@ def test_the_feeds_newest_violations_read_back_in_time_find_what_a_scan_finds(
         assert got == want and len(want[0]) == 8 and want[0] != want[1]
         page = data.search(Filters(table=table), 3, 5)
         assert [a["violation_id"] for a in page["alerts"]] == want[1][3:8]
+        # a search's counts by severity, through violation_codes for a filter of
+        # severity, code and table: those of the scan
+        code = store.query("SELECT min(code) AS c FROM violations")[0]["c"]
+        sev = store.query("SELECT min(severity) AS s FROM violations")[0]["s"]
+        for f in (Filters(), Filters(table=table), Filters(code=code),
+                  Filters(severity=sev, table=table)):
+            where, params = f.where()
+            scanned = {r["severity"]: int(r["n"]) for r in store.query(
+                f"SELECT severity, count() AS n FROM violations FINAL WHERE {where} "
+                "GROUP BY severity", params)}
+            assert scanned and data.search(f, 0, 1)["counts"] == {
+                s: scanned.get(s, 0) for s in SEVERITIES}
     finally:
         store.close()
