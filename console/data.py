@@ -314,11 +314,15 @@ class ConsoleData:
 
     def found_since(self, since_s: int, limit: int = 1000) -> list[dict[str, Any]]:
         """Violations the store received at or after `since_s` (its own clock)."""
+        # the ids received from the months of arrival since then, their (table, round)
+        # through `violation_ids`, their rows through `violations`' sort key
+        received = ("SELECT violation_id FROM violations_found "
+                    "WHERE month >= toStartOfMonth(toDate(toDateTime({s:UInt32}))) "
+                    "GROUP BY violation_id HAVING toUInt32(minMerge(found)) >= {s:UInt32}")
         rows = self.store.query(
-            f"SELECT {_VIOLATION_COLS} FROM violations FINAL WHERE violation_id IN ("
-            "SELECT violation_id FROM violations_found "
-            "WHERE month >= toStartOfMonth(toDate(toDateTime({s:UInt32}))) "
-            "GROUP BY violation_id HAVING toUInt32(minMerge(found)) >= {s:UInt32}) "
+            f"SELECT {_VIOLATION_COLS} FROM violations FINAL WHERE (table_id, round_id) IN "
+            f"(SELECT table_id, round_id FROM violation_ids WHERE violation_id IN ({received})) "
+            f"AND violation_id IN ({received}) "
             f"ORDER BY detected DESC, violation_id LIMIT {int(limit)}", {"s": since_s})
         return [alert(r, self.jurisdictions) for r in rows]
 

@@ -299,6 +299,11 @@ def test_the_feeds_newest_violations_read_back_in_time_find_what_a_scan_finds(
         assert got == want and len(want[0]) == 8 and want[0] != want[1]
         page = data.search(Filters(table=table), 3, 5)
         assert [a["violation_id"] for a in page["alerts"]] == want[1][3:8]
+        # what the poll brings: every violation received since (all of them, here)
+        assert [a["violation_id"] for a in data.found_since(0, 10)] == [
+            r["violation_id"] for r in store.query(
+                "SELECT violation_id, toUInt64(detected_at) * 1000 + detected_ms AS d "
+                "FROM violations FINAL ORDER BY d DESC, violation_id LIMIT 10")]
         # a search's counts by severity, through violation_codes for a filter of
         # severity, code and table: those of the scan
         code = store.query("SELECT min(code) AS c FROM violations")[0]["c"]
