@@ -497,10 +497,14 @@ class ConsoleData:
                 "WHERE f >= {day:UInt32} GROUP BY table_id, severity",
                 {"day": day_start_ms // 1000})
         else:
-            counted = self.store.query(
+            counted = self.store.query(  # the day's (table, round)s by `violation_times`
                 "SELECT table_id, severity, count() AS n FROM violations FINAL "
-                "WHERE toUInt64(detected_at) * 1000 + detected_ms >= {day:UInt64} "
-                "GROUP BY table_id, severity", {"day": day_start_ms})
+                "WHERE (table_id, round_id) IN (SELECT table_id, round_id FROM "
+                "violation_times WHERE detected_at >= toDateTime({day_s:UInt32})) "
+                "AND detected_at >= toDateTime({day_s:UInt32}) "
+                "AND toUInt64(detected_at) * 1000 + detected_ms >= {day:UInt64} "
+                "GROUP BY table_id, severity",
+                {"day": day_start_ms, "day_s": min(day_start_ms // 1000, 2**32 - 1)})
         for r in counted:
             today.setdefault(r["table_id"], {})[r["severity"]] = int(r["n"])
         out = []

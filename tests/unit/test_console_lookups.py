@@ -299,6 +299,18 @@ def test_the_feeds_newest_violations_read_back_in_time_find_what_a_scan_finds(
         assert got == want and len(want[0]) == 8 and want[0] != want[1]
         page = data.search(Filters(table=table), 3, 5)
         assert [a["violation_id"] for a in page["alerts"]] == want[1][3:8]
+        # a recorded shift's floor: each table's violations of the day, by device time
+        day = int(store.query("SELECT max(toUInt64(detected_at) * 1000) AS d FROM "
+                              "violations")[0]["d"]) - 3 * _MONTH * 1000
+        today = {r["table_id"]: {k: v for k, v in r["today"].items() if v}
+                 for r in data.floor(day, 60_000, day, clock="store")}
+        by_table: dict[str, dict[str, int]] = {}
+        for r in store.query(
+                "SELECT table_id, severity, count() AS n FROM violations FINAL WHERE "
+                "toUInt64(detected_at) * 1000 + detected_ms >= {d:UInt64} "
+                "GROUP BY table_id, severity", {"d": day}):
+            by_table.setdefault(r["table_id"], {})[r["severity"]] = int(r["n"])
+        assert by_table and {t: c for t, c in today.items() if c} == by_table
         # what the poll brings: every violation received since (all of them, here)
         assert [a["violation_id"] for a in data.found_since(0, 10)] == [
             r["violation_id"] for r in store.query(
