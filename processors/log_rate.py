@@ -3,10 +3,13 @@ its clients log the same failure many times a second. A `RepeatLimit` on the log
 handlers lets the first line of each distinct message through, holds its repeats for
 `interval_s`, and then lets the next one through with the count of those it held.
 
-A message is distinct by its logger, its level and its template (`record.msg`, before
-the arguments are put in): "Unable connect to node %s: %s" is one message whatever
-node or error it names, so a client cycling through brokers or back-off times still
-logs one line an interval. Lines below WARNING are not held."""
+A client's message (Kafka's, Faust's, the ClickHouse driver's) is distinct by its
+logger, its level and its template (`record.msg`, before the arguments are put in):
+"Unable connect to node %s: %s" is one message whatever node or error it names, so a
+client cycling through brokers or back-off times still logs one line an interval.
+pitwatch's own lines (loggers `pitwatch.*`) are distinct by their text: each names the
+table, device or event it is about, and the snapshot dropped for one table must not
+hide the next table's. Lines below WARNING are not held."""
 
 from __future__ import annotations
 
@@ -14,6 +17,8 @@ import logging
 import time
 from collections.abc import Callable
 
+#: the loggers whose lines are told apart by their text, not their template
+OWN = "pitwatch"
 #: the seconds over which repeats of one message are held
 INTERVAL_S = 30.0
 #: distinct messages remembered; past it the oldest are forgotten (a bound on memory)
@@ -40,7 +45,9 @@ class RepeatLimit(logging.Filter):
     def _decide(self, record: logging.LogRecord) -> bool:
         if record.levelno < logging.WARNING:
             return True
-        key = (record.name, record.levelno, str(record.msg))
+        own = record.name == OWN or record.name.startswith(OWN + ".")
+        key = (record.name, record.levelno,
+               logging.LogRecord.getMessage(record) if own else str(record.msg))
         now = self.clock()
         seen = self._seen.get(key)
         if seen is not None and now - seen[0] < self.interval_s:

@@ -109,8 +109,8 @@ def supervise_sink(settings: Settings, loglevel: str, stop: threading.Event) -> 
             return
         n, delay = SINK_BACKOFF.next(in_a_row, time.monotonic() - started)
         in_a_row = n + 1
-        log.error("sink (pid %s) exited with code %s; restart %d in a row in %.1f s",
-                  _sink.pid, _sink.exitcode, n + 1, delay)
+        log.error("sink (pid %s) exited with code %s; restarting it in %.1f s (restart %d "
+                  "in a row)", _sink.pid, _sink.exitcode, delay, n + 1)
         if stop.wait(delay):
             return
 

@@ -99,3 +99,22 @@ def test_an_escaped_message_is_escaped_once(
     once = terminal.printable("dead letter: bad\x1b[2Jdevice")
     assert "\x1b" not in once
     assert handler.lines == [once, once, f"{once} (1 more like this in the last 31 s)"]
+
+
+
+def test_pitwatchs_own_lines_about_different_tables_each_get_their_line() -> None:
+    """A snapshot dropped for one table must not hide the next table's: pitwatch's own
+    lines are told apart by their text, a client's by its template."""
+    handler = _Lines()
+    handler.addFilter(RepeatLimit(30.0, clock=lambda: 0.0))
+    own, client = logging.getLogger("pitwatch.test_own"), logging.getLogger("test.client")
+    for logger in (own, client):
+        logger.handlers[:] = [handler]
+        logger.propagate = False
+        logger.setLevel(logging.DEBUG)
+    for table in ("AC-SW-02", "AC-BJ-01", "AC-SW-02"):
+        own.warning("snapshot of table %s dropped (%s)", table, "bad bytes")
+        client.warning("Unable connect to node with id %s", table)
+    assert handler.lines == ["snapshot of table AC-SW-02 dropped (bad bytes)",
+                             "Unable connect to node with id AC-SW-02",
+                             "snapshot of table AC-BJ-01 dropped (bad bytes)"]
