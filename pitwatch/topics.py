@@ -22,6 +22,8 @@ EVENTS_TOPIC = "table-events"
 ALERTS_TOPIC = "alerts"
 #: each closed round's summary
 ROUNDS_TOPIC = "rounds"
+#: the quarantine rows of events the record took in as refused (`store.rows.refused_row`)
+REFUSED_TOPIC = "refused"
 #: what the pipeline could not read, with why
 DEAD_LETTER_TOPIC = "dead-letters"
 #: partitions of a topic made here, unless asked otherwise
@@ -35,6 +37,7 @@ TOPIC_CONFIGS: dict[str, dict[str, str]] = {
     EVENTS_TOPIC: {"retention.ms": str(90 * DAY_MS)},
     ALERTS_TOPIC: {"retention.ms": str(30 * DAY_MS)},
     ROUNDS_TOPIC: {"retention.ms": str(30 * DAY_MS)},
+    REFUSED_TOPIC: {"retention.ms": str(90 * DAY_MS)},
     DEAD_LETTER_TOPIC: {"retention.ms": str(365 * DAY_MS)},
 }
 

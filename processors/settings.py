@@ -15,6 +15,7 @@ from pitwatch.topics import (
     DEAD_LETTER_TOPIC,
     EVENTS_TOPIC,
     PARTITIONS,
+    REFUSED_TOPIC,
     ROUNDS_TOPIC,
 )
 
@@ -32,6 +33,7 @@ class Settings:
     events_topic: str = EVENTS_TOPIC
     alerts_topic: str = ALERTS_TOPIC
     rounds_topic: str = ROUNDS_TOPIC
+    refused_topic: str = REFUSED_TOPIC
     dead_letter_topic: str = DEAD_LETTER_TOPIC
     partitions: int = PARTITIONS
     replication_factor: int = 1
@@ -64,6 +66,7 @@ class Settings:
         return replace(self, topic_prefix=prefix, events_topic=prefix + self.events_topic,
                        alerts_topic=prefix + self.alerts_topic,
                        rounds_topic=prefix + self.rounds_topic,
+                       refused_topic=prefix + self.refused_topic,
                        dead_letter_topic=prefix + self.dead_letter_topic)
 
 
