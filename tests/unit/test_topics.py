@@ -11,6 +11,7 @@ from pitwatch.topics import (
     ALERTS_TOPIC,
     DEAD_LETTER_TOPIC,
     EVENTS_TOPIC,
+    REFUSED_TOPIC,
     ROUNDS_TOPIC,
     TOPIC_CONFIGS,
     min_insync,
@@ -20,7 +21,8 @@ from pitwatch.topics import (
 
 
 def test_every_pipeline_topic_has_its_configs() -> None:
-    assert set(TOPIC_CONFIGS) == {EVENTS_TOPIC, ALERTS_TOPIC, ROUNDS_TOPIC, DEAD_LETTER_TOPIC}
+    assert set(TOPIC_CONFIGS) >= {EVENTS_TOPIC, ALERTS_TOPIC, ROUNDS_TOPIC, DEAD_LETTER_TOPIC,
+                                  REFUSED_TOPIC}
     assert all("retention.ms" in c for c in TOPIC_CONFIGS.values())
 
 
