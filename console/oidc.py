@@ -261,13 +261,17 @@ class Oidc:
 
     # --- the issuer -----------------------------------------------------------------
 
-    async def _get_json(self, url: str, what: str) -> dict[str, Any]:
+    async def _json(self, url: str, what: str, form: dict[str, str] | None = None,
+                    auth: Any = None) -> dict[str, Any]:
+        """The issuer's JSON object at `url`: a GET, or a POST of `form`; at most
+        MAX_DOC bytes, no redirects, 10 s. OidcError names `what` when it fails."""
         import aiohttp
 
         check_url(url, what)
         try:
             async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as s, \
-                    s.get(url, allow_redirects=False) as resp:
+                    s.request("GET" if form is None else "POST", url, data=form, auth=auth,
+                              allow_redirects=False) as resp:
                 body = await resp.content.read(MAX_DOC + 1)
                 if resp.status != 200 or len(body) > MAX_DOC:
                     raise OidcError(f"the issuer's {what} did not answer (HTTP {resp.status})")
@@ -281,7 +285,7 @@ class Oidc:
 
     async def discovery(self) -> dict[str, Any]:
         if self._doc is None or time.monotonic() - self._doc[0] > CACHE_S:
-            doc = await self._get_json(self.cfg.issuer.rstrip("/")
+            doc = await self._json(self.cfg.issuer.rstrip("/")
                                        + "/.well-known/openid-configuration",
                                        "discovery document")
             if doc.get("issuer") != self.cfg.issuer:
@@ -297,7 +301,7 @@ class Oidc:
         """The issuer's key `kid`, the JWKS fetched again once when it is not known."""
         for fresh in (False, True):
             if fresh or self._keys is None or time.monotonic() - self._keys[0] > CACHE_S:
-                jwks = await self._get_json((await self.discovery())["jwks_uri"], "JWKS")
+                jwks = await self._json((await self.discovery())["jwks_uri"], "JWKS")
                 keys = jwks.get("keys")
                 self._keys = (time.monotonic(), {
                     k["kid"]: k for k in keys if isinstance(k, dict)
@@ -354,18 +358,8 @@ class Oidc:
                 "code_verifier": pending.verifier}
         auth = (aiohttp.BasicAuth(self.cfg.client_id, self.cfg.client_secret)
                 if self.cfg.client_secret else None)
-        try:
-            async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as s, \
-                    s.post(doc["token_endpoint"], data=form, auth=auth,
-                           allow_redirects=False) as resp:
-                body = await resp.content.read(MAX_DOC + 1)
-                if resp.status != 200 or len(body) > MAX_DOC:
-                    raise OidcError(f"the issuer refused the code (HTTP {resp.status})")
-                answer = orjson.loads(body)
-        except (aiohttp.ClientError, TimeoutError, orjson.JSONDecodeError) as e:
-            raise OidcError(f"the issuer's token endpoint could not be read: "
-                            f"{type(e).__name__}") from e
-        token = answer.get("id_token") if isinstance(answer, dict) else None
+        answer = await self._json(doc["token_endpoint"], "token endpoint", form, auth)
+        token = answer.get("id_token")
         if not isinstance(token, str):
             raise OidcError("the issuer sent no id_token")
         header, claims, signed, sig = split_token(token)
