@@ -24,6 +24,8 @@ ALERTS_TOPIC = "alerts"
 ROUNDS_TOPIC = "rounds"
 #: the quarantine rows of events the record took in as refused (`store.rows.refused_row`)
 REFUSED_TOPIC = "refused"
+#: the game-protection observations the worker decides (`protect.stored.observation_row`)
+OBSERVATIONS_TOPIC = "observations"
 #: what the pipeline could not read, with why
 DEAD_LETTER_TOPIC = "dead-letters"
 #: partitions of a topic made here, unless asked otherwise
@@ -38,6 +40,7 @@ TOPIC_CONFIGS: dict[str, dict[str, str]] = {
     ALERTS_TOPIC: {"retention.ms": str(30 * DAY_MS)},
     ROUNDS_TOPIC: {"retention.ms": str(30 * DAY_MS)},
     REFUSED_TOPIC: {"retention.ms": str(90 * DAY_MS)},
+    OBSERVATIONS_TOPIC: {"retention.ms": str(30 * DAY_MS)},
     DEAD_LETTER_TOPIC: {"retention.ms": str(365 * DAY_MS)},
 }
 

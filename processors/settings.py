@@ -14,6 +14,7 @@ from pitwatch.topics import (
     ALERTS_TOPIC,
     DEAD_LETTER_TOPIC,
     EVENTS_TOPIC,
+    OBSERVATIONS_TOPIC,
     PARTITIONS,
     REFUSED_TOPIC,
     ROUNDS_TOPIC,
@@ -34,6 +35,7 @@ class Settings:
     alerts_topic: str = ALERTS_TOPIC
     rounds_topic: str = ROUNDS_TOPIC
     refused_topic: str = REFUSED_TOPIC
+    observations_topic: str = OBSERVATIONS_TOPIC
     dead_letter_topic: str = DEAD_LETTER_TOPIC
     partitions: int = PARTITIONS
     replication_factor: int = 1
@@ -67,6 +69,7 @@ class Settings:
                        alerts_topic=prefix + self.alerts_topic,
                        rounds_topic=prefix + self.rounds_topic,
                        refused_topic=prefix + self.refused_topic,
+                       observations_topic=prefix + self.observations_topic,
                        dead_letter_topic=prefix + self.dead_letter_topic)
 
 
