@@ -6,10 +6,12 @@ records per partition, without a Faust Event or stream each (processors/faust_ba
 
 Per event: decode (a message that does not decode, a tombstone, or an event under
 another table's key goes to the dead-letter topic with its reason), feed the table's
-auditor, send each violation to the alerts topic at once (Avro) and each finished round
-to the rounds topic. A table's state is snapshotted into a changelog-backed Faust table
-only after Kafka acknowledged the alerts and rounds it covers (at-least-once alerts with
-stable violation ids; records exactly once in the store).
+auditor, send each violation to the alerts topic at once (Avro), each finished round
+to the rounds topic, and the quarantine row of each event the record took in as refused
+to the refused topic (the sink keeps it, as the embedded audit does, for a rebuild).
+A table's state is snapshotted into a changelog-backed Faust table only after Kafka
+acknowledged the alerts, rounds and quarantine rows it covers (at-least-once alerts
+with stable violation ids; records exactly once in the store).
 
 Time (docs/procedure.md, "When a round is incomplete"): the auditor applies the
 table's own device clock; a timer here adds the processing-time rule, for tables whose
@@ -128,6 +130,7 @@ def create_app(settings: Settings) -> BatchApp:
     events = app.topic(settings.events_topic, partitions=settings.partitions, **raw)
     alerts = app.topic(settings.alerts_topic, **raw)
     rounds = app.topic(settings.rounds_topic, **raw)
+    refused = app.topic(settings.refused_topic, **raw)
     dead = app.topic(settings.dead_letter_topic, **raw)
     open_rounds = app.Table(settings.topic_prefix + "open-rounds", default=None,
                             partitions=settings.partitions, key_type=bytes, value_type=bytes)
@@ -148,12 +151,14 @@ def create_app(settings: Settings) -> BatchApp:
 
     async def send(found: Found) -> list[Any]:
         """Each violation to the alerts topic, each finished round to the rounds topic,
-        handed to the producer (which batches them) without waiting for Kafka; returns
-        the futures of their acknowledgements."""
+        each quarantine row to the refused topic, handed to the producer (which batches
+        them) without waiting for Kafka; returns the futures of their acknowledgements."""
         acks = [await alerts.send(key=v.table_id.encode(), value=encode_violation(v))
                 for v in found.violations]
         acks += [await rounds.send(key=r.table_id.encode(), value=orjson.dumps(round_row(r)))
                  for r in found.rounds]
+        acks += [await refused.send(key=q["table_id"].encode(), value=orjson.dumps(q))
+                 for q in found.refused]
         metrics.alerts += len(found.violations)
         return acks
 

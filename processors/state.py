@@ -38,16 +38,20 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 import orjson
 
+from pitwatch.audit.run import taken
 from pitwatch.engine.auditor import PackSelector, RoundSummary, StateError, TableAuditor
 from pitwatch.engine.errors import EngineError, EngineErrorSink
+from pitwatch.engine.record import Fed
 from pitwatch.engine.violation import Violation
 from pitwatch.events.avro import DecodeError, decode_single
 from pitwatch.events.keys import KeyRegistry
 from pitwatch.events.model import Event
 from pitwatch.events.schema import released_writers
+from pitwatch.store.rows import refused_row
 
 log = logging.getLogger("pitwatch.worker")
 #: reads the partition's messages with offsets in [start, stop): (offset, key, value)
@@ -103,9 +107,12 @@ class Found:
 
     violations: list[Violation] = field(default_factory=list)
     rounds: list[RoundSummary] = field(default_factory=list)
+    #: the quarantine rows (`store.rows.refused_row`) of events the record took in as
+    #: refused (`audit.run.taken`, as the embedded audit keeps them)
+    refused: list[dict[str, Any]] = field(default_factory=list)
 
     def __bool__(self) -> bool:
-        return bool(self.violations or self.rounds)
+        return bool(self.violations or self.rounds or self.refused)
 
 
 @dataclass
@@ -133,6 +140,7 @@ class TableStates:
         self.tables: dict[str, _Table] = {}
         self._violations: list[Violation] = []
         self._rounds: list[RoundSummary] = []
+        self._refused: list[dict[str, Any]] = []
         self.snapshots = 0
         self.restored = 0
         self.evicted = 0
@@ -157,10 +165,18 @@ class TableStates:
     def _take(self) -> Found:
         """What was found since the last take: each caller takes its own, synchronously
         after the step that found it, so no two callers share a list."""
-        found = Found(self._violations[:], self._rounds[:])
+        found = Found(self._violations[:], self._rounds[:], self._refused[:])
         self._violations.clear()
         self._rounds.clear()
+        self._refused.clear()
         return found
+
+    def _fold(self, a: TableAuditor, ev: Event) -> None:
+        """Feed `ev` to its table's auditor; an event the record took in as refused
+        leaves its quarantine row to be sent (a fold again after a restore sends it
+        again: the store keeps one row of it)."""
+        if a.feed(ev) is Fed.REFUSED and ev.refused is not None and taken(a, ev):
+            self._refused.append(refused_row(ev, ev.refused))
 
     def _new_auditor(self, table_id: str) -> TableAuditor:
         return TableAuditor(table_id, self.select_pack, self._violations.append,
@@ -220,7 +236,7 @@ class TableStates:
                     ev = e.event  # so did this one, and the record holds its place
                 if ev.table_id != table_id:
                     continue  # so did an event under another table's key
-                a.feed(ev)
+                self._fold(a, ev)
                 t.covered = o
                 folded += 1
         t.since_snapshot = folded
@@ -242,7 +258,7 @@ class TableStates:
         t.arrived = time.monotonic()
         if offset <= t.covered:
             return self._take()
-        t.auditor.feed(ev)
+        self._fold(t.auditor, ev)
         t.covered = offset
         t.since_snapshot += 1
         return self._take()
