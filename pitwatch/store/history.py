@@ -239,10 +239,17 @@ def _state_before(store: Store, table_id: str, before: int | None) -> list[dict[
 
 def books_open(store: Store) -> list[str]:
     """The tables whose latest audit state is not closed, in table order: an audit
-    left them with the books open (`pitwatch audit` without `--final`)."""
+    left them with the books open (`pitwatch audit` without `--final`). Read through
+    `audit_latest` (a row of states a table), not every stored state."""
     return [r["table_id"] for r in store.query(
-        "SELECT table_id FROM audit_states FINAL GROUP BY table_id "
-        "HAVING argMax(closed, pos) = 0 ORDER BY table_id")]
+        "SELECT table_id FROM audit_latest GROUP BY table_id "
+        "HAVING argMaxMerge(last_closed) = 0 ORDER BY table_id")]
+
+
+def latest_positions(store: Store) -> dict[str, int]:
+    """Each table's position of its latest stored audit state, through `audit_latest`."""
+    return {r["table_id"]: int(r["p"]) for r in store.query(
+        "SELECT table_id, maxMerge(last_pos) AS p FROM audit_latest GROUP BY table_id")}
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,10 +262,10 @@ class OpenRound:
 
 def open_rounds(store: Store) -> list[OpenRound]:
     """The rounds the store's audit states leave open (a table's latest state, the
-    books not closed after it), the oldest first."""
+    books not closed after it), the oldest first, through `audit_latest`."""
     return [OpenRound(r["table_id"], r["r"], int(r["since"])) for r in store.query(
-        "SELECT table_id, argMax(open_round, pos) AS r, argMax(open_since_ms, pos) AS since, "
-        "argMax(closed, pos) AS c FROM audit_states FINAL GROUP BY table_id "
+        "SELECT table_id, argMaxMerge(last_round) AS r, argMaxMerge(last_since_ms) AS "
+        "since, argMaxMerge(last_closed) AS c FROM audit_latest GROUP BY table_id "
         "HAVING r != '' AND c = 0 ORDER BY since, table_id")]
 
 

@@ -39,7 +39,8 @@ MIGRATIONS = {"lookups-1": ("event_positions", "event_marks", "table_devices",
                             "violation_codes"),
               "lookups-2": ("round_violations",),
               "lookups-3": ("event_ids", "device_seqs"),
-              "lookups-4": ("violation_ids", "violation_times")}
+              "lookups-4": ("violation_ids", "violation_times"),
+              "lookups-5": ("audit_latest",)}
 #: Seconds of round starts in the first window `rounds_back` reads (then twice as
 #: many each window further back).
 ROUND_WINDOW = 3600
