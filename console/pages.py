@@ -117,7 +117,8 @@ gaming day ({"found by the store's clock" if clock_kind == "wall" else "device t
     return page("Floor", body, "/floor", '<meta http-equiv="refresh" content="10">')
 
 
-def table(t: dict[str, Any]) -> str:
+def table(t: dict[str, Any], protection: str = "") -> str:
+    """A table: its dealers, its latest rounds and (`protection`) its observations."""
     dealers = "".join(
         f'<tr><td class="id"><a href="/search?dealer={u(d["dealer_id"])}">'
         f'{e(d["dealer_id"])}</a></td><td class="n">{e(d["rounds"])}</td>'
@@ -144,12 +145,13 @@ def table(t: dict[str, Any]) -> str:
 <h2>Rounds, newest first</h2><div class="scroll"><table class="rounds"><thead><tr>
 <th>round</th><th>started</th><th>dealer</th><th>wagered</th><th>paid</th><th>collected</th>
 <th>returned</th><th>violations</th><th></th></tr></thead><tbody>{rounds}</tbody></table>
-</div>"""
+</div>{protection}"""
     return page(f"Table {t['table_id']}", body)
 
 
-def round_page(r: dict[str, Any], cases: list[str]) -> str:
-    """A round as it happened; `cases`: the case folders (under --cases) that hold it."""
+def round_page(r: dict[str, Any], cases: list[str], protection: str = "") -> str:
+    """A round as it happened; `cases`: the case folders (under --cases) that hold it;
+    `protection`: the observations that touch it."""
     s = r["summary"]
     if s:
         facts = (f'<dl class="facts"><dt>table</dt><dd class="id"><a href="/tables/'
@@ -178,7 +180,7 @@ def round_page(r: dict[str, Any], cases: list[str]) -> str:
     body = (f'<h1 class="id">Round {e(r["round_id"])}</h1>{facts}{case}'
             f'<h2>The layout at the end</h2>{render_layout(r["events"])}'
             f'<h2>As it happened {sums}</h2>'
-            f'{render_timeline(r["events"], r["violations"], r["triage"])}')
+            f'{render_timeline(r["events"], r["violations"], r["triage"])}{protection}')
     return page(f"Round {r['round_id']}", body)
 
 

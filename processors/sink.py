@@ -1,13 +1,15 @@
-"""The ClickHouse sink: its own consumer group on the events, alerts and rounds topics,
-batches of thousands of rows or about a second, offsets committed only after a batch
-is in ClickHouse. Rows carry deterministic keys (event_id, round_id, violation_id) in
-ReplacingMergeTree tables, so a batch written twice counts once. An event's first copy
-wins: before each insert the sink reads the stored rows of the batch's event ids, drops
-identical copies and dead-letters a different copy of a stored event (`store.first_copy`),
-so a later copy never replaces what the store holds.
+"""The ClickHouse sink: its own consumer group on the events topic and the topics whose
+messages are rows the worker made (`ROW_TOPICS`: alerts, rounds, refused), batches of
+thousands of rows or about a second, offsets committed only after a batch is in
+ClickHouse. Rows carry deterministic keys (event_id, round_id, violation_id; a
+quarantine row's table, device, seq and event) in ReplacingMergeTree tables, so a
+batch written twice counts once. An event's first copy wins: before each insert the
+sink reads the stored rows of the batch's event ids, drops identical copies and
+dead-letters a different copy of a stored event (`store.first_copy`), so a later copy
+never replaces what the store holds.
 
-Bad input never stops it: a message on alerts or rounds that is not a violation or a
-round (tombstones included) goes to the dead-letter topic with its reason, and so does
+Bad input never stops it: a message on a row topic that is not a row of its table
+(tombstones included) goes to the dead-letter topic with its reason, and so does
 a row ClickHouse rejects while it answers (found by splitting the batch). Messages on
 the events topic that are not events are the audit's to dead-letter; the sink
 skips them. While ClickHouse is down the sink pauses its partitions and keeps polling
@@ -28,10 +30,10 @@ import orjson
 from pitwatch.engine.alerts import decode_violation
 from pitwatch.events.avro import DecodeError, decode_single
 from pitwatch.events.jsonl import InvalidEvent
-from pitwatch.store.base import TABLES, Store, StoreError
+from pitwatch.store.base import Store, StoreError
 from pitwatch.store.first_copy import first_copies, row_event
 from pitwatch.store.order import Positions
-from pitwatch.store.rows import event_row, violation_row
+from pitwatch.store.rows import event_row, quarantined_event, refused_row, violation_row
 
 from .catch_up import ISOLATION
 from .dead_letters import dead_letter
@@ -58,11 +60,82 @@ class Rejected(ValueError):
     """A message that is not a row of its topic's table."""
 
 
+def _violation(value: bytes) -> dict[str, Any]:
+    try:
+        return violation_row(decode_violation(value))
+    except Exception as e:  # fastavro raises many kinds on bad bytes
+        raise Rejected(f"not a violation: {e}") from e
+
+
+def _json(value: bytes, what: str) -> dict[str, Any]:
+    """A JSON object, else Rejected naming `what` it is not."""
+    try:
+        row = orjson.loads(value)
+    except orjson.JSONDecodeError as e:
+        raise Rejected(f"not a {what} (JSON): {e}") from e
+    if not isinstance(row, dict):
+        raise Rejected(f"not a {what}: fields missing")
+    return row
+
+
+def _round(value: bytes) -> dict[str, Any]:
+    row = _json(value, "round")
+    if not row.keys() >= _ROUND_KEYS:
+        raise Rejected("not a round: fields missing")
+    return row
+
+
+def _refused(value: bytes) -> dict[str, Any]:
+    """A quarantine row: its event decoded again from its bytes as sent, refused by its
+    decoder, and the row exactly the one those bytes and its reason make
+    (`store.rows.refused_row`), so what the store keeps is what a rebuild reads back."""
+    row = _json(value, "refused event")
+    if not isinstance(row.get("reason"), str) or not isinstance(row.get("event_id"), str):
+        raise Rejected("not a refused event: fields missing")
+    try:
+        ev = quarantined_event(row)
+    except (InvalidEvent, KeyError, TypeError, ValueError) as e:
+        raise Rejected(f"not a refused event: {e}") from e
+    made = refused_row(ev, row["reason"])
+    if made != row:
+        differ = sorted(k for k in made.keys() | row.keys() if made.get(k) != row.get(k))
+        raise Rejected("not a refused event: its fields are not its bytes' ("
+                       + ", ".join(differ) + ")")
+    return made
+
+
+@dataclass(frozen=True, slots=True)
+class RowTopic:
+    """A topic whose messages are rows of one store table, made by the worker: the
+    setting that names it, the table, what a message is (a dead letter names it), and
+    the row of a message's value (Rejected when it is none)."""
+
+    setting: str
+    table: str
+    what: str
+    row: Callable[[bytes], dict[str, Any]]
+
+
+#: The topics the sink writes rows of, beside the events (one entry a topic)
+ROW_TOPICS: tuple[RowTopic, ...] = (
+    RowTopic("alerts_topic", "violations", "violation", _violation),
+    RowTopic("rounds_topic", "rounds", "round", _round),
+    RowTopic("refused_topic", "refused_events", "refused event", _refused),
+)
+#: The tables the sink writes, the events first (`Writer.write`)
+SINK_TABLES = ("events", *(t.table for t in ROW_TOPICS))
+
+
+def row_topics(settings: Settings) -> list[str]:
+    """The names of the row topics under `settings`."""
+    return [str(getattr(settings, t.setting)) for t in ROW_TOPICS]
+
+
 class Batches:
     """Rows waiting for ClickHouse, by table, each with its source message."""
 
     def __init__(self) -> None:
-        self.rows: dict[str, list[tuple[dict[str, Any], Source]]] = {t: [] for t in TABLES}
+        self.rows: dict[str, list[tuple[dict[str, Any], Source]]] = {t: [] for t in SINK_TABLES}
         self.first_at: float | None = None
 
     def add(self, table: str, row: dict[str, Any], src: Source, now: float) -> None:
@@ -82,8 +155,8 @@ def to_row(topic: str, settings: Settings, value: bytes | None, positions: Posit
            key: bytes | None = None) -> tuple[str, dict[str, Any]] | None:
     """The table and row of a message; None for what the audit dead-letters (a
     bad message on the events topic, or an event under another table's `key`: the
-    audit never folds it, so it is no record). Raises Rejected for a bad alert or
-    round."""
+    audit never folds it, so it is no record). Raises Rejected for a message of a row
+    topic (`ROW_TOPICS`) that is no row of its table."""
     if topic == settings.events_topic:
         if value is None:
             return None
@@ -94,22 +167,11 @@ def to_row(topic: str, settings: Settings, value: bytes | None, positions: Posit
         if key is not None and key != ev.table_id.encode():
             return None  # so it does with an event under another table's key
         return "events", event_row(ev, positions.of(ev))  # the order of record, as audits
-    if value is None:
-        raise Rejected("tombstone: a null value is not a " +
-                       ("violation" if topic == settings.alerts_topic else "round"))
-    if topic == settings.alerts_topic:
-        try:
-            return "violations", violation_row(decode_violation(value))
-        except Exception as e:  # fastavro raises many kinds on bad bytes
-            raise Rejected(f"not a violation: {e}") from e
-    if topic == settings.rounds_topic:
-        try:
-            row = orjson.loads(value)
-        except orjson.JSONDecodeError as e:
-            raise Rejected(f"not a round (JSON): {e}") from e
-        if not isinstance(row, dict) or not row.keys() >= _ROUND_KEYS:
-            raise Rejected("not a round: fields missing")
-        return "rounds", row
+    for t in ROW_TOPICS:
+        if topic == getattr(settings, t.setting):
+            if value is None:
+                raise Rejected(f"tombstone: a null value is not a {t.what}")
+            return t.table, t.row(value)
     return None
 
 
@@ -254,7 +316,7 @@ async def run_sink(settings: Settings, store_factory: Callable[[], Store],
 
     auth = KafkaAuth.sink_from_env().aiokafka()  # its own principal when configured
     consumer = AIOKafkaConsumer(
-        settings.events_topic, settings.alerts_topic, settings.rounds_topic,
+        settings.events_topic, *row_topics(settings),
         bootstrap_servers=settings.kafka, group_id=f"{settings.app_id}-sink",
         enable_auto_commit=False, auto_offset_reset="earliest",
         # a record of an aborted transaction is never stored (processors/catch_up.py)
