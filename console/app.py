@@ -47,6 +47,9 @@ from .feed import Hub, KafkaAlerts, SilentWatch, StorePoller, StoreProbe, Webhoo
 from .html import CONTEXT, PageContext
 from .html import context as page_context
 from .oidc import Oidc, OidcConfig
+from .protection import PAGE as PROTECTION_PAGE
+from .protection import ProtectionData
+from .protection_pages import dealer_page, protection_list, protection_section, session_page
 from .sessions import SharedSessions
 from .sitetime import SiteTime
 from .triage import Change, Refused, refusal
@@ -335,7 +338,9 @@ async def floor_page(request: web.Request) -> web.Response:
 async def table_page(request: web.Request) -> web.Response:
     t = await held(request, request.app[DB].data.table,
                    checked_id(request.match_info["table_id"], "table id"))
-    return _html(pages.table(t))
+    obs = await held(request, _protection(request).table_observations, t["table_id"])
+    return _html(pages.table(t, protection_section(
+        obs, [d["dealer_id"] for d in t["dealers"]])))
 
 
 async def round_page(request: web.Request) -> web.Response:
@@ -343,7 +348,35 @@ async def round_page(request: web.Request) -> web.Response:
     r = await held(request, request.app[DB].data.round,
                    checked_id(request.match_info["round_id"], "round id"))
     cases = [] if s.cases is None else case_folders(s.cases, r["round_id"])
-    return _html(pages.round_page(r, cases))
+    dealer = (r["summary"] or {}).get("dealer_id") or next(
+        (ev.get("dealer_id") for ev in r["events"] if ev.get("type") == "RoundStarted"), "")
+    obs = await held(request, _protection(request).round_observations, r["table_id"],
+                     r["round_id"], dealer or "")
+    return _html(pages.round_page(r, cases, protection_section(obs, [dealer] if dealer
+                                                                 else [])))
+
+
+def _protection(request: web.Request) -> ProtectionData:
+    return ProtectionData(request.app[DB].store)
+
+
+async def protection_page(request: web.Request) -> web.Response:
+    offset, _ = _page_args(request.query)
+    got = await held(request, _protection(request).protection_list, offset,
+                     PROTECTION_PAGE)
+    return _html(protection_list(got))
+
+
+async def session_view(request: web.Request) -> web.Response:
+    s = await held(request, _protection(request).seat_session,
+                   checked_id(request.match_info["session_id"], "seat session id"))
+    return _html(session_page(s))
+
+
+async def dealer_view(request: web.Request) -> web.Response:
+    d = await held(request, _protection(request).dealer_view,
+                   checked_id(request.match_info["dealer_id"], "dealer id"))
+    return _html(dealer_page(d))
 
 
 def case_folders(root: Path, round_id: str) -> list[str]:
@@ -667,6 +700,9 @@ def make_app(store: Store, settings: Settings) -> web.Application:
     app.router.add_get("/floor", floor_page)
     app.router.add_get("/tables/{table_id:.+}", table_page)
     app.router.add_get("/rounds/{round_id:.+}", round_page)
+    app.router.add_get("/protection", protection_page)
+    app.router.add_get("/sessions/{session_id:.+}", session_view)
+    app.router.add_get("/dealers/{dealer_id:.+}", dealer_view)
     app.router.add_get("/violations/{violation_id:.+}", violation_page)
     app.router.add_get("/triage", triage_page)
     app.router.add_get("/search", search_page)

@@ -19,7 +19,7 @@ from .sitetime import SiteTime
 from .triage import MAY
 
 NAV = (("/", "Live feed"), ("/floor", "Floor"), ("/search", "Search"), ("/shift", "Shift"),
-       ("/triage", "Triage log"))
+       ("/triage", "Triage log"), ("/protection", "Protection"))
 
 
 @dataclass(frozen=True, slots=True)

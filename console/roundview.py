@@ -11,6 +11,7 @@ from typing import Any
 
 from pitwatch.citations import Quote, quote
 from pitwatch.money import dollars
+from pitwatch.protect.seat_words import left_words, seated_words
 
 from .html import badge, clock, e
 
@@ -75,6 +76,10 @@ def describe(ev: dict[str, Any]) -> str:
         return "dealer's cards cleared" if ev.get("seat") is None else f"{e(who)} cleared"
     if t == "RoundEnded":
         return "round ended"
+    if t == "PlayerSeated":
+        return e(seated_words(ev.get("seat"), ev.get("player_id"), ev.get("player_kind")))
+    if t == "PlayerLeft":
+        return e(left_words(ev.get("seat")))
     return e(t)
 
 

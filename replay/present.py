@@ -28,6 +28,8 @@ from pitwatch.events.model import (
     HoleCardInserted,
     PayoutMade,
     PlayerDecision,
+    PlayerLeft,
+    PlayerSeated,
     RoundStarted,
     Rules,
     ShoeLoaded,
@@ -39,6 +41,7 @@ from pitwatch.events.model import (
 )
 from pitwatch.money import dollars
 from pitwatch.packs.checks.hands import DEALER_22_GAMES
+from pitwatch.protect.seat_words import left_words, seated_words
 
 SUIT_SYMBOLS = {"C": "♣", "D": "♦", "H": "♥", "S": "♠"}
 RED_SUITS = frozenset({"D", "H"})
@@ -88,6 +91,10 @@ def describe(ev: Event) -> str:
         return f"{p.jurisdiction} {p.game}"
     if isinstance(p, Checkpoint):
         return f"{ev.device_id} signed its record to seq {p.head_seq} (key {p.key_id})"
+    if isinstance(p, PlayerSeated):
+        return seated_words(p.seat, p.player_id, p.player_kind)
+    if isinstance(p, PlayerLeft):
+        return left_words(p.seat)
     return ""
 
 

@@ -1,0 +1,215 @@
+"""The console's game-protection pages (console/protection.py, charts.py,
+protection_pages.py) over an embedded store: the protection list, a seat session's bets
+against the true count (the numbers the count detector judged), a dealer's hold against
+theoretical (the hold detector's tally, with its band of 3 standard deviations), every
+id escaped in the page and the SVG, and the observations a round page shows."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient
+
+from console.charts import bet_chart, hold_chart
+from console.protection import (
+    BetPoint,
+    HoldPoint,
+    ProtectionData,
+    hold_points,
+    session_tables,
+    split_session,
+    touches,
+)
+from console.protection_pages import dealer_page, protection_list, session_page
+from pitwatch.audit.run import audit_events
+from pitwatch.protect.hold import Z_THRESHOLD, hold_tallies
+from pitwatch.protect.rounds import read_floor
+from pitwatch.protect.run import protect
+from pitwatch.protect.sessions import infer_sessions
+from pitwatch.protect.stored import store_observations
+from pitwatch.store.embedded import EmbeddedStore
+from producers.players import SimTable, events, make_player
+
+from .test_console_views import serve
+
+TABLE = "SIM-BJ-00000"
+HOSTILE = '"><script>alert(1)</script><img src=x onerror=alert(2)>/&amp;'
+
+
+@pytest.fixture(scope="module")
+def floor(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Any]]:
+    """One table, 150 rounds: a counter with a 1-8 ramp at seat 1 (a rated player), a
+    flat bettor at 3, a hole-card player at 5 (the dealer flashes); audited into the
+    store with its observations."""
+    path = tmp_path_factory.mktemp("protection-store")
+    players = {s: make_player(p, 5, s, 0)
+               for s, p in {1: "counter-8", 3: "flat", 5: "holecard"}.items()}
+    evs = events(SimTable(0, 5, players, flash=0.3, seated=True), 150, 5)
+    store = EmbeddedStore(path)
+    try:
+        store.setup()
+        audit_events(evs, store=store)
+        store_observations(store, protect(evs))
+        store.dedupe()
+    finally:
+        store.close()
+    return path, evs
+
+
+@pytest.fixture(scope="module")
+def data(floor: tuple[Path, list[Any]]) -> Any:
+    store = EmbeddedStore(floor[0])
+    yield ProtectionData(store)
+    store.close()
+
+
+def test_the_list_is_strongest_first(data: ProtectionData) -> None:
+    got = data.protection_list()
+    codes = [o["code"] for o in got["observations"]]
+    assert {"COUNT_CORRELATED_BETTING", "HOLE_CARD_PLAY"} <= set(codes)
+    strengths = [o["strength"] for o in got["observations"]]
+    assert strengths == sorted(strengths, reverse=True)
+    assert got["total"] == len(codes)
+    assert data.protection_list(offset=1, limit=1)["observations"] == got["observations"][1:2]
+
+
+def test_a_counters_session_charts_what_the_count_detector_judged(
+        data: ProtectionData, floor: tuple[Path, list[Any]]) -> None:
+    sid = f"{TABLE}/1/{TABLE}-000001"
+    s = data.seat_session(sid)
+    assert (s["table_id"], s["seat"], s["player_id"], s["player_kind"]) == (
+        TABLE, 1, "LOYAL-00000-1", "RATED")
+    assert [o["code"] for o in s["observations"]] == ["COUNT_CORRELATED_BETTING"]
+    read = read_floor(floor[1])
+    want = next(x for x in infer_sessions(read.floor.tables[TABLE],
+                                          seatings=read.floor.seatings[TABLE])
+                if x.session_id == sid)
+    assert s["rounds"] == [r.round_id for r in want.rounds]
+    assert s["points"] == [BetPoint(r.round_id, r.true_count, r.seats[1].main)
+                           for r in want.rounds if r.true_count is not None]
+    assert s["started_at"] < s["ended_at"]
+    svg = bet_chart(s["points"], s["observations"][0]["weight_rounds"], sid)
+    assert f"seat session {sid}" in svg and svg.count("<circle") == len(s["points"])
+    assert svg.count('class="pt weight"') == len(s["observations"][0]["weight_rounds"])
+
+
+def test_an_unknown_or_garbage_session_is_not_found(data: ProtectionData) -> None:
+    from console.data import NotFound
+
+    for sid in (f"{TABLE}/9/NO-SUCH-ROUND", "no slash at all", f"{TABLE}/x/{TABLE}-000001"):
+        with pytest.raises(NotFound):
+            data.seat_session(sid)
+    with pytest.raises(ValueError):
+        data.seat_session("x" * 129)
+
+
+def test_a_dealers_hold_is_the_hold_detectors_tally_with_its_band(
+        data: ProtectionData, floor: tuple[Path, list[Any]]) -> None:
+    dealer = "SD00000-001"  # rounds 1 to 40
+    d = data.dealer_view(dealer)
+    assert [t["table_id"] for t in d["tables"]] == [TABLE]
+    assert len(d["rounds"]) == 40 and d["rounds"][0]["round_id"] == f"{TABLE}-000040"
+    read = read_floor(floor[1])
+    mine = [r for r in read.floor.tables[TABLE] if r.dealer_id == dealer]
+    tally = next(t for t in hold_tallies({TABLE: mine}) if t.subject == dealer)
+    last = d["hold"][-1]
+    assert (len(d["hold"]), last.actual) == (tally.rounds, tally.actual)
+    assert last.expected == pytest.approx(tally.expected)
+    # the band: expected +- 3 standard deviations of the sum, at every point
+    assert last.half_band == pytest.approx(Z_THRESHOLD * math.sqrt(tally.variance))
+    assert all(p.high - p.low == pytest.approx(2 * p.half_band) for p in d["hold"])
+    assert [p.half_band for p in d["hold"]] == sorted(p.half_band for p in d["hold"])
+
+
+def test_the_band_in_numbers() -> None:
+    p = HoldPoint(0, "R1", "T", actual=-500, expected=1000.0, half_band=300.0)
+    assert (p.low, p.high) == (700.0, 1300.0)
+    svg = hold_chart([p, HoldPoint(1, "R2", "T", 250, 1500.0, 600.0)], "dealer D")
+    band = re.search(r'<polygon class="band" points="([^"]+)"', svg)
+    assert band is not None and len(band.group(1).split()) == 4
+    assert "$15.00 expected, band $9.00 to $21.00 (3 standard deviations)" in svg
+
+
+def test_hold_points_leave_out_rounds_with_no_main_wager(
+        floor: tuple[Path, list[Any]]) -> None:
+    rounds = read_floor(floor[1]).floor.tables[TABLE][:5]
+    for r in rounds[1:]:
+        r.seats.clear()
+    assert [p.round_id for p in hold_points(enumerate(rounds), "D")] == [rounds[0].round_id]
+
+
+def test_hostile_ids_are_escaped_in_pages_and_charts() -> None:
+    sid = f"{HOSTILE}/1/{HOSTILE}"
+    obs = {"observation_id": "x", "code": "COUNT_CORRELATED_BETTING", "scope": "SEAT_SESSION",
+           "table_id": HOSTILE, "subject": sid, "seat": 1, "dealer_id": HOSTILE,
+           "statistic": HOSTILE, "value": 7.0, "p_value": 1e-9, "likelihood_ratio": None,
+           "strength": 0.5, "rounds": 2, "weight_rounds": [HOSTILE], "inferred": False,
+           "player_id": HOSTILE, "player_kind": HOSTILE, "message": HOSTILE, "details": {}}
+    pages = [
+        session_page({"session_id": sid, "table_id": HOSTILE, "seat": 1,
+                      "player_id": HOSTILE, "player_kind": HOSTILE, "inferred": False,
+                      "rounds": [HOSTILE], "points": [BetPoint(HOSTILE, 2.0, 500)],
+                      "started_at": 0, "ended_at": 1, "dealers": [HOSTILE],
+                      "observations": [obs]}),
+        dealer_page({"dealer_id": HOSTILE, "tables": [{"table_id": HOSTILE, "rounds": 1,
+                                                        "first_ms": 0, "last_ms": 0}],
+                     "rounds": [{"table_id": HOSTILE, "round_id": HOSTILE, "at": 0}],
+                     "observations": [{**obs, "scope": "DEALER", "subject": HOSTILE,
+                                       "code": "DEALER_ERROR_RATE"}],
+                     "hold": [HoldPoint(0, HOSTILE, HOSTILE, 10, 5.0, 3.0)], "limit": 400}),
+        protection_list({"observations": [obs], "total": 1, "offset": 0, "limit": 50}),
+        bet_chart([BetPoint(HOSTILE, 1.0, 100)], [HOSTILE], HOSTILE),
+        hold_chart([HoldPoint(0, HOSTILE, HOSTILE, 10, 5.0, 3.0)], HOSTILE),
+    ]
+    for html in pages:
+        assert "<script>alert" not in html and "<img src=x" not in html
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_a_session_id_names_its_table_whatever_its_slashes() -> None:
+    sid = "PIT 3/BJ-01/4/PIT 3/BJ-01-000007"
+    assert session_tables(sid) == ("PIT 3", "PIT 3/BJ-01", "PIT 3/BJ-01/4",
+                                   "PIT 3/BJ-01/4/PIT 3")
+    assert split_session(sid, "PIT 3/BJ-01") == (4, "PIT 3/BJ-01-000007")
+    assert split_session(sid, "PIT 3") is None  # "BJ-01" is no seat
+
+
+def test_what_touches_a_round() -> None:
+    base = {"scope": "SEAT_SESSION", "table_id": "T", "subject": "T/2/T-1",
+            "weight_rounds": ["T-9"]}
+    assert touches(base, "T", "T-9", "D")  # a round that carries the weight
+    assert touches(base, "T", "T-1", "D")  # the session began with it
+    assert not touches(base, "T", "T-5", "D")
+    assert touches({**base, "scope": "TABLE", "subject": "T", "weight_rounds": []},
+                   "T", "T-5", "D")
+    assert touches({**base, "scope": "DEALER", "table_id": "", "subject": "D",
+                    "weight_rounds": []}, "T", "T-5", "D")
+    assert not touches({**base, "scope": "DEALER", "table_id": "", "subject": "E",
+                        "weight_rounds": []}, "T", "T-5", "D")
+
+
+def test_the_pages_through_http_for_a_viewer(floor: tuple[Path, list[Any]]) -> None:
+    from urllib.parse import quote
+
+    sid = f"{TABLE}/1/{TABLE}-000001"
+
+    async def check(client: TestClient[Any, Any]) -> None:
+        listing = await (await client.get("/protection")).text()
+        assert 'href="/protection"' in listing and quote(sid, safe="") in listing
+        session = await client.get(f"/sessions/{quote(sid, safe='')}")
+        assert session.status == 200
+        assert 'id="bet-chart"' in await session.text()
+        dealer = await (await client.get("/dealers/SD00000-001")).text()
+        assert 'id="hold-chart"' in dealer and "Error rate against the floor" in dealer
+        table = await (await client.get(f"/tables/{TABLE}")).text()
+        assert 'href="/dealers/SD00000-001"' in table and quote(sid, safe="") in table
+        first = await (await client.get(f"/rounds/{TABLE}-000001")).text()
+        assert quote(sid, safe="") in first and 'href="/dealers/SD00000-001"' in first
+        assert (await client.get("/dealers/NO-SUCH-DEALER")).status == 404
+        assert (await client.get("/sessions/nothing")).status == 404
+
+    serve(floor[0], check, user="viewer")
