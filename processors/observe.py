@@ -1,0 +1,376 @@
+"""Game protection in the worker: the detectors of `pitwatch protect` over each table
+the worker folds, published on the observations topic (docs/analytics.md, "Streaming").
+
+Each table's auditor carries a `TableObserver` as its fold's read-only watcher
+(`TableAuditor.watch`): the same `TableReader` the embedded audit reads, so the rounds,
+counts, spots and results are the engine's, folded once. The observer keeps what the
+worker's scopes need and no more:
+
+- the table's hold tally (`HoldTally`: six numbers), judged by `detect_hold`;
+- the rounds of the seat sessions still open, each cut to its wagering seats and to the
+  decisions that departed from basic strategy (all the session detectors read), judged
+  by `infer_sessions` and `detect_count_betting` / `detect_hole_card_play`;
+- the seat stays those rounds need, and the round just completed until the table's next
+  event (its record findings are all in by then: a break in its record drops it, and
+  the rest of its shoe loses its count, as `pitwatch.protect.run.suspend` does).
+
+What it finds goes out as it is decided: a seat session's observations when the session
+ends (a gap of GAP_ROUNDS rounds without a wager, a recorded stay ending or starting),
+and the open sessions' and the table's hold as they stand at each shoe's end and when
+the table goes quiet (`TableObserver.publish`). An observation's id depends only on
+(table, subject, code), so a newer value upserts the stored row. Dealer scopes need
+every table: `pitwatch protect --clickhouse/--data` judges them over the store.
+
+The observer's state rides in the auditor's snapshot (`ObservedAuditor.export_state`,
+the key "observe"), so a restarted worker resumes it exactly where the fold resumes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any, Final
+
+from pitwatch.engine.auditor import TableAuditor
+from pitwatch.engine.state import Round
+from pitwatch.engine.violation import Violation
+from pitwatch.events.avro import rules_from_dict, rules_to_dict
+from pitwatch.events.model import Event, PlayerLeft, PlayerSeated, Rules, ShoeLoaded
+from pitwatch.events.schema import released_writers
+from pitwatch.protect.counting import detect_count_betting
+from pitwatch.protect.hold import HoldTally, detect_hold
+from pitwatch.protect.holecard import basic_play, detect_hole_card_play
+from pitwatch.protect.observation import TABLE, Observation
+from pitwatch.protect.rounds import BLACKJACK, RoundView, SeatRound, Spot, TableReader
+from pitwatch.protect.run import BREAKS
+from pitwatch.protect.seating import Seating, SeatLog
+from pitwatch.protect.sessions import GAP_ROUNDS, SeatSession, infer_sessions
+
+from .state import Found, TableStates
+
+SEAT_EVENTS: Final = (PlayerSeated, PlayerLeft)
+#: the version of the observer's part of a snapshot; another one starts it afresh
+STATE_VERSION: Final = 1
+
+
+def session_observations(session: SeatSession) -> list[Observation]:
+    """A seat session's observations, naming its player where seat events do (as
+    `pitwatch.protect.run.observe` gives them)."""
+    out = []
+    for detect in (detect_count_betting, detect_hole_card_play):
+        found = detect(session)
+        if found is not None:
+            out.append(found if session.player_id is None else replace(
+                found, player_id=session.player_id, player_kind=session.player_kind))
+    return out
+
+
+def slim(view: RoundView) -> RoundView | None:
+    """The round as the session detectors read it: its wagering seats, and only the
+    decisions that departed from basic strategy with a hole card on record (the rest
+    weigh nothing in `holecard.departure`). None: no seat wagered."""
+    seats = {s: SeatRound(s, sr.main, sr.house) for s, sr in view.seats.items()
+             if sr.main > 0}
+    if not seats:
+        return None
+    spots = [sp for sp in view.spots if sp.seat in seats and sp.hole is not None
+             and view.game == BLACKJACK and sp.decision != basic_play(sp, view.rules)]
+    return replace(view, dealer_id="", seats=seats, spots=spots)
+
+
+def seat_log(seatings: Iterable[Seating]) -> SeatLog:
+    """A SeatLog holding these stays, as the seat events that made them would."""
+    log = SeatLog()
+    for s in seatings:
+        log.seated(PlayerSeated(s.seat, s.player_id, s.player_kind), s.start)
+        if s.end is not None:
+            log.left(s.seat, s.end)
+    return log
+
+
+@dataclass(slots=True)
+class _Break:
+    """Round ids with a finding that the record is not whole (BREAKS), and the shoe a
+    dropped round was in (its later rounds have no count)."""
+
+    rounds: set[str] = field(default_factory=set)
+    shoe: str | None = None
+    on: bool = False
+
+
+class TableObserver:
+    """One table's game-protection state, fed by the fold's watcher (`watch`) and the
+    table's violations (`violation`); what it decides goes to `out`."""
+
+    def __init__(self, table_id: str, out: list[Observation] | None = None) -> None:
+        self.table_id = table_id
+        self.reader = TableReader(table_id)
+        self.hold = HoldTally(TABLE, table_id, table_id)
+        #: the slim rounds of the sessions not yet ended, in record order
+        self.window: list[RoundView] = []
+        #: the round completed last, judged at the table's next event
+        self.done: RoundView | None = None
+        self.brk = _Break()
+        #: rounds judged since the open observations were last published
+        self.fresh = 0
+        #: what it decided, for the caller to take
+        self.out: list[Observation] = [] if out is None else out
+
+    # --- the fold ------------------------------------------------------------------
+
+    def watch(self, ev: Event, r: Round | None) -> None:
+        self._settle()
+        done = self.reader.watch(ev, r)
+        if done is not None:
+            self.done = done
+        elif r is None and type(ev.payload) is ShoeLoaded:
+            self.publish()  # the shoe before it ended
+        elif r is None and type(ev.payload) in SEAT_EVENTS:
+            self._close()  # a stay ended or began: a session may have ended with it
+
+    def violation(self, v: Violation) -> None:
+        if v.code in BREAKS and v.round_id:
+            self.brk.rounds.add(v.round_id)
+
+    def _settle(self) -> None:
+        """The completed round judged, its findings all in: dropped on a break in its
+        record (and its shoe's later rounds without a count), else into the hold and
+        the open sessions; the sessions it ends published."""
+        done, self.done = self.done, None
+        if done is None:
+            return
+        brk = self.brk
+        broken = done.round_id in brk.rounds
+        brk.rounds.clear()  # a later finding names a later round
+        if broken:
+            brk.on, brk.shoe = True, done.shoe_id
+            return
+        if brk.on and done.shoe_id == brk.shoe:
+            done = replace(done, true_count=None, composition_known=False)
+        else:
+            brk.on = False
+        if done.game == BLACKJACK:
+            self.hold.add(done)
+        self.hold.round_ids.clear()  # the detectors never read them: kept small
+        self.fresh += 1
+        cut = slim(done)
+        if cut is not None:
+            self.window.append(cut)
+        self._close()
+
+    # --- seat sessions -------------------------------------------------------------
+
+    def _sessions(self) -> list[SeatSession]:
+        return infer_sessions(self.window, seatings=self.reader.seat_log.seatings)
+
+    def _ended(self, s: SeatSession) -> bool:
+        """No round to come can join the session."""
+        last = s.rounds[-1].index
+        stays = [x for x in self.reader.seat_log.seatings if x.seat == s.seat]
+        if not s.inferred:
+            return all(x.end is not None for x in stays if x.holds(s.rounds[0].index)
+                       and x.player_id == s.player_id)
+        if self.reader.index - last > GAP_ROUNDS:
+            return True
+        # a recorded stay held a wagered round at the seat since: the run ended there
+        return any(r.index > last and s.seat in r.seats and any(x.holds(r.index)
+                   for x in stays) for r in self.window)
+
+    def _close(self) -> None:
+        ended = [s for s in self._sessions() if self._ended(s)]
+        if not ended:
+            return
+        for s in ended:
+            self.out.extend(session_observations(s))
+            ids = {r.round_id for r in s.rounds}
+            for r in self.window:
+                if r.round_id in ids:
+                    r.seats.pop(s.seat, None)
+                    r.spots = [sp for sp in r.spots if sp.seat != s.seat]
+        self.window = [r for r in self.window if r.seats]
+        self._prune_stays()
+
+    def _prune_stays(self) -> None:
+        """Stays that hold no round of the window and are over: no session reads them."""
+        def used(x: Seating) -> bool:
+            return x.end is None or any(x.seat in r.seats and x.holds(r.index)
+                                        for r in self.window)
+
+        kept = [x for x in self.reader.seat_log.seatings if used(x)]
+        if len(kept) != len(self.reader.seat_log.seatings):
+            self.reader.seat_log = seat_log(kept)
+
+    def publish(self) -> None:
+        """The open sessions' observations and the table's hold as they stand (a shoe
+        ended, or the table went quiet), when a round was judged since the last time."""
+        self._settle()
+        if not self.fresh:
+            return
+        self.fresh = 0
+        for s in self._sessions():
+            self.out.extend(session_observations(s))
+        self.out.extend(detect_hold([self.hold]))
+
+    # --- snapshots -----------------------------------------------------------------
+
+    def export(self) -> dict[str, Any]:
+        rules: list[Rules] = []
+
+        def rid(x: Rules) -> int:
+            if x not in rules:
+                rules.append(x)
+            return rules.index(x)
+
+        def view(v: RoundView | None) -> list[Any] | None:
+            if v is None:
+                return None
+            return [v.round_id, v.index, v.dealer_id, v.game, rid(v.rules), v.shoe_id,
+                    v.true_count, [[s.seat, s.main, s.house] for s in v.seats.values()],
+                    [_spot_json(sp) for sp in v.spots], v.composition_known]
+
+        rd = self.reader
+        h = self.hold
+        state = {
+            "version": STATE_VERSION,
+            "reader": [rd.shoe_id, rd.counted, rd.index, view(rd.round)],
+            "stays": [[x.seat, x.player_id, x.player_kind, x.start, x.end]
+                      for x in rd.seat_log.seatings],
+            "hold": [h.rounds, h.hands, h.expected, h.actual, h.variance],
+            "window": [view(v) for v in self.window],
+            "done": view(self.done),
+            "break": [sorted(self.brk.rounds), self.brk.shoe, self.brk.on],
+            "fresh": self.fresh,
+        }
+        state["rules"] = [rules_to_dict(x) for x in rules]
+        return state
+
+    @classmethod
+    def load(cls, table_id: str, state: Any, out: list[Observation] | None = None
+             ) -> TableObserver:
+        """The observer `export` described; raises ValueError on one it cannot read."""
+        o = cls(table_id, out)
+        version = state.get("version") if isinstance(state, dict) else None
+        if version != STATE_VERSION:
+            raise ValueError(f"observer state version {version!r}, not {STATE_VERSION}")
+        try:
+            rules = [rules_from_dict(d) for d in state["rules"]]
+
+            def view(v: list[Any] | None) -> RoundView | None:
+                if v is None:
+                    return None
+                (round_id, index, dealer, game, ri, shoe, tc, seats, spots, known) = v
+                return RoundView(
+                    table_id, str(round_id), int(index), str(dealer), str(game), rules[ri],
+                    None if shoe is None else str(shoe), None if tc is None else float(tc),
+                    {int(s): SeatRound(int(s), int(m), int(h)) for s, m, h in seats},
+                    [_spot_load(sp) for sp in spots], bool(known))
+
+            shoe, counted, index, current = state["reader"]
+            o.reader.shoe_id = None if shoe is None else str(shoe)
+            o.reader.counted, o.reader.index = bool(counted), int(index)
+            o.reader.round = view(current)
+            o.reader.seat_log = seat_log(
+                Seating(int(s), str(p), str(k), int(a), None if b is None else int(b))
+                for s, p, k, a, b in state["stays"])
+            rounds, hands, expected, actual, variance = state["hold"]
+            o.hold.rounds, o.hold.hands = int(rounds), int(hands)
+            o.hold.expected, o.hold.actual = float(expected), int(actual)
+            o.hold.variance = float(variance)
+            o.window = [w for w in (view(v) for v in state["window"]) if w is not None]
+            o.done = view(state["done"])
+            ids, bshoe, on = state["break"]
+            o.brk = _Break({str(x) for x in ids}, None if bshoe is None else str(bshoe),
+                           bool(on))
+            o.fresh = int(state["fresh"])
+        except (KeyError, TypeError, ValueError, IndexError) as e:
+            raise ValueError(f"damaged observer state: {e!r}") from e
+        return o
+
+
+def _spot_json(sp: Spot) -> list[Any]:
+    return [sp.seat, sp.hand, list(sp.ranks), sp.up, sp.hole, sp.decision, sp.can_double,
+            sp.can_split, sp.can_surrender, list(sp.unseen), sp.wager]
+
+
+def _spot_load(v: list[Any]) -> Spot:
+    seat, hand, ranks, up, hole, decision, dbl, split, surrender, unseen, wager = v
+    return Spot(int(seat), int(hand), tuple(str(x) for x in ranks), str(up),
+                None if hole is None else str(hole), str(decision), bool(dbl), bool(split),
+                bool(surrender), tuple(int(x) for x in unseen), int(wager))
+
+
+class ObservedAuditor(TableAuditor):
+    """A table's auditor with its game-protection observer watching its fold; the
+    observer's state is part of the auditor's snapshot (key "observe"), and what it
+    decides goes to `observations`."""
+
+    def __init__(self, *args: Any, observations: list[Observation], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.observations = observations
+        self.observer = TableObserver(self.table.table_id, observations)
+        self.watch = self.observer.watch
+        tell = self.on_violation
+
+        def on_violation(v: Violation) -> None:
+            self.observer.violation(v)
+            tell(v)
+
+        self.on_violation = on_violation
+
+    def export_state(self) -> dict[str, Any]:
+        return {**super().export_state(), "observe": self.observer.export()}
+
+    def import_state(self, state: dict[str, Any]) -> None:
+        super().import_state(state)
+        table_id = self.table.table_id
+        try:
+            self.observer = TableObserver.load(table_id, state.get("observe"),
+                                               self.observations)
+        except ValueError:
+            # a snapshot without it (or another version): judged from here on
+            self.observer = TableObserver(table_id, self.observations)
+        self.watch = self.observer.watch
+
+
+@dataclass
+class Observed(Found):
+    """What one step of the audit found, with the observations it decided."""
+
+    observations: list[Observation] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.violations or self.rounds or self.observations)
+
+
+class ObservedStates(TableStates):
+    """The worker's table states, each auditor with its observer (`ObservedAuditor`):
+    what a step found carries the observations decided (`Observed`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._observations: list[Observation] = []
+
+    def _new_auditor(self, table_id: str) -> TableAuditor:
+        return ObservedAuditor(table_id, self.select_pack, self._violations.append,
+                               self._rounds.append, self._engine_error,
+                               round_timeout_ms=self.round_timeout_ms, keys=self.keys,
+                               released=released_writers(), observations=self._observations)
+
+    def _take(self) -> Observed:
+        found = super()._take()
+        obs = self._observations[:]
+        self._observations.clear()
+        return Observed(violations=found.violations, rounds=found.rounds,
+                        refused=found.refused, observations=obs)
+
+    def expire_idle(self, caught_up: Callable[[str, int], bool], timeout_s: float
+                    ) -> Found:
+        """The processing-time rule, and each quiet table's open observations published
+        as they stand (`TableObserver.publish`): the same tables the rule judges."""
+        now = time.monotonic()
+        for t in self.tables.values():
+            if (isinstance(t.auditor, ObservedAuditor) and now - t.arrived > timeout_s
+                    and caught_up(t.topic, t.partition)):
+                t.auditor.observer.publish()
+        return super().expire_idle(caught_up, timeout_s)

@@ -1,0 +1,155 @@
+"""The worker's game-protection detectors (processors/observe.py): each table's observer
+watches the auditor's own fold and, after a floor has streamed, has published exactly
+what `pitwatch protect` of the same floor gives for the seat sessions and the tables;
+its state rides in the auditor's snapshot, so a restart gives the same observations."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import orjson
+import pytest
+
+from pitwatch.engine.violation import Violation
+from pitwatch.events.model import Event
+from pitwatch.events.schema import released_writers
+from pitwatch.packs.registry import select
+from pitwatch.protect.hold import hold_tallies
+from pitwatch.protect.observation import (
+    COUNT_BETTING,
+    HOLE_CARD_PLAY,
+    SEAT_SESSION,
+    TABLE,
+    Observation,
+)
+from pitwatch.protect.rounds import ReadFloor, read_floor
+from pitwatch.protect.run import observe
+from pitwatch.protect.stored import message_row, observation_message, observation_row
+from processors.observe import ObservedAuditor, TableObserver
+from producers.players import SimTable, events, make_player
+
+SEATS = {1: "counter-8", 3: "flat", 4: "holecard"}
+
+
+@pytest.fixture(scope="module")
+def floor() -> list[Event]:
+    """Two tables of a counter, a flat bettor and a hole-card player: one without seat
+    events (sessions inferred), one with them (sessions recorded)."""
+    out: list[Event] = []
+    for v, seated in ((0, False), (1, True)):
+        players = {s: make_player(p, 5, s, v) for s, p in SEATS.items()}
+        out += events(SimTable(v, 5, players, flash=0.3, variant=v, seated=seated), 200, 5)
+    return out
+
+
+def auditor(table_id: str, out: list[Observation]) -> ObservedAuditor:
+    found: list[Violation] = []
+    return ObservedAuditor(table_id, select, found.append, lambda _: None,
+                           released=released_writers(), observations=out)
+
+
+@dataclass
+class Run:
+    #: the latest value of each observation id published
+    published: dict[str, Observation]
+    #: what was published before the tables went quiet
+    before_quiet: list[Observation]
+    auditors: dict[str, ObservedAuditor]
+
+
+def streamed(evs: Iterable[Event], restart_at: int | None = None) -> Run:
+    """Each table's events through its observed auditor, as the worker folds them (a
+    restart from the snapshot at event `restart_at`), then each table gone quiet."""
+    out: list[Observation] = []
+    tables: dict[str, ObservedAuditor] = {}
+    for k, ev in enumerate(evs):
+        a = tables.get(ev.table_id)
+        if a is None:
+            a = tables[ev.table_id] = auditor(ev.table_id, out)
+        if k == restart_at:
+            state = orjson.loads(orjson.dumps(a.export_state()))
+            a = tables[ev.table_id] = auditor(ev.table_id, out)
+            a.import_state(state)
+        a.feed(ev)
+    before = out[:]
+    for a in tables.values():
+        a.observer.publish()
+    return Run({o.observation_id: o for o in out}, before, tables)
+
+
+@pytest.fixture(scope="module")
+def read(floor: list[Event]) -> ReadFloor:
+    return read_floor(floor)
+
+
+@pytest.fixture(scope="module")
+def want(read: ReadFloor) -> dict[str, Observation]:
+    """What `pitwatch protect` of the floor finds for sessions and tables."""
+    found = observe(read.floor.tables, read.violations, read.floor.seatings)
+    return {o.observation_id: o for o in found if o.scope in (SEAT_SESSION, TABLE)}
+
+
+@pytest.fixture(scope="module")
+def got(floor: list[Event]) -> Run:
+    return streamed(floor)
+
+
+def test_the_stream_publishes_what_protect_finds_for_sessions_and_tables(
+        want: dict[str, Observation], got: Run) -> None:
+    assert {(o.code, o.seat, o.inferred) for o in want.values()} == {
+        (COUNT_BETTING, 1, True), (HOLE_CARD_PLAY, 4, True),
+        (COUNT_BETTING, 1, False), (HOLE_CARD_PLAY, 4, False)}
+    assert got.published == want
+
+
+def test_the_table_hold_is_the_embedded_tally(read: ReadFloor, got: Run) -> None:
+    tallies = [t for t in hold_tallies(read.floor.tables) if t.scope == TABLE]
+    assert len(tallies) == 2
+    for t in tallies:
+        h = got.auditors[t.subject].observer.hold
+        assert (h.rounds, h.hands, h.expected, h.actual, h.variance) == (
+            t.rounds, t.hands, t.expected, t.actual, t.variance)
+
+
+def test_a_restart_from_the_snapshot_gives_the_same_observations(
+        floor: list[Event], got: Run) -> None:
+    """The snapshot holds the observer's state beside the fold's (here taken with a
+    round open, folded again by the engine): nothing is lost or counted twice."""
+    at = 2345
+    assert floor[at].round_id is not None and floor[at - 1].round_id == floor[at].round_id
+    assert streamed(floor, restart_at=at).published == got.published
+
+
+def test_the_observer_state_reads_back_as_it_was(floor: list[Event]) -> None:
+    out: list[Observation] = []
+    a = auditor(floor[0].table_id, out)
+    for ev in floor[:1500]:
+        a.feed(ev)
+    state = a.observer.export()
+    assert TableObserver.load(a.table.table_id, state).export() == state
+    assert len(orjson.dumps(state)) < 120_000  # the open sessions' slim rounds
+    with pytest.raises(ValueError):
+        TableObserver.load("T", {**state, "version": 99})
+
+
+def test_a_session_ended_by_its_player_leaving_is_published_then(got: Run) -> None:
+    """A recorded stay ends at PlayerLeft: its session's final observations go out at
+    once, before the table goes quiet, and nothing of it is kept."""
+    final = {o.observation_id: o for o in got.before_quiet if not o.inferred}
+    assert {(o.code, o.seat) for o in final.values()} == {
+        (COUNT_BETTING, 1), (HOLE_CARD_PLAY, 4)}
+    assert all(got.published[k] == o for k, o in final.items())
+    seated = got.auditors["SIM-BJ-00001"].observer  # the table with seat events
+    assert seated.window == [] and seated.reader.seat_log.seatings == []
+
+
+def test_the_topic_message_is_the_stored_row(want: dict[str, Observation]) -> None:
+    for o in want.values():
+        row, back = observation_row(o), message_row(observation_message(o))
+        assert orjson.dumps(back) == orjson.dumps(row)  # nan equal to nan
+    with pytest.raises(ValueError, match="fields"):
+        message_row(b'{"code": "X"}')
+    good = observation_message(next(iter(want.values())))
+    with pytest.raises(ValueError, match="seat"):
+        message_row(good.replace(b'"seat":', b'"seat":-', 1))
