@@ -8,7 +8,9 @@ Per event: decode (a message that does not decode, a tombstone, or an event unde
 another table's key goes to the dead-letter topic with its reason), feed the table's
 auditor, send each violation to the alerts topic at once (Avro), each finished round
 to the rounds topic, and the quarantine row of each event the record took in as refused
-to the refused topic (the sink keeps it, as the embedded audit does, for a rebuild).
+to the refused topic (the sink keeps it, as the embedded audit does, for a rebuild),
+and what the game-protection detectors decide over the table's fold to the
+observations topic (processors/observe.py).
 A table's state is snapshotted into a changelog-backed Faust table only after Kafka
 acknowledged the alerts, rounds and quarantine rows it covers (at-least-once alerts
 with stable violation ids; records exactly once in the store).
@@ -55,6 +57,7 @@ from pitwatch.engine.alerts import encode_violation
 from pitwatch.events.avro import DecodeError, decode_single
 from pitwatch.events.keys import KeyRegistry
 from pitwatch.packs.registry import select
+from pitwatch.protect.stored import observation_message
 from pitwatch.store.rows import round_row
 
 from .catch_up import PartitionReader, Stretch
@@ -62,8 +65,9 @@ from .dead_letters import dead_letter
 from .faust_batch import BatchApp, BatchConsumer, in_hand
 from .gaps import unread_before
 from .metrics import Metrics
+from .observe import Observed, ObservedStates
 from .settings import Settings
-from .state import Found, Moved, TableStates, lost_where, utc_now
+from .state import Found, Moved, lost_where, utc_now
 from .supervise import Frozen, Stalled, log_tasks, restart_self
 
 #: The audit takes a fetch at a time, at most BATCH records (processors/faust_batch.py):
@@ -131,6 +135,7 @@ def create_app(settings: Settings) -> BatchApp:
     alerts = app.topic(settings.alerts_topic, **raw)
     rounds = app.topic(settings.rounds_topic, **raw)
     refused = app.topic(settings.refused_topic, **raw)
+    observations = app.topic(settings.observations_topic, **raw)
     dead = app.topic(settings.dead_letter_topic, **raw)
     open_rounds = app.Table(settings.topic_prefix + "open-rounds", default=None,
                             partitions=settings.partitions, key_type=bytes, value_type=bytes)
@@ -140,7 +145,8 @@ def create_app(settings: Settings) -> BatchApp:
     if keys is None:
         log.warning("no key registry (--keys / PITWATCH_KEYS): device signatures are not "
                     "required")
-    states = TableStates(open_rounds, select, timeout_ms, keys)
+    # each table's auditor carries the game-protection detectors (processors/observe.py)
+    states = ObservedStates(open_rounds, select, timeout_ms, keys)
     catch_up = PartitionReader(settings.kafka, group=settings.app_id)
     metrics = Metrics(app, states, settings)
     #: the events topic's partition count the worker audits (from Kafka at its start)
@@ -151,14 +157,19 @@ def create_app(settings: Settings) -> BatchApp:
 
     async def send(found: Found) -> list[Any]:
         """Each violation to the alerts topic, each finished round to the rounds topic,
-        each quarantine row to the refused topic, handed to the producer (which batches
-        them) without waiting for Kafka; returns the futures of their acknowledgements."""
+        each quarantine row to the refused topic, each observation to the observations
+        topic, handed to the producer (which batches them) without waiting for Kafka;
+        returns the futures of their acknowledgements."""
         acks = [await alerts.send(key=v.table_id.encode(), value=encode_violation(v))
                 for v in found.violations]
         acks += [await rounds.send(key=r.table_id.encode(), value=orjson.dumps(round_row(r)))
                  for r in found.rounds]
         acks += [await refused.send(key=q["table_id"].encode(), value=orjson.dumps(q))
                  for q in found.refused]
+        if isinstance(found, Observed):  # the observations the detectors decided
+            acks += [await observations.send(key=o.table_id.encode(),
+                                             value=observation_message(o))
+                     for o in found.observations]
         metrics.alerts += len(found.violations)
         return acks
 

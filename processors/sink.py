@@ -1,7 +1,7 @@
 """The ClickHouse sink: its own consumer group on the events topic and the topics whose
-messages are rows the worker made (`ROW_TOPICS`: alerts, rounds, refused), batches of
-thousands of rows or about a second, offsets committed only after a batch is in
-ClickHouse. Rows carry deterministic keys (event_id, round_id, violation_id; a
+messages are rows the worker made (`ROW_TOPICS`: alerts, rounds, refused,
+observations), batches of thousands of rows or about a second, offsets committed only
+after a batch is in ClickHouse. Rows carry deterministic keys (event_id, round_id, violation_id; a
 quarantine row's table, device, seq and event) in ReplacingMergeTree tables, so a
 batch written twice counts once. An event's first copy wins: before each insert the
 sink reads the stored rows of the batch's event ids, drops identical copies and
@@ -30,6 +30,7 @@ import orjson
 from pitwatch.engine.alerts import decode_violation
 from pitwatch.events.avro import DecodeError, decode_single
 from pitwatch.events.jsonl import InvalidEvent
+from pitwatch.protect.stored import message_row
 from pitwatch.store.base import Store, StoreError
 from pitwatch.store.first_copy import first_copies, row_event
 from pitwatch.store.order import Positions
@@ -104,6 +105,14 @@ def _refused(value: bytes) -> dict[str, Any]:
     return made
 
 
+def _observation(value: bytes) -> dict[str, Any]:
+    """A game-protection observation's row (`protect.stored.message_row`)."""
+    try:
+        return message_row(value)
+    except ValueError as e:
+        raise Rejected(f"not an observation: {e}") from e
+
+
 @dataclass(frozen=True, slots=True)
 class RowTopic:
     """A topic whose messages are rows of one store table, made by the worker: the
@@ -121,6 +130,7 @@ ROW_TOPICS: tuple[RowTopic, ...] = (
     RowTopic("alerts_topic", "violations", "violation", _violation),
     RowTopic("rounds_topic", "rounds", "round", _round),
     RowTopic("refused_topic", "refused_events", "refused event", _refused),
+    RowTopic("observations_topic", "observations", "observation", _observation),
 )
 #: The tables the sink writes, the events first (`Writer.write`)
 SINK_TABLES = ("events", *(t.table for t in ROW_TOPICS))
