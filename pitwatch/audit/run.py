@@ -32,6 +32,7 @@ from ..store.history import (
     Standing,
     books_open,
     continue_history,
+    latest_positions,
     open_rounds,
     recent_positions,
     resume_state,
@@ -392,8 +393,7 @@ def _close_books(store: Store, auditor: Auditor, closer: Auditor,
     run audited an earlier part of again too), from that state, by `closer`, in table
     order (one with no state that agrees with its stored events: added to `unclosed`).
     The run's tables finished, and where each other table finished stands."""
-    further = {r["table_id"]: int(r["p"]) for r in store.query(
-        "SELECT table_id, max(pos) AS p FROM audit_states GROUP BY table_id")}
+    further = latest_positions(store)
     finished = set()
     for t, a in auditor.tables.items():
         if further.get(t, -1) <= standings[t].pos:
