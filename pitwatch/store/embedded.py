@@ -230,6 +230,14 @@ TABLE_SETTINGS = ("vertical_merge_algorithm_min_rows_to_activate = 1, "
 CREATE_SETTINGS = {"events": "index_granularity = 2048"}
 
 
+#: Settings of the store's session. `FINAL` merges a key's rows within each month's
+#: partition alone, not across them: every table's partition is a function of device
+#: times its rows' identity fixes (an event's `ts`, a round's start, a violation's
+#: detection), so a key's copies share one partition, and its merges never cross one
+#: either. (ClickHouse 18.16 has no such setting: it merges across them.)
+SESSION_SETTINGS = ("do_not_merge_across_partitions_select_final = 1",)
+
+
 def _created(stmt: str) -> str:
     """A CREATE TABLE statement of schemas/clickhouse with its table's `CREATE_SETTINGS`."""
     words = stmt.split(None, 6)
@@ -313,6 +321,8 @@ class EmbeddedStore:
         self.staging = self.path / "staging"
         self.staging.mkdir(exist_ok=True)
         self._session = _open_session(session, self.path)
+        for setting in SESSION_SETTINGS:
+            self._run(f"SET {setting}")
         for f in orphans(self.staging):  # the store is ours now: chDB locks it
             f.unlink(missing_ok=True)
         self._staged: dict[str, StagedFile] = {}
