@@ -1,4 +1,5 @@
-"""`pitwatch protect`: the game-protection observations of event files."""
+"""`pitwatch protect`: the game-protection observations of event files, or of a store's
+history."""
 
 from __future__ import annotations
 
@@ -12,14 +13,18 @@ from typing import IO
 import orjson
 
 from ..audit.run import audit_events
+from ..connect import add_connection_flags
+from ..engine.violation import Violation
 from ..events.files import Rejected, expand, read_files
 from ..events.order import in_record_order
+from ..store.base import Store
+from ..store.embedded import holds_store
 from ..store.process import StoreProcess
 from ..terminal import printable
 from .observation import CATALOGUE, Observation
 from .rounds import FloorReader
 from .run import observe
-from .stored import store_observations
+from .stored import read_stored, store_observations
 
 
 def _clip(s: str, n: int) -> str:
@@ -55,15 +60,25 @@ deviations from theoretical, dealers whose error rate is above the floor's. Obse
 are evidence to weigh, never violations (docs/analytics.md has each method, its
 assumptions and its measured error rates).
 
+With no PATH, a store's history is judged instead (--data DIR, the embedded store, or
+--clickhouse HOST:PORT, a server the streaming sink fills): every table's events read
+back in their order of record, audited again, and the observations written to the same
+store's observations table. The streaming worker publishes the seat sessions' and the
+tables' observations as they are decided; a dealer's error rate and hold need every
+table, so they come from this run over the store (docs/analytics.md, "Streaming").
+
 examples:
   pitwatch protect floor/
   pitwatch protect floor/ --format jsonl > observations.jsonl
   pitwatch protect floor/ --data pitwatch-data     # also into the store's observations
+  pitwatch protect --data pitwatch-data            # the stored history, judged again
+  pitwatch protect --clickhouse 127.0.0.1:19000    # the streaming store's history
 """
 
     def configure(self, p: argparse.ArgumentParser) -> None:
-        p.add_argument("paths", nargs="+", metavar="PATH",
-                       help="event files or directories of them")
+        p.add_argument("paths", nargs="*", metavar="PATH",
+                       help="event files or directories of them (none: the store's "
+                            "history, with --data or --clickhouse)")
         p.add_argument("--format", choices=("table", "jsonl"), default="table",
                        help="a summary and a table (default), or one JSON object a line")
         p.add_argument("--limit", type=int, default=50,
@@ -71,9 +86,22 @@ examples:
         p.add_argument("--data", metavar="DIR",
                        help="also write the observations to the store at DIR (its "
                             "observations table, one row per observation id: the same "
-                            "record again changes nothing)")
+                            "record again changes nothing); with no PATH, judge its "
+                            "history")
+        p.add_argument("--clickhouse", metavar="HOST:PORT[,HOST:PORT...]",
+                       help="with no PATH: judge a ClickHouse server's stored history and "
+                            "write the observations there")
+        p.add_argument("--clickhouse-db", default="pitwatch", metavar="DB",
+                       help="its database (default %(default)s)")
+        add_connection_flags(p, kafka=False)
 
     def run(self, args: argparse.Namespace) -> int:
+        if not args.paths:
+            return self._stored(args)
+        if args.clickhouse:
+            print("pitwatch protect: --clickhouse judges a store's history: name no PATH "
+                  "(or use --data DIR to write a file audit's observations)", file=sys.stderr)
+            return 2
         floor = FloorReader()  # reads the audit's own fold: what the record accepted
         rejected = [0]
 
@@ -89,7 +117,6 @@ examples:
                   file=sys.stderr)
             return 2
         found = observe(floor.tables, rep.violations, floor.seatings)
-        out = sys.stdout
         if args.data:
             store = StoreProcess(Path(args.data))
             try:
@@ -99,22 +126,64 @@ examples:
                 store.close()
             print(f"stored {n} observations in {args.data} (pitwatch query --data "
                   f"{args.data} \"SELECT ... FROM observations FINAL\")",
-                  file=sys.stderr if args.format == "jsonl" else out)
-        if args.format == "jsonl":
-            for o in found:
-                out.buffer.write(orjson.dumps(o.to_json()) + b"\n")
-            return 0
-        rounds = sum(len(v) for v in floor.tables.values())
-        by_code = Counter(o.code for o in found)
-        print(f"{rep.events:,} events, {rounds:,} rounds at {len(floor.tables)} tables, "
-              f"{len(rep.violations):,} violations; {len(found)} observations"
-              + (f" ({rejected[0]} malformed records skipped)" if rejected[0] else ""),
-              file=out)
-        for code in CATALOGUE:
-            if by_code[code]:
-                print(f"  {code:<32} {by_code[code]:>5}  {CATALOGUE[code]}", file=out)
-        table(found, out, None if args.limit == 0 else args.limit)
+                  file=sys.stderr if args.format == "jsonl" else sys.stdout)
+        return report(args, found, floor, rep.events, rep.violations,
+                      f" ({rejected[0]} malformed records skipped)" if rejected[0] else "")
+
+    def _stored(self, args: argparse.Namespace) -> int:
+        """The store's history judged again, its observations written back to it."""
+        store: Store
+        if args.clickhouse:
+            from ..store.server import ServerStore
+
+            where = f"--clickhouse {args.clickhouse} --clickhouse-db {args.clickhouse_db}"
+            store = ServerStore.at(args.clickhouse, args.clickhouse_db)
+        elif args.data:
+            if not holds_store(args.data):
+                print(printable(f"pitwatch protect: no store at {args.data}: run `pitwatch "
+                                "audit` first, or name event files"), file=sys.stderr)
+                return 2
+            where, store = f"--data {args.data}", StoreProcess(Path(args.data))
+        else:
+            print("pitwatch protect: name event files, or a store to judge (--data DIR "
+                  "or --clickhouse HOST:PORT)", file=sys.stderr)
+            return 2
+        try:
+            store.setup()
+            read, events = read_stored(store)
+            floor = read.floor
+            if events == 0:
+                print(printable(f"pitwatch protect: nothing read: the store ({where}) "
+                                "holds no events"), file=sys.stderr)
+                return 2
+            found = observe(floor.tables, read.violations, floor.seatings)
+            n = store_observations(store, found)
+        finally:
+            store.close()
+        print(printable(f"stored {n} observations in the store (pitwatch query {where} "
+                        "\"SELECT ... FROM observations FINAL\")"),
+              file=sys.stderr if args.format == "jsonl" else sys.stdout)
+        return report(args, found, floor, events, read.violations, "")
+
+
+def report(args: argparse.Namespace, found: list[Observation], floor: FloorReader,
+           events: int, violations: list[Violation], note: str) -> int:
+    """The observations in the chosen format: one JSON object a line, or a summary and
+    a table."""
+    out = sys.stdout
+    if args.format == "jsonl":
+        for o in found:
+            out.buffer.write(orjson.dumps(o.to_json()) + b"\n")
         return 0
+    rounds = sum(len(v) for v in floor.tables.values())
+    by_code = Counter(o.code for o in found)
+    print(f"{events:,} events, {rounds:,} rounds at {len(floor.tables)} tables, "
+          f"{len(violations):,} violations; {len(found)} observations{note}", file=out)
+    for code in CATALOGUE:
+        if by_code[code]:
+            print(f"  {code:<32} {by_code[code]:>5}  {CATALOGUE[code]}", file=out)
+    table(found, out, None if args.limit == 0 else args.limit)
+    return 0
 
 
 PROTECT = _Protect()

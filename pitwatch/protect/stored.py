@@ -3,18 +3,29 @@
 observation id, which a ReplacingMergeTree keeps once (the last written), so storing the
 observations of the same record again changes nothing and a newer value replaces the
 older. The worker publishes the same row on the observations topic
-(`observation_message`), and the sink reads it back (`message_row`)."""
+(`observation_message`), and the sink reads it back (`message_row`).
+
+`read_stored` reads a store's whole history back, table by table in its order of
+record (with the events it quarantined, fed back at their place), through the audit's
+fold and its watcher, as `read_floor` reads files: what `pitwatch protect` judges over a
+store, for the scopes that need every table (a dealer's error rate and hold)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import orjson
 
+from ..engine.auditor import TableAuditor
+from ..engine.violation import Violation
+from ..events.schema import released_writers
+from ..packs.registry import select
 from ..store.base import Store
+from ..store.history import Quarantine, stream
 from .observation import Observation
+from .rounds import FloorReader, ReadFloor
 
 TABLE = "observations"
 
@@ -89,3 +100,40 @@ def store_observations(store: Store, observations: Iterable[Observation]) -> int
     if sync is not None:
         sync()
     return len(rows)
+
+
+def stored_tables(store: Store) -> list[str]:
+    """The tables whose events the store holds, sorted (from `table_devices`, its
+    index of each table's devices, never a scan of the events)."""
+    rows = store.query("SELECT DISTINCT table_id FROM table_devices ORDER BY table_id")
+    return [str(r["table_id"]) for r in rows]
+
+
+def read_stored(store: Store, tables: Iterable[str] | None = None,
+                on_table: Callable[[str, int], None] | None = None) -> tuple[ReadFloor, int]:
+    """The store's history audited again (nothing stored) and read from the audit's
+    fold, table by table in its order of record, each quarantined event fed back at its
+    place (`store.history.Quarantine`): every table's completed rounds and seat stays,
+    the audit's violations, and how many events were read. `on_table(table, events)`
+    is told as each table is done."""
+    floor = FloorReader()
+    found: list[Violation] = []
+    n = 0
+    for table_id in stored_tables(store) if tables is None else tables:
+        auditor = TableAuditor(table_id, select, found.append, lambda _: None,
+                               released=released_writers())
+        auditor.watch = floor.watch
+        held = Quarantine(store, table_id)
+        rounds: set[str] = {""}
+        read = 0
+        for st in stream(store, table_id, 0):
+            held.feed(auditor, st.event)
+            rounds.add(st.event.round_id or "")
+            read += 1
+        for q in held.trailing(rounds):
+            auditor.refused(q, q.refused or "")
+        auditor.finish()
+        n += read
+        if on_table is not None:
+            on_table(table_id, read)
+    return ReadFloor(floor, found), n

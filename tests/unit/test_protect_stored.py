@@ -49,3 +49,36 @@ def test_protect_data_stores_each_observation_once(
     want = sorted({(r["observation_id"], r["code"], r["seat"], int(r["inferred"]))
                    for r in printed})
     assert [(r["observation_id"], r["code"], r["seat"], r["inferred"]) for r in rows] == want
+
+
+def test_protect_over_a_store_judges_its_history_as_the_files(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """With no PATH, `pitwatch protect --data DIR` reads the store's history back in its
+    order of record and finds what `pitwatch protect` of the same files finds, dealer
+    scopes included, writing them to the store."""
+    players = {s: make_player(p, 5, s, 0) for s, p in {1: "counter-8", 3: "flat"}.items()}
+    write_jsonl(tmp_path / "floor.jsonl", events(SimTable(0, 5, players), 300, 5))
+    data = tmp_path / "data"
+    assert main(["audit", str(tmp_path / "floor.jsonl"), "--data", str(data)]) in (0, 1)
+    capsys.readouterr()
+    assert main(["protect", str(tmp_path / "floor.jsonl"), "--format", "jsonl"]) == 0
+    files = capsys.readouterr().out
+    assert main(["protect", "--data", str(data), "--format", "jsonl"]) == 0
+    got = capsys.readouterr()
+    assert got.out == files and "COUNT_CORRELATED_BETTING" in files
+    assert "stored" in got.err
+    store = EmbeddedStore(data)
+    try:
+        rows = store.query("SELECT observation_id FROM observations FINAL")
+    finally:
+        store.close()
+    assert sorted(r["observation_id"] for r in rows) == sorted(
+        json.loads(line)["observation_id"] for line in files.splitlines())
+
+
+def test_protect_without_paths_or_a_store_says_what_to_name(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["protect"]) == 2
+    assert "--data DIR or --clickhouse" in capsys.readouterr().err
+    assert main(["protect", "--data", str(tmp_path / "none")]) == 2
+    assert "no store at" in capsys.readouterr().err
