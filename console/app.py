@@ -16,7 +16,7 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -48,7 +48,8 @@ from .html import CONTEXT, PageContext
 from .html import context as page_context
 from .oidc import Oidc, OidcConfig
 from .protection import PAGE as PROTECTION_PAGE
-from .protection import ProtectionData
+from .protection import ProtectionData, seat_session
+from .protection import dealer_view as dealer_view_of
 from .protection_pages import dealer_page, protection_list, protection_section, session_page
 from .sessions import SharedSessions
 from .sitetime import SiteTime
@@ -203,9 +204,15 @@ async def held(request: web.Request, fn: Callable[..., T], *args: Any) -> T:
     """A page's data from the store, kept; when the store does not answer, the copy
     kept last, and the page is marked as of then (StoreDown when none is kept)."""
     db = request.app[DB]
-    key = (getattr(fn, "__name__", repr(fn)), repr(args))
+    return await held_by(request, (getattr(fn, "__name__", repr(fn)), repr(args)),
+                         lambda: db.run(fn, *args))
+
+
+async def held_by(request: web.Request, key: tuple[str, str],
+                  make: Callable[[], Awaitable[T]]) -> T:
+    """`held` for a page whose data takes several questions (`make`), kept by `key`."""
     try:
-        got = await db.run(fn, *args)
+        got = await make()
     except StoreDown as e:
         kept = request.app[HELD].get(key)
         if kept is None:
@@ -368,14 +375,18 @@ async def protection_page(request: web.Request) -> web.Response:
 
 
 async def session_view(request: web.Request) -> web.Response:
-    s = await held(request, _protection(request).seat_session,
-                   checked_id(request.match_info["session_id"], "seat session id"))
+    sid = checked_id(request.match_info["session_id"], "seat session id")
+    db = request.app[DB]
+    s = await held_by(request, ("seat_session", sid), lambda: seat_session(
+        db.run, asyncio.to_thread, _protection(request), sid))
     return _html(session_page(s))
 
 
 async def dealer_view(request: web.Request) -> web.Response:
-    d = await held(request, _protection(request).dealer_view,
-                   checked_id(request.match_info["dealer_id"], "dealer id"))
+    d_id = checked_id(request.match_info["dealer_id"], "dealer id")
+    db = request.app[DB]
+    d = await held_by(request, ("dealer_view", d_id), lambda: dealer_view_of(
+        db.run, asyncio.to_thread, _protection(request), d_id))
     return _html(dealer_page(d))
 
 

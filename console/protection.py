@@ -15,12 +15,11 @@ session's rounds, or a dealer's latest `DEALER_ROUNDS` rounds.
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any, Final
-
-import orjson
 
 from pitwatch.engine.auditor import TableAuditor
 from pitwatch.engine.state import Round
@@ -29,21 +28,17 @@ from pitwatch.events.model import Event
 from pitwatch.events.schema import released_writers
 from pitwatch.packs.registry import select
 from pitwatch.protect.hold import Z_THRESHOLD, HoldTally
-from pitwatch.protect.observation import DEALER, SEAT_SESSION, TABLE
+from pitwatch.protect.observation import DEALER
 from pitwatch.protect.rounds import BLACKJACK, RoundView, TableReader
 from pitwatch.protect.run import suspend
 from pitwatch.protect.sessions import GAP_ROUNDS, infer_sessions
+from pitwatch.protect.touching import COLUMNS, observation_from_row, session_parts, stored, touches
 from pitwatch.store import lookup
 from pitwatch.store.base import Store
-from pitwatch.store.history import bring_up_to
+from pitwatch.store.history import context_of, primers, seed
 
 from .data import NotFound, checked_id
 
-#: the columns of an observation the pages show
-OBS_COLUMNS: Final = (
-    "observation_id, code, scope, table_id, subject, seat, dealer_id, statistic, value, "
-    "p_value, likelihood_ratio, strength, rounds, weight_rounds, inferred, player_id, "
-    "player_kind, message, details")
 #: a seat session's chart reads at most this many rounds of its table
 SESSION_ROUNDS: Final = 2000
 #: a dealer page's rounds, newest first, and its hold chart's rounds
@@ -55,39 +50,12 @@ RUN_GAP: Final = lookup.WINDOW
 PAGE: Final = 50
 
 
-def _observation(r: dict[str, Any]) -> dict[str, Any]:
-    """A stored row as the pages use it: nan figures None, details a dict."""
-    out = dict(r)
-    for k in ("p_value", "likelihood_ratio", "value", "strength"):
-        v = out[k]
-        out[k] = None if v is None or math.isnan(float(v)) else float(v)
-    out["seat"] = int(out["seat"]) or None
-    out["rounds"] = int(out["rounds"])
-    out["inferred"] = bool(int(out["inferred"]))
-    out["weight_rounds"] = list(out["weight_rounds"])
-    try:
-        details = orjson.loads(out["details"] or "{}")
-    except orjson.JSONDecodeError:
-        details = {}
-    out["details"] = details if isinstance(details, dict) else {}
-    return out
-
-
 def session_tables(session_id: str) -> tuple[str, ...]:
     """The table ids a seat session's id may start with: its id is
     `TABLE/SEAT/FIRST_ROUND`, and a table or round id may hold '/' itself, so every
     prefix before a '/' is a candidate (the store's sort key picks the one it holds)."""
     return tuple(sorted({session_id[:i] for i, c in enumerate(session_id) if c == "/"
                          and i > 0}))
-
-
-def split_session(session_id: str, table_id: str) -> tuple[int, str] | None:
-    """(seat, first round) of a seat session's id at `table_id`, or None."""
-    rest = session_id[len(table_id) + 1:] if session_id.startswith(table_id + "/") else ""
-    seat, _, first = rest.partition("/")
-    if not seat.isdigit() or not first or int(seat) > 255:
-        return None
-    return int(seat), first
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,37 +105,104 @@ def hold_points(rounds: Iterable[tuple[int, RoundView]], subject: str) -> list[H
     return out
 
 
-@dataclass(slots=True)
-class _Reading:
-    """One table's fold from the store: its completed rounds, as the detectors read
-    them, and the findings of the stretch read (for `suspend`)."""
+#: events a call on the store thread reads, and the fold then takes on another thread
+CHUNK: Final = 1000
 
-    table_id: str
-    reader: TableReader
-    rounds: list[RoundView] = field(default_factory=list)
-    violations: list[Violation] = field(default_factory=list)
+Ask = Callable[..., Awaitable[Any]]
 
-    def watch(self, ev: Event, r: Round | None) -> None:
+
+class TableFold:
+    """One table's rounds as the detectors read them (`TableReader` watching the
+    engine's fold), from the event at position `first`: the auditor is given the posted
+    rules and each device's last event before the context (`seed`, `prime`), then fed
+    the context's events quietly, then the rounds' events, whose completed rounds and
+    findings it keeps. No I/O: the events come from the store thread in chunks."""
+
+    def __init__(self, table_id: str, rules: list[Event], primers: list[Event],
+                 first: int) -> None:
+        self.table_id = table_id
+        self.first = first
+        self.reader = TableReader(table_id)
+        self.rounds: list[RoundView] = []
+        self.violations: list[Violation] = []
+        self.live = False
+        self.auditor = TableAuditor(table_id, select, self._violation, lambda s: None,
+                                    released=released_writers())
+        self.auditor.watch = self._watch
+        seed(self.auditor, rules)
+        for ev in primers:
+            self.auditor.prime(ev)
+
+    def _violation(self, v: Violation) -> None:
+        if self.live:
+            self.violations.append(v)
+
+    def _watch(self, ev: Event, r: Round | None) -> None:
         done = self.reader.watch(ev, r)
-        if done is not None:
+        if done is not None and self.live:
             self.rounds.append(done)
 
+    def feed(self, chunk: list[tuple[int, Event]]) -> None:
+        for pos, ev in chunk:
+            self.live = pos >= self.first
+            self.auditor.feed(ev)
 
-def _fold(store: Store, table_id: str, first: int, last: int | None,
-          enough: Any = None) -> _Reading:
-    """The table's rounds from the event at position `first` (with the table context
-    it had) to `last` (None: until `enough(rounds)` says so, or the table's end)."""
-    reading = _Reading(table_id, TableReader(table_id))
-    auditor = TableAuditor(table_id, select, lambda v: None, lambda s: None,
-                           released=released_writers())
-    auditor.watch = reading.watch
-    bring_up_to(store, auditor, table_id, first)
-    auditor.on_violation = reading.violations.append
-    for _, ev in lookup.stream(store, table_id, first, last):
-        auditor.feed(ev)
-        if enough is not None and enough(reading.rounds):
+    def kept(self) -> list[RoundView]:
+        """The rounds, a break in the record suspending judgement as the detectors do."""
+        return suspend({self.table_id: self.rounds}, self.violations)[self.table_id]
+
+
+def fold_begin(store: Store, table_id: str, first: int
+               ) -> tuple[list[Event], list[Event], int]:
+    """(posted rules read ahead, each device's last event before the context, the
+    context's first position) for the event at `first` (`pitwatch.store.history`)."""
+    ctx = context_of(store, table_id, first)
+    return ([st.event for st in ctx.rules], [st.event for st in primers(
+        store, table_id, ctx.begin)], ctx.begin)
+
+
+def take(events: Iterator[tuple[int, Event]], n: int) -> list[tuple[int, Event]]:
+    """Up to `n` more events of a stream being read (on the store thread)."""
+    return list(itertools.islice(events, n))
+
+
+async def fold_rounds(ask: Ask, cpu: Ask, store: Store, table_id: str, first: int,
+                      last: int | None, enough: Callable[[TableFold], bool] | None = None
+                      ) -> TableFold:
+    """The table's rounds from position `first` to `last` (None: until `enough` says
+    so, or the table's end): every read a short call on the store thread (`ask`), the
+    fold on another (`cpu`), so no page holds the store thread for long."""
+    rules, before, begin = await ask(fold_begin, store, table_id, first)
+    fold: TableFold = await cpu(TableFold, table_id, rules, before, first)
+    events = lookup.stream(store, table_id, begin, last)
+    while chunk := await ask(take, events, CHUNK):
+        await cpu(fold.feed, chunk)
+        if enough is not None and enough(fold):
             break
-    return reading
+    return fold
+
+
+class SessionEnd:
+    """When a seat session's rounds are all read: `n` wagered rounds at the seat (the
+    observation's count), else more than GAP_ROUNDS rounds without a wager after one,
+    or SESSION_ROUNDS rounds."""
+
+    def __init__(self, seat: int, n: int | None) -> None:
+        self.seat, self.n = seat, n
+        self.seen = self.wagered = 0
+        self.last = -1
+
+    def __call__(self, fold: TableFold) -> bool:
+        for i in range(self.seen, len(fold.rounds)):
+            sr = fold.rounds[i].seats.get(self.seat)
+            if sr is not None and sr.main > 0:
+                self.wagered, self.last = self.wagered + 1, i
+        self.seen = len(fold.rounds)
+        if self.seen >= SESSION_ROUNDS:
+            return True
+        if self.n is not None:
+            return self.wagered >= self.n
+        return self.last >= 0 and self.seen - 1 - self.last > GAP_ROUNDS
 
 
 class ProtectionData:
@@ -184,103 +219,57 @@ class ProtectionData:
         total = int(self.store.query(
             "SELECT count() AS n FROM (SELECT observation_id FROM observations FINAL)")[0]["n"])
         rows = self.store.query(
-            f"SELECT {OBS_COLUMNS} FROM observations FINAL "
+            f"SELECT {COLUMNS} FROM observations FINAL "
             "ORDER BY round(strength, 3) DESC, "
             "if(length(weight_rounds) = 0, '', weight_rounds[length(weight_rounds)]) DESC, "
             "subject DESC, observation_id LIMIT {n:UInt32} OFFSET {o:UInt32}",
             {"n": limit, "o": offset})
-        return {"observations": [_observation(r) for r in rows], "total": total,
+        return {"observations": [observation_from_row(r) for r in rows], "total": total,
                 "offset": offset, "limit": limit}
 
     def table_observations(self, table_id: str) -> list[dict[str, Any]]:
-        """The observations about a table and its seat sessions (the sort key's
-        table)."""
-        t = checked_id(table_id, "table id")
-        return [_observation(r) for r in self.store.query(
-            f"SELECT {OBS_COLUMNS} FROM observations FINAL WHERE table_id = {{t:String}} "
-            "ORDER BY strength DESC, subject, code", {"t": t})]
+        """The observations about a table and its seat sessions, strongest first."""
+        found = stored(self.store, [checked_id(table_id, "table id")])
+        return sorted(found, key=lambda o: -o["strength"])
 
     def dealer_observations(self, dealer_ids: Iterable[str]) -> list[dict[str, Any]]:
         """The observations about dealers (stored under table '' and the dealer)."""
-        ids = tuple(sorted(set(dealer_ids)))
-        if not ids:
-            return []
-        return [_observation(r) for r in self.store.query(
-            f"SELECT {OBS_COLUMNS} FROM observations FINAL WHERE table_id = '' "
-            "AND subject IN {d:Array(String)} ORDER BY subject, code", {"d": ids})]
+        return stored(self.store, (), dealer_ids)
 
     def round_observations(self, table_id: str, round_id: str, dealer_id: str
                            ) -> list[dict[str, Any]]:
-        """The observations that touch a round (`touches`)."""
-        found = self.table_observations(table_id) + self.dealer_observations(
-            [dealer_id] if dealer_id else [])
+        """The observations that touch a round (`pitwatch.protect.touching`)."""
+        found = stored(self.store, [checked_id(table_id, "table id")],
+                       [dealer_id] if dealer_id else [])
         return [o for o in found if touches(o, table_id, round_id, dealer_id)]
 
-    # --- a seat session -------------------------------------------------------------
+    # --- a seat session (the store thread's parts) ----------------------------------
 
-    def seat_session(self, session_id: str) -> dict[str, Any]:
-        """A seat session: its observations, who sat there, when, and its bets against
-        the true count (read again from its table's events)."""
+    def session_start(self, session_id: str) -> dict[str, Any]:
+        """Where a seat session starts: its table, seat, first round's position, and its
+        observations (whose round count says how many wagered rounds it has)."""
         sid = checked_id(session_id, "seat session id")
         cands = session_tables(sid)
-        obs = [_observation(r) for r in self.store.query(
-            f"SELECT {OBS_COLUMNS} FROM observations FINAL WHERE table_id IN "
+        obs = [observation_from_row(r) for r in self.store.query(
+            f"SELECT {COLUMNS} FROM observations FINAL WHERE table_id IN "
             "{t:Array(String)} AND subject = {s:String} ORDER BY code",
             {"t": cands, "s": sid})] if cands else []
-        tables = [obs[0]["table_id"]] if obs else list(cands)
-        for table_id in tables:
-            parts = split_session(sid, table_id)
+        for table_id in [obs[0]["table_id"]] if obs else list(cands):
+            parts = session_parts(sid, table_id)
             if parts is None:
                 continue
             span = lookup.round_spans(self.store, [parts[1]]).get(parts[1])
             if span is None or span.table_id != table_id:
                 continue
-            return self._session(sid, table_id, parts[0], span.first,
-                                 obs[0]["rounds"] if obs else None, obs)
+            return {"session_id": sid, "table_id": table_id, "seat": parts[0],
+                    "first": span.first, "n": obs[0]["rounds"] if obs else None,
+                    "observations": obs}
         raise NotFound(f"no seat session {sid} in the store (a session's id is "
                        "TABLE/SEAT/FIRST_ROUND, as the protection list links it)")
 
-    def _session(self, sid: str, table_id: str, seat: int, first: int, n: int | None,
-                 obs: list[dict[str, Any]]) -> dict[str, Any]:
-        def enough(rounds: list[RoundView]) -> bool:
-            wagered = [i for i, r in enumerate(rounds) if (sr := r.seats.get(seat))
-                       is not None and sr.main > 0]
-            if len(rounds) >= SESSION_ROUNDS:
-                return True
-            if n is not None:
-                return len(wagered) >= n
-            return bool(wagered) and len(rounds) - 1 - wagered[-1] > GAP_ROUNDS
-
-        reading = _fold(self.store, table_id, first, None, enough)
-        rounds = suspend({table_id: reading.rounds}, reading.violations)[table_id]
-        sessions = [s for s in infer_sessions(rounds, seatings=reading.reader.seat_log.seatings)
-                    if s.session_id == sid]
-        if sessions:
-            session = sessions[0]
-            mine = list(session.rounds)
-            player = (session.player_id, session.player_kind)
-        else:  # the seat's wagered rounds from its first (the store's rounds differ)
-            mine = [r for r in rounds if (sr := r.seats.get(seat)) is not None
-                    and sr.main > 0][:n or SESSION_ROUNDS]
-            player = (None, None)
-        if obs and obs[0]["player_id"]:
-            player = (obs[0]["player_id"], obs[0]["player_kind"])
-        points = [BetPoint(r.round_id, r.true_count, r.seats[seat].main)
-                  for r in mine if r.true_count is not None]
-        times = self._round_times(table_id, [r.round_id for r in mine[:1] + mine[-1:]])
-        return {
-            "session_id": sid, "table_id": table_id, "seat": seat,
-            "player_id": player[0], "player_kind": player[1],
-            "inferred": obs[0]["inferred"] if obs else player[0] is None,
-            "rounds": [r.round_id for r in mine], "points": points,
-            "started_at": times.get(mine[0].round_id, (None, None))[0] if mine else None,
-            "ended_at": times.get(mine[-1].round_id, (None, None))[1] if mine else None,
-            "dealers": sorted({r.dealer_id for r in mine}),
-            "observations": obs,
-        }
-
-    def _round_times(self, table_id: str, round_ids: list[str]
-                     ) -> dict[str, tuple[int, int]]:
+    def round_times(self, table_id: str, round_ids: list[str]
+                    ) -> dict[str, tuple[int, int]]:
+        """Each round's start and end (device time, UTC ms) from its summary."""
         if not round_ids:
             return {}
         return {r["round_id"]: (int(r["a"]), int(r["z"])) for r in self.store.query(
@@ -289,11 +278,11 @@ class ProtectionData:
             "WHERE table_id = {t:String} AND round_id IN {r:Array(String)}",
             {"t": table_id, "r": tuple(sorted(set(round_ids)))})}
 
-    # --- a dealer -------------------------------------------------------------------
+    # --- a dealer (the store thread's parts) ----------------------------------------
 
-    def dealer_view(self, dealer_id: str) -> dict[str, Any]:
-        """A dealer's latest rounds and every table they dealt at, their observations,
-        and the hold of those rounds against theoretical, cumulative in time."""
+    def dealer_start(self, dealer_id: str) -> dict[str, Any]:
+        """A dealer's tables, latest rounds with their summaries, and the stretches of
+        positions (table, first, last) their rounds lie in, nearby rounds together."""
         d = checked_id(dealer_id, "dealer id")
         tables = self.store.query(
             "SELECT table_id, count() AS rounds, "
@@ -308,17 +297,29 @@ class ProtectionData:
             "ORDER BY started DESC, started_ms DESC, table_id, round_id LIMIT {n:UInt32}",
             {"d": d, "n": DEALER_ROUNDS})
         summaries = self._summaries([(r["table_id"], r["round_id"]) for r in newest])
-        rounds = [{**r, "at": int(r["at"]), **summaries.get((r["table_id"], r["round_id"]), {})}
-                  for r in newest]
-        views = self._dealer_rounds(d, newest)
-        points = hold_points(sorted(((int(r["at"]), views[(r["table_id"], r["round_id"])])
-                                     for r in newest if (r["table_id"], r["round_id"]) in views),
-                                    key=lambda x: (x[0], x[1].table_id, x[1].round_id)), d)
-        return {"dealer_id": d, "tables": [{**t, "rounds": int(t["rounds"]),
-                                            "first_ms": int(t["first_ms"]),
-                                            "last_ms": int(t["last_ms"])} for t in tables],
-                "rounds": rounds, "observations": self.dealer_observations([d]),
-                "hold": points, "limit": DEALER_ROUNDS}
+        rounds = [{**r, "at": int(r["at"]),
+                   **summaries.get((r["table_id"], r["round_id"]), {})} for r in newest]
+        spans = lookup.round_spans(self.store, [r["round_id"] for r in newest])
+        by_table: dict[str, list[lookup.Span]] = {}
+        for r in newest:
+            s = spans.get(r["round_id"])
+            if s is not None and s.table_id == r["table_id"]:
+                by_table.setdefault(s.table_id, []).append(s)
+        runs: list[tuple[str, int, int]] = []
+        for table_id, found in sorted(by_table.items()):
+            found.sort(key=lambda s: s.first)
+            here: list[list[int]] = []
+            for s in found:
+                if here and s.first - here[-1][1] <= RUN_GAP:
+                    here[-1][1] = max(here[-1][1], s.last)
+                else:
+                    here.append([s.first, s.last])
+            runs += [(table_id, a, z) for a, z in here]
+        return {"dealer_id": d,
+                "tables": [{**t, "rounds": int(t["rounds"]), "first_ms": int(t["first_ms"]),
+                            "last_ms": int(t["last_ms"])} for t in tables],
+                "rounds": rounds, "runs": runs,
+                "observations": self.dealer_observations([d]), "limit": DEALER_ROUNDS}
 
     def _summaries(self, pairs: list[tuple[str, str]]) -> dict[tuple[str, str], dict[str, Any]]:
         out: dict[tuple[str, str], dict[str, Any]] = {}
@@ -334,44 +335,56 @@ class ProtectionData:
                     "wagered", "paid", "collected", "violations", "complete")}
         return out
 
-    def _dealer_rounds(self, dealer_id: str, newest: list[dict[str, Any]]
-                       ) -> dict[tuple[str, str], RoundView]:
-        """The dealer's rounds as the detectors read them, table by table, each run of
-        nearby rounds read once with its table context."""
-        spans = lookup.round_spans(self.store, [r["round_id"] for r in newest])
-        by_table: dict[str, list[lookup.Span]] = {}
-        for r in newest:
-            s = spans.get(r["round_id"])
-            if s is not None and s.table_id == r["table_id"]:
-                by_table.setdefault(s.table_id, []).append(s)
-        out: dict[tuple[str, str], RoundView] = {}
-        for table_id, found in sorted(by_table.items()):
-            found.sort(key=lambda s: s.first)
-            runs: list[list[lookup.Span]] = []
-            for s in found:
-                if runs and s.first - runs[-1][-1].last <= RUN_GAP:
-                    runs[-1].append(s)
-                else:
-                    runs.append([s])
-            for run in runs:
-                reading = _fold(self.store, table_id, run[0].first, max(s.last for s in run))
-                kept = suspend({table_id: reading.rounds}, reading.violations)[table_id]
-                for view in kept:
-                    if view.dealer_id == dealer_id:
-                        out[(table_id, view.round_id)] = view
-        return out
+
+async def seat_session(ask: Ask, cpu: Ask, data: ProtectionData, session_id: str
+                       ) -> dict[str, Any]:
+    """A seat session: its observations, who sat there, when, and its bets against the
+    true count, read again from its table's events through the detectors' own fold."""
+    start = await ask(data.session_start, session_id)
+    sid, table_id, seat = start["session_id"], start["table_id"], start["seat"]
+    fold = await fold_rounds(ask, cpu, data.store, table_id, start["first"], None,
+                             SessionEnd(seat, start["n"]))
+    rounds = await cpu(fold.kept)
+    found = [x for x in infer_sessions(rounds, seatings=fold.reader.seat_log.seatings)
+             if x.session_id == sid]
+    if found:
+        mine = list(found[0].rounds)
+        player = (found[0].player_id, found[0].player_kind)
+    else:  # the seat's wagered rounds from its first
+        mine = [r for r in rounds if (sr := r.seats.get(seat)) is not None
+                and sr.main > 0][:start["n"] or SESSION_ROUNDS]
+        player = (None, None)
+    obs = start["observations"]
+    if obs and obs[0]["player_id"]:
+        player = (obs[0]["player_id"], obs[0]["player_kind"])
+    times = await ask(data.round_times, table_id, [r.round_id for r in mine[:1] + mine[-1:]])
+    return {
+        "session_id": sid, "table_id": table_id, "seat": seat,
+        "player_id": player[0], "player_kind": player[1],
+        "inferred": obs[0]["inferred"] if obs else player[0] is None,
+        "rounds": [r.round_id for r in mine],
+        "points": [BetPoint(r.round_id, r.true_count, r.seats[seat].main)
+                   for r in mine if r.true_count is not None],
+        "started_at": times.get(mine[0].round_id, (None, None))[0] if mine else None,
+        "ended_at": times.get(mine[-1].round_id, (None, None))[1] if mine else None,
+        "dealers": sorted({r.dealer_id for r in mine}),
+        "observations": obs,
+    }
 
 
-def touches(o: dict[str, Any], table_id: str, round_id: str, dealer_id: str) -> bool:
-    """Whether an observation touches a round: it names the round among the rounds that
-    carry its weight, or it is about the round's table (hold), the round's dealer, or a
-    seat session at the table that began with the round."""
-    if round_id in o["weight_rounds"]:
-        return True
-    if o["scope"] == TABLE:
-        return bool(o["table_id"] == table_id)
-    if o["scope"] == DEALER:
-        return bool(o["subject"] == dealer_id)
-    return (o["scope"] == SEAT_SESSION and o["table_id"] == table_id
-            and split_session(o["subject"], table_id) is not None
-            and o["subject"].endswith("/" + round_id))
+async def dealer_view(ask: Ask, cpu: Ask, data: ProtectionData, dealer_id: str
+                      ) -> dict[str, Any]:
+    """A dealer's latest rounds and every table they dealt at, their observations, and
+    the hold of those rounds against theoretical, cumulative in time, each stretch of
+    their rounds read again with its table context."""
+    d = await ask(data.dealer_start, dealer_id)
+    views: dict[tuple[str, str], RoundView] = {}
+    for table_id, first, last in d.pop("runs"):
+        fold = await fold_rounds(ask, cpu, data.store, table_id, first, last)
+        for view in await cpu(fold.kept):
+            if view.dealer_id == d["dealer_id"]:
+                views[(table_id, view.round_id)] = view
+    timed = sorted(((r["at"], views[(r["table_id"], r["round_id"])]) for r in d["rounds"]
+                    if (r["table_id"], r["round_id"]) in views),
+                   key=lambda x: (x[0], x[1].table_id, x[1].round_id))
+    return {**d, "hold": hold_points(timed, d["dealer_id"])}

@@ -29,6 +29,7 @@ from pitwatch.engine.violation import Severity, Violation
 from pitwatch.events.avro import digest
 from pitwatch.events.keys import KeyRegistry
 from pitwatch.packs.registry import all_packs
+from pitwatch.protect.touching import touching
 from pitwatch.store.base import Store
 from pitwatch.store.history import round_span
 from pitwatch.store.lookup import RoundQuery, round_spans, select_rounds, violations_of
@@ -140,6 +141,9 @@ class Case:
     provenance: Provenance = field(default_factory=Provenance)
     #: the registry file's bytes, copied into the folder
     keys_file: bytes | None = None
+    #: the stored game-protection observations that touch the rounds (their JSON form,
+    #: `pitwatch.protect.touching`): evidence to weigh, never findings
+    observations: list[dict[str, Any]] = field(default_factory=list)
 
     def findings(self, rb: Rebuilt) -> list[Finding]:
         out = [Finding(v, "rebuilt and stored" if v.violation_id in rb.stored_violation_ids
@@ -248,6 +252,9 @@ def build_case(store: Store, selection: Selection, store_identity: str,
                 keys_sha256=keys_sha256, fed=fed, provenance=provenance or Provenance(),
                 keys_file=keys_file)
     case.stored_only = stored_only(store, rounds)
+    case.observations = touching(store, ((rb.table_id, rb.round_id,
+                                          rb.state.dealer_id if rb.state else "")
+                                         for rb in rounds))
     return case
 
 
@@ -323,6 +330,7 @@ def manifest(case: Case, files: dict[str, bytes], signed_by: dict[str, str] | No
         "replay": case.replay_verdict,
         "chains": case.chain_verdict,
         "signatures": case.signature_verdict,
+        "observations": {"file": OBSERVATIONS_FILE, "count": len(case.observations)},
         "key_registry": None if case.keys is None else {
             "file": KEYS_FILE if case.keys_file is not None else None,
             "sha256": case.keys_sha256, "devices": len(case.keys.devices)},
@@ -337,6 +345,8 @@ CASE_FORMAT = "pitwatch case folder 2"
 EVIDENCE = "evidence.jsonl"
 SCHEMA_FILE = "TableEvent.avsc"
 KEYS_FILE = "keys.json"
+#: the game-protection observations that touch the case's rounds
+OBSERVATIONS_FILE = "observations.json"
 MANIFEST = "manifest.json"
 SIGNATURE_FILE = "manifest.sig"
 UNSIGNED = ("UNSIGNED: no site key was given (--site-key FILE or PITWATCH_SITE_KEY); "

@@ -1,7 +1,8 @@
 """The case folder: report.html, report.pdf, evidence.jsonl (every event the findings
 depend on), TableEvent.avsc (the Avro schema the events' digests are taken under),
 keys.json (the key registry the signatures were checked against, when one was),
-violations.csv, manifest.json (provenance, the findings, every other file's SHA-256)
+violations.csv, observations.json (the game-protection observations that touch the
+rounds), manifest.json (provenance, the findings, every other file's SHA-256)
 and manifest.sig (the site key's signature of manifest.json, when one was given)."""
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from .case import (
     EVIDENCE,
     KEYS_FILE,
     MANIFEST,
+    OBSERVATIONS_FILE,
     SCHEMA_FILE,
     SIGNATURE_FILE,
     Case,
@@ -63,6 +65,17 @@ def violations_csv(case: Case) -> bytes:
     return buf.getvalue().encode()
 
 
+def observations_json(case: Case) -> bytes:
+    """The stored observations that touch the case's rounds (`Case.observations`), by
+    table, subject and code; an empty list when none does."""
+    doc = {"rounds": [rb.round_id for rb in case.rounds],
+           "touch": "an observation touches a round when it names the round among the "
+                    "rounds that carry its weight, or is about the round's table, its "
+                    "dealer, or a seat session at its table that began with it",
+           "observations": case.observations}
+    return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False).encode() + b"\n"
+
+
 def case_files(case: Case, key: Ed25519PrivateKey | None = None) -> dict[str, bytes]:
     """Every file of the folder by name, the manifest signed with the site's `key`."""
     from .case_pdf import render_pdf  # needs the optional extra (ReportLab)
@@ -73,6 +86,7 @@ def case_files(case: Case, key: Ed25519PrivateKey | None = None) -> dict[str, by
         EVIDENCE: evidence(case),
         SCHEMA_FILE: (schemas_dir() / "avro" / SCHEMA_FILE).read_bytes(),
         "violations.csv": violations_csv(case),
+        OBSERVATIONS_FILE: observations_json(case),
     }
     if case.keys_file is not None:
         files[KEYS_FILE] = case.keys_file

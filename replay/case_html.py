@@ -5,6 +5,7 @@ can open anywhere. The same case gives the same bytes, except the one element ma
 from __future__ import annotations
 
 from html import escape
+from typing import Any
 
 from pitwatch.events.model import CardDealt
 from pitwatch.money import dollars
@@ -151,6 +152,37 @@ def _commit() -> str:
     return "" if commit is None else f", commit {commit}"
 
 
+def _figure(o: dict[str, Any]) -> str:
+    if o["p_value"] is not None:
+        return f"p = {o['p_value']:.2g}"
+    if o["likelihood_ratio"] is not None:
+        return f"likelihood ratio {o['likelihood_ratio']:.3g}"
+    return ""
+
+
+def _observations(case: Case) -> list[str]:
+    """The game-protection observations that touch the rounds (observations.json):
+    evidence to weigh, not findings."""
+    h = ["<h2>Game protection observations</h2>",
+         "<p>Statistical observations of the protection detectors (docs/analytics.md) "
+         "that touch the selected rounds: they name a round among those that carry their "
+         "weight, or are about a round's table, its dealer, or a seat session that began "
+         "with it. Evidence to weigh, not findings of a rule.</p>"]
+    if not case.observations:
+        return [*h, "<p>No stored observation touches the selected rounds.</p>"]
+    h.append("<table><tr><th>observation</th><th>about</th><th>statistic</th>"
+             "<th>evidence</th><th>rounds that carry the weight</th><th>what it says</th></tr>")
+    for o in case.observations:
+        weight = ", ".join(escape(r) for r in o["weight_rounds"]) or "none named"
+        h.append(f"<tr><td>{escape(o['code'])}</td><td>{escape(o['scope'].lower())} "
+                 f'<span class="mono">{escape(o["subject"])}</span></td>'
+                 f"<td>{escape(o['statistic'])} = {escape(format(o['value'] or 0.0, '.3g'))}"
+                 f"</td><td>{escape(_figure(o))}</td><td class=\"mono\">{weight}</td>"
+                 f"<td>{escape(o['message'])}</td></tr>")
+    h.append("</table>")
+    return h
+
+
 def render_html(case: Case) -> bytes:
     findings = case.all_findings
     packs = ", ".join(f"{p['name']} {p['version']}" for p in case.packs()) or "none"
@@ -198,5 +230,6 @@ def render_html(case: Case) -> bytes:
         head.append("</table>")
     else:
         head.append("<p>No finding in the selected rounds.</p>")
+    head += _observations(case)
     body = [_round(case, rb) for rb in case.rounds]
     return ("\n".join(head + body + ["</body></html>"]) + "\n").encode()

@@ -6,6 +6,7 @@ id escaped in the page and the SVG, and the observations a round page shows."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 import re
 from pathlib import Path
@@ -19,10 +20,10 @@ from console.protection import (
     BetPoint,
     HoldPoint,
     ProtectionData,
+    dealer_view,
     hold_points,
+    seat_session,
     session_tables,
-    split_session,
-    touches,
 )
 from console.protection_pages import dealer_page, protection_list, session_page
 from pitwatch.audit.run import audit_events
@@ -31,6 +32,7 @@ from pitwatch.protect.rounds import read_floor
 from pitwatch.protect.run import protect
 from pitwatch.protect.sessions import infer_sessions
 from pitwatch.protect.stored import store_observations
+from pitwatch.protect.touching import session_parts, touches
 from pitwatch.store.embedded import EmbeddedStore
 from producers.players import SimTable, events, make_player
 
@@ -38,6 +40,19 @@ from .test_console_views import serve
 
 TABLE = "SIM-BJ-00000"
 HOSTILE = '"><script>alert(1)</script><img src=x onerror=alert(2)>/&amp;'
+
+
+async def _direct(fn: Any, *args: Any) -> Any:
+    """The store thread and the fold's thread as direct calls."""
+    return fn(*args)
+
+
+def _session(data: ProtectionData, sid: str) -> dict[str, Any]:
+    return asyncio.run(seat_session(_direct, _direct, data, sid))
+
+
+def _dealer(data: ProtectionData, dealer_id: str) -> dict[str, Any]:
+    return asyncio.run(dealer_view(_direct, _direct, data, dealer_id))
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +95,7 @@ def test_the_list_is_strongest_first(data: ProtectionData) -> None:
 def test_a_counters_session_charts_what_the_count_detector_judged(
         data: ProtectionData, floor: tuple[Path, list[Any]]) -> None:
     sid = f"{TABLE}/1/{TABLE}-000001"
-    s = data.seat_session(sid)
+    s = _session(data, sid)
     assert (s["table_id"], s["seat"], s["player_id"], s["player_kind"]) == (
         TABLE, 1, "LOYAL-00000-1", "RATED")
     assert [o["code"] for o in s["observations"]] == ["COUNT_CORRELATED_BETTING"]
@@ -102,15 +117,15 @@ def test_an_unknown_or_garbage_session_is_not_found(data: ProtectionData) -> Non
 
     for sid in (f"{TABLE}/9/NO-SUCH-ROUND", "no slash at all", f"{TABLE}/x/{TABLE}-000001"):
         with pytest.raises(NotFound):
-            data.seat_session(sid)
+            _session(data, sid)
     with pytest.raises(ValueError):
-        data.seat_session("x" * 129)
+        _session(data, "x" * 129)
 
 
 def test_a_dealers_hold_is_the_hold_detectors_tally_with_its_band(
         data: ProtectionData, floor: tuple[Path, list[Any]]) -> None:
     dealer = "SD00000-001"  # rounds 1 to 40
-    d = data.dealer_view(dealer)
+    d = _dealer(data, dealer)
     assert [t["table_id"] for t in d["tables"]] == [TABLE]
     assert len(d["rounds"]) == 40 and d["rounds"][0]["round_id"] == f"{TABLE}-000040"
     read = read_floor(floor[1])
@@ -174,8 +189,8 @@ def test_a_session_id_names_its_table_whatever_its_slashes() -> None:
     sid = "PIT 3/BJ-01/4/PIT 3/BJ-01-000007"
     assert session_tables(sid) == ("PIT 3", "PIT 3/BJ-01", "PIT 3/BJ-01/4",
                                    "PIT 3/BJ-01/4/PIT 3")
-    assert split_session(sid, "PIT 3/BJ-01") == (4, "PIT 3/BJ-01-000007")
-    assert split_session(sid, "PIT 3") is None  # "BJ-01" is no seat
+    assert session_parts(sid, "PIT 3/BJ-01") == (4, "PIT 3/BJ-01-000007")
+    assert session_parts(sid, "PIT 3") is None  # "BJ-01" is no seat
 
 
 def test_what_touches_a_round() -> None:
@@ -213,3 +228,36 @@ def test_the_pages_through_http_for_a_viewer(floor: tuple[Path, list[Any]]) -> N
         assert (await client.get("/sessions/nothing")).status == 404
 
     serve(floor[0], check, user="viewer")
+
+
+def test_a_case_folder_carries_the_observations_of_its_rounds_and_verifies(
+        data: ProtectionData, tmp_path: Path) -> None:
+    """Issue 37: "The observations that touch the selected rounds, in case folders"; the
+    file is listed in the manifest like every other, shown in the report, and
+    `pitwatch verify` still verifies the folder."""
+    import json
+
+    from replay.case import Selection, build_case
+    from replay.case_files import write_case
+    from replay.verify import REFUSED, UNSIGNED, verify
+
+    heavy = next(o for o in data.table_observations(TABLE)
+                 if o["code"] == "COUNT_CORRELATED_BETTING")
+    rid = heavy["weight_rounds"][0]  # a round that carries the counter's weight
+    case = build_case(data.store, Selection(round_id=rid), "test", 1796061930000)
+    assert [rb.round_id for rb in case.rounds] == [rid]
+    files = write_case(case, tmp_path / "case")
+    doc = json.loads(files["observations.json"])
+    codes = {(o["code"], o["subject"]) for o in doc["observations"]}
+    assert ("COUNT_CORRELATED_BETTING", heavy["subject"]) in codes
+    manifest = json.loads(files["manifest.json"])
+    assert manifest["observations"] == {"file": "observations.json",
+                                        "count": len(doc["observations"])}
+    assert "observations.json" in manifest["files"]
+    assert b"Game protection observations" in files["report.html"]
+    assert heavy["subject"].encode() in files["report.html"]
+    status, out = verify(tmp_path / "case")
+    assert status == UNSIGNED and out.reproduced, out.lines  # no site key given here
+    (tmp_path / "case" / "observations.json").write_bytes(
+        files["observations.json"].replace(b"COUNT_CORRELATED", b"COUNT_UNCORRELATED"))
+    assert verify(tmp_path / "case")[0] == REFUSED  # changed: refused

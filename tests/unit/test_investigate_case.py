@@ -97,8 +97,8 @@ def test_the_case_folder_holds_what_it_says(data: Path, tmp_path: Path) -> None:
     files = _case(data, Selection(round_id=rid), tmp_path / "c", 1_796_000_000_000)
     out = tmp_path / "c"
     assert sorted(p.name for p in out.iterdir()) == sorted(files) == [
-        "TableEvent.avsc", "evidence.jsonl", "manifest.json", "report.html", "report.pdf",
-        "violations.csv"]
+        "TableEvent.avsc", "evidence.jsonl", "manifest.json", "observations.json",
+        "report.html", "report.pdf", "violations.csv"]
     m = json.loads((out / "manifest.json").read_text())
     for name, entry in m["files"].items():
         assert hashlib.sha256((out / name).read_bytes()).hexdigest() == entry["sha256"]
