@@ -26,7 +26,10 @@ from pitwatch.protect.observation import (
 from pitwatch.protect.rounds import ReadFloor, read_floor
 from pitwatch.protect.run import observe
 from pitwatch.protect.stored import message_row, observation_message, observation_row
+from pitwatch.store.order import Positions
 from processors.observe import ObservedAuditor, TableObserver
+from processors.settings import Settings
+from processors.sink import Rejected, to_row
 from producers.players import SimTable, events, make_player
 
 SEATS = {1: "counter-8", 3: "flat", 4: "holecard"}
@@ -153,3 +156,18 @@ def test_the_topic_message_is_the_stored_row(want: dict[str, Observation]) -> No
     good = observation_message(next(iter(want.values())))
     with pytest.raises(ValueError, match="seat"):
         message_row(good.replace(b'"seat":', b'"seat":-', 1))
+
+
+def test_the_sink_writes_an_observation_message_as_its_row(
+        want: dict[str, Observation]) -> None:
+    """The observations topic is one of the sink's row topics: a message is its row in
+    `observations`, and anything else a dead letter with the reason."""
+    s = Settings().with_prefix("p-")
+    o = next(iter(want.values()))
+    table, row = to_row(s.observations_topic, s, observation_message(o), Positions()) \
+        or ("", {})
+    assert table == "observations" and orjson.dumps(row) == orjson.dumps(observation_row(o))
+    with pytest.raises(Rejected, match="not an observation"):
+        to_row(s.observations_topic, s, b"[1]", Positions())
+    with pytest.raises(Rejected, match="tombstone"):
+        to_row(s.observations_topic, s, None, Positions())
