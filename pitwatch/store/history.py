@@ -20,7 +20,7 @@ state that agrees with its stored events.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -277,6 +277,52 @@ def recent_positions(store: Store, table_id: str, upto: int, n: int) -> dict[str
     return lookup.recent(store, table_id, upto, n)
 
 
+#: Seqs of a device's quarantine read at once: a rebuild reads the blocks of the seqs it
+#: meets, through `refused_events`' sort key (table, device, seq), never a table's whole
+#: quarantine.
+SEQ_BLOCK = 4096
+
+
+class _Seqs(dict[int, list[Event]]):
+    """One device's quarantined events by seq; with `load`, read from the store a block
+    of `SEQ_BLOCK` seqs at a time, the first time a seq of the block is asked for."""
+
+    def __init__(self, load: Callable[[int, int], Iterable[Event]] | None = None) -> None:
+        super().__init__()
+        self._load = load
+        self._blocks: set[int] = set()
+
+    def add(self, ev: Event) -> None:
+        at = self.setdefault(ev.seq, [])
+        if all(e.event_id != ev.event_id for e in at):
+            at.append(ev)
+
+    def __missing__(self, seq: int) -> list[Event]:
+        block = seq // SEQ_BLOCK
+        if self._load is None or block in self._blocks:
+            return []
+        self._blocks.add(block)
+        for ev in self._load(block * SEQ_BLOCK, (block + 1) * SEQ_BLOCK):
+            self.add(ev)
+        return dict.get(self, seq, [])
+
+
+class _Devices(dict[str, _Seqs]):
+    """device -> its `_Seqs`; with `load`, every device's, read as asked for."""
+
+    def __init__(self, load: Callable[[str, int, int], Iterable[Event]] | None = None
+                 ) -> None:
+        super().__init__()
+        self._load = load
+
+    def __missing__(self, device: str) -> _Seqs:
+        if self._load is None:
+            raise KeyError(device)
+        load = self._load
+        self[device] = got = _Seqs(lambda lo, hi: load(device, lo, hi))
+        return got
+
+
 class Quarantine:
     """A table's quarantined events (`refused_events`: each taken into its device's
     record as refused, never stored as play), fed back at their place by a rebuild
@@ -286,22 +332,33 @@ class Quarantine:
     the context, or not stored), right before its device's next event (`due(ev)`). One
     is placed only where its chain links (its seq after the event's, its prev_digest
     the event's digest, or the next event's prev_digest its digest), so a device that
-    restarted its seqs gets each chain's own. A store made before the quarantine has
-    none: its rebuild is as it was."""
+    restarted its seqs gets each chain's own. Read from the store a block of seqs of a
+    device at a time, as the rebuild meets them (`SEQ_BLOCK`): a rebuild reads the
+    quarantine around what it reads, not the table's whole quarantine. A store made
+    before the quarantine has none: its rebuild is as it was."""
 
     def __init__(self, store: Store | None, table_id: str) -> None:
         #: device -> seq -> the quarantined events there (one a chain)
-        self.held: dict[str, dict[int, list[Event]]] = {}
-        #: device -> its last event read (seq, digest), of a device with any held
-        self.tip: dict[str, tuple[int, bytes]] = {}
+        self.held = _Devices(None if store is None else self._reader(store, table_id))
+        #: device -> its last event read (seq, the event or its digest), of a device
+        #: that may have any held
+        self.tip: dict[str, tuple[int, bytes | Event]] = {}
         self.done: set[str] = set()
-        if store is None:
-            return
-        rows = store.query(
-            "SELECT DISTINCT table_id, device_id, seq, event_id, writer, raw, reason "
-            "FROM refused_events WHERE table_id = {t:String} "
-            "ORDER BY device_id, seq, event_id", {"t": table_id})
-        self._hold(quarantined_event(r) for r in rows)
+        self._lazy = store is not None
+
+    @staticmethod
+    def _reader(store: Store, table_id: str) -> Callable[[str, int, int], list[Event]]:
+        def read(device: str, lo: int, hi: int) -> list[Event]:
+            return [quarantined_event(r) for r in store.query(
+                "SELECT DISTINCT table_id, device_id, seq, event_id, writer, raw, reason "
+                "FROM refused_events WHERE table_id = {t:String} AND device_id = {d:String} "
+                "AND seq >= {a:UInt64} AND seq < {b:UInt64} ORDER BY seq, event_id",
+                {"t": table_id, "d": device, "a": lo, "b": hi})]
+        return read
+
+    def _has(self, device: str) -> bool:
+        """Whether `device` may have quarantined events (any, read as asked for)."""
+        return self._lazy or device in self.held
 
     @classmethod
     def of(cls, events: Iterable[Event]) -> Quarantine:
@@ -312,50 +369,54 @@ class Quarantine:
 
     def _hold(self, events: Iterable[Event]) -> None:
         for ev in events:
-            at = self.held.setdefault(ev.device_id, {}).setdefault(ev.seq, [])
-            if all(e.event_id != ev.event_id for e in at):
-                at.append(ev)
+            self.held.setdefault(ev.device_id, _Seqs()).add(ev)
 
     def saw(self, ev: Event) -> None:
-        """The rebuild read `ev` (primed or fed): its device's record stands there."""
-        if ev.device_id in self.held and ev.seq >= self.tip.get(ev.device_id, (0, b""))[0]:
-            self.tip[ev.device_id] = (ev.seq, digest(ev))
+        """The rebuild read `ev` (primed or fed): its device's record stands there (its
+        digest taken when a quarantined event is met after it)."""
+        if self._has(ev.device_id) and ev.seq >= self.tip.get(ev.device_id, (0, b""))[0]:
+            self.tip[ev.device_id] = (ev.seq, ev)
 
-    def _after(self, device: str, seq: int, dig: bytes, rounds: set[str] | None = None
-               ) -> list[Event]:
+    def _after(self, device: str, seq: int, last: bytes | Event,
+               rounds: set[str] | None = None) -> list[Event]:
+        """The quarantined events that continue `device`'s chain from its event at
+        `seq` (`last`: that event, or its digest)."""
         out: list[Event] = []
-        at = self.held.get(device, {})
-        while True:
-            q = next((q for q in at.get(seq + 1, ()) if q.prev_digest == dig
+        if not self._has(device):
+            return out
+        at = self.held[device]
+        while at[seq + 1]:
+            dig = last if isinstance(last, bytes) else digest(last)
+            q = next((q for q in at[seq + 1] if q.prev_digest == dig
                       and q.event_id not in self.done
                       and (rounds is None or (q.round_id or "") in rounds)), None)
             if q is None:
                 break
             out.append(q)
             self.done.add(q.event_id)
-            seq, dig = q.seq, digest(q)
+            seq, last = q.seq, q
         if out:
-            self.tip[device] = (seq, dig)
+            self.tip[device] = (seq, last)
         return out
 
     def after(self, ev: Event) -> list[Event]:
         """The quarantined events right after `ev` (fed) in its device's record, in
         order: the run that continues its chain."""
-        if ev.device_id not in self.held:
+        if not self._has(ev.device_id):
             return []
         self.saw(ev)
-        return self._after(ev.device_id, ev.seq, digest(ev))
+        return self._after(ev.device_id, ev.seq, ev)
 
     def due(self, ev: Event) -> list[Event]:
         """The quarantined events of `ev`'s device not yet fed that its chain links to
         right before it (after the last event of the device read), in order."""
-        at = self.held.get(ev.device_id)
         out: list[Event] = []
-        if at:
+        if self._has(ev.device_id):
+            at = self.held[ev.device_id]
             since = self.tip.get(ev.device_id, (0, b""))[0]
             seq, prev = ev.seq, ev.prev_digest
             while seq - 1 > since:
-                q = next((q for q in at.get(seq - 1, ()) if q.event_id not in self.done
+                q = next((q for q in at[seq - 1] if q.event_id not in self.done
                           and digest(q) == prev), None)
                 if q is None:
                     break
