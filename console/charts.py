@@ -20,7 +20,7 @@ from .html import e
 from .protection import BetPoint, HoldPoint
 
 W, H = 720, 320
-LEFT, RIGHT, TOP, BOTTOM = 72, 16, 40, 48
+LEFT, RIGHT, TOP, BOTTOM = 72, 16, 46, 48
 
 
 def _n(x: float) -> str:
@@ -154,8 +154,7 @@ def hold_chart(points: Sequence[HoldPoint], subject: str, when: object = None) -
     last = points[-1]
     label = "" if when is None or not callable(when) else (
         f"{when(points[0].at_ms)} to {when(last.at_ms)}")
-    body.append(f'<text class="legend" x="{W - RIGHT}" y="20" text-anchor="end">'
-                f"{e(label)}</text>")
+    body.append(f'<text class="legend" x="{LEFT}" y="34">{e(label)}</text>')
     desc = (f"{n} rounds: house result {dollars(last.actual)} against "
             f"{dollars(round(last.expected))} expected, band "
             f"{dollars(round(last.low))} to {dollars(round(last.high))} "
