@@ -2,7 +2,7 @@
 threshold, over simulated seat sessions (producers/players.py), against issue 37's
 targets.
 
-    nice .venv/bin/python bench/protection.py [--tables 2000] [--seed 37] [--quick]
+    nice .venv/bin/python bench/protection.py [--tables 2000] [--seed 37] [--jobs 2] [--quick]
 
 - Counter tables (`--tables`, 300 rounds each): seat 1 a Hi-Lo counter with a 1-8 ramp,
   seat 4 the same with 30% camouflage, seat 7 a 1-4 ramp; seats 2, 3, 5, 6 honest
@@ -24,15 +24,15 @@ from __future__ import annotations
 
 import argparse
 import math
+import multiprocessing
 import random
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
 
 from pitwatch.protect.counting import detect_count_betting
 from pitwatch.protect.dealer_errors import dealer_tests, flagged
-from pitwatch.protect.hold import Z_THRESHOLD, detect_hold, hold_tallies
+from pitwatch.protect.hold import Z_THRESHOLD, HoldTally, detect_hold, hold_tallies
 from pitwatch.protect.holecard import detect_hole_card_play
 from pitwatch.protect.observation import DEALER, TABLE
 from pitwatch.protect.rounds import RoundView, rounds_by_table
@@ -63,16 +63,30 @@ class Tally:
         if hits:
             self.flags[(label, "any")] += 1
 
+    def merge(self, other: Tally) -> None:
+        self.sessions.update(other.sessions)
+        self.flags.update(other.flags)
+
     def share(self, label: str, name: str) -> float:
         n = self.sessions[label]
         return self.flags[(label, name)] / n if n else 0.0
 
 
-def deal(kind: str, seats: dict[int, str], tables: int, rounds: int, seed: int,
-         tally: Tally, flash: float = 0.0, keep: Callable[[str, list[RoundView]], None]
-         | None = None) -> None:
-    for i in range(tables):
-        index = {"counter": 0, "hole": 1, "honest": 2}[kind] * 1_000_000 + i
+KINDS = {"counter": (0, COUNTER_SEATS), "hole": (1, HOLE_SEATS), "honest": (2, HONEST_SEATS)}
+#: tables a worker deals at a time: the chunks, and so the merge's order, do not depend
+#: on the number of workers
+CHUNK = 10
+
+
+def deal(kind: str, start: int, stop: int, rounds: int, seed: int, flash: float = 0.0,
+         hold: bool = False) -> tuple[Tally, list[HoldTally]]:
+    """Tables start..stop-1 of a kind dealt, audited and judged: each seat session's
+    flags, and (with `hold`) the tables' hold tallies."""
+    tally = Tally()
+    floor: dict[str, list[RoundView]] = {}
+    base, seats = KINDS[kind]
+    for i in range(start, stop):
+        index = base * 1_000_000 + i
         players = {s: make_player(p, seed, s, index) for s, p in seats.items()}
         table = SimTable(index, seed, players, flash=flash)
         # the table's events, audited: the detectors read the engine's fold of them
@@ -82,8 +96,42 @@ def deal(kind: str, seats: dict[int, str], tables: int, rounds: int, seed: int,
             label = f"{profile} ({kind} table, {rounds} rounds)"
             hits = {name for name, detect in DETECTORS if detect(session) is not None}
             tally.session(label, hits)
-        if keep is not None:
-            keep(table.cfg.table_id, rounds_read)
+        if hold:
+            floor[table.cfg.table_id] = rounds_read
+    return tally, hold_tallies(floor) if hold else []
+
+
+def _deal(job: tuple[str, int, int, int, int, float, bool]) -> tuple[Tally, list[HoldTally]]:
+    return deal(*job)
+
+
+def deal_all(jobs: list[tuple[str, int, int, int, int, float, bool]], workers: int
+             ) -> tuple[Tally, list[HoldTally]]:
+    """Every job (a chunk of tables) dealt on `workers` processes, merged in job order:
+    the same figures for any number of workers."""
+    tally = Tally()
+    holds: dict[tuple[str, str], HoldTally] = {}
+    if workers > 1:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            done = list(pool.imap(_deal, jobs))
+    else:
+        done = [_deal(j) for j in jobs]
+    for t, hs in done:
+        tally.merge(t)
+        for h in hs:
+            got = holds.get((h.scope, h.subject))
+            if got is None:
+                holds[(h.scope, h.subject)] = h
+            else:
+                got.merge(h)
+    order = {TABLE: 0, DEALER: 1}
+    return tally, sorted(holds.values(), key=lambda h: (order.get(h.scope, 2), h.subject))
+
+
+def chunks(kind: str, tables: int, rounds: int, seed: int, flash: float = 0.0,
+           hold: bool = False) -> list[tuple[str, int, int, int, int, float, bool]]:
+    return [(kind, a, min(tables, a + CHUNK), rounds, seed, flash, hold)
+            for a in range(0, tables, CHUNK)]
 
 
 def wilson(k: int, n: int) -> tuple[float, float]:
@@ -128,17 +176,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--flash", type=float, default=0.3,
                     help="share of rounds a flashing dealer exposes the hole card (0.3)")
     ap.add_argument("--seed", type=int, default=37)
+    ap.add_argument("--jobs", type=int, default=2,
+                    help="worker processes (default 2); the figures do not depend on it")
     ap.add_argument("--quick", action="store_true", help="12 tables of each kind (a smoke test)")
     args = ap.parse_args(argv)
     if args.quick:
         args.tables, args.honest_tables, args.floors = 12, 12, 100
     t0 = time.perf_counter()
-    tally = Tally()
-    deal("counter", COUNTER_SEATS, args.tables, 300, args.seed, tally)
-    deal("hole", HOLE_SEATS, args.tables, 100, args.seed, tally, flash=args.flash)
-    floor: dict[str, list[RoundView]] = {}
-    deal("honest", HONEST_SEATS, args.honest_tables, 300, args.seed, tally,
-         keep=floor.__setitem__)
+    jobs = (chunks("counter", args.tables, 300, args.seed)
+            + chunks("hole", args.tables, 100, args.seed, flash=args.flash)
+            + chunks("honest", args.honest_tables, 300, args.seed, hold=True))
+    tally, tallies = deal_all(jobs, args.jobs)
     t1 = time.perf_counter()
 
     print(f"seat sessions by profile, flagged at the shipped thresholds "
@@ -155,7 +203,6 @@ def main(argv: list[str] | None = None) -> int:
     sn = sum(tally.sessions[lb] for lb in shift)
     sk = sum(tally.flags[(lb, "any")] for lb in shift)
 
-    tallies = hold_tallies(floor)
     flagged_hold = detect_hold(tallies)
     nominal = normal_two_sided(Z_THRESHOLD)
     tables = [t for t in tallies if t.scope == TABLE]
@@ -202,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
                f"{100 * share:.3f}% of {len(tallies):,} tables and dealers "
                f"(nominal {100 * nominal:.3f}%)"),
     ]
-    print(f"dealt and judged in {t1 - t0:.0f} s")
+    print(f"dealt and judged in {t1 - t0:.0f} s on {args.jobs} worker(s)")
     return 0 if all(results) or args.quick else 1
 
 

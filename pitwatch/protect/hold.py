@@ -89,6 +89,15 @@ class HoldTally:
         total = sum(mains)
         self.variance += COV_BETWEEN_SEATS * (total * total - sum(m * m for m in mains))
 
+    def merge(self, other: HoldTally) -> None:
+        """Another tally of the same subject added (the rounds of another batch)."""
+        self.rounds += other.rounds
+        self.hands += other.hands
+        self.expected += other.expected
+        self.actual += other.actual
+        self.variance += other.variance
+        self.round_ids.extend(other.round_ids)
+
     @property
     def z(self) -> float:
         return (self.actual - self.expected) / math.sqrt(self.variance) if self.variance else 0.0

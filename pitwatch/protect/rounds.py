@@ -150,13 +150,18 @@ class TableReader:
         return None
 
 
+#: each rank's place in a count of card values 1 (ace) .. 10
+_VALUE_INDEX: Final = {rank: v - 1 for rank, v in RANK_VALUES.items()}
+
+
 def _seen(table: TableState) -> list[int]:
     """Cards of each value 1 (ace) .. 10 dealt from the shoe so far."""
     seen = [0] * 10
+    at = _VALUE_INDEX.get
     for (rank, _), n in table.counts.items():
-        v = RANK_VALUES.get(rank)
-        if v is not None:
-            seen[v - 1] += n
+        i = at(rank)
+        if i is not None:
+            seen[i] += n
     return seen
 
 
@@ -176,7 +181,13 @@ def _spot(r: Round, p: PlayerDecision) -> Spot | None:
     rules = r.rules
     ranks = tuple(h.ranks)
     two = len(ranks) == 2
-    family = sum(1 for (s, _) in r.hands if s == p.seat)
+    # the seat's hands (its splits) and its main wager, in one pass over the round's hands
+    family = main = 0
+    for (s, _), x in r.hands.items():
+        if s == p.seat:
+            family += 1
+            w = x.wagers.get("MAIN")
+            main += 0 if w is None else w.amount
     split_aces = h.split and ranks[0] == "A"
     decks = r.table.decks
     unseen = [decks * (16 if v == 10 else 4) - n
@@ -185,8 +196,6 @@ def _spot(r: Round, p: PlayerDecision) -> Spot | None:
             else None)
     if hole is not None and not r.revealed:
         unseen[RANK_VALUES[hole] - 1] += 1
-    main = sum(w.amount for (s, _), x in r.hands.items() if s == p.seat
-               for k, w in x.wagers.items() if k == "MAIN")
     return Spot(
         p.seat, p.hand, ranks, up, hole, p.decision,
         can_double=(two and can_double(ranks, rules.double_on)
