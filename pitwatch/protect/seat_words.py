@@ -13,7 +13,8 @@ PLAYER_KINDS: Final = {"RATED": "rated player", "ANONYMOUS": "anonymous session"
 def seated_words(seat: object, player_id: object, player_kind: object) -> str:
     """A PlayerSeated: who sat down where, and that a seat session starts."""
     kind = PLAYER_KINDS.get(str(player_kind), f"player ({player_kind})")
-    return f"A {kind}, {player_id}, sat down at seat {seat}: a seat session starts."
+    article = "An" if kind[:1] in ("a", "e", "i", "o", "u") else "A"
+    return f"{article} {kind}, {player_id}, sat down at seat {seat}: a seat session starts."
 
 
 def left_words(seat: object) -> str:

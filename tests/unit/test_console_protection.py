@@ -261,3 +261,23 @@ def test_a_case_folder_carries_the_observations_of_its_rounds_and_verifies(
     (tmp_path / "case" / "observations.json").write_bytes(
         files["observations.json"].replace(b"COUNT_CORRELATED", b"COUNT_UNCORRELATED"))
     assert verify(tmp_path / "case")[0] == REFUSED  # changed: refused
+
+
+def test_seat_events_read_as_sentences_in_the_round_view_and_the_case_report() -> None:
+    """Issue 37's seat events (`PlayerSeated`, `PlayerLeft`) in plain words, the
+    player's id escaped on the page."""
+    from console.roundview import describe as on_page
+    from pitwatch.events.model import Event, PlayerLeft, PlayerSeated
+    from replay.present import describe as in_case
+
+    seated = {"type": "PlayerSeated", "seat": 3, "player_id": HOSTILE,
+              "player_kind": "ANONYMOUS"}
+    html = on_page(seated)
+    assert html.startswith("An anonymous session, &quot;&gt;&lt;script&gt;")
+    assert "sat down at seat 3: a seat session starts." in html and "<script>" not in html
+    assert on_page({"type": "PlayerLeft", "seat": 3}) == (
+        "The player at seat 3 left: the seat session there ends.")
+    ev = Event("e1", "T", "D", 1, 0, None, None, PlayerSeated(5, "LOYAL-1", "RATED"))
+    assert in_case(ev) == "A rated player, LOYAL-1, sat down at seat 5: a seat session starts."
+    assert in_case(Event("e2", "T", "D", 2, 0, None, None, PlayerLeft(5))) == (
+        "The player at seat 5 left: the seat session there ends.")
