@@ -8,9 +8,11 @@ actual house result is what the hand wagers collected minus what they paid (insu
 and side wagers are left out). Its variance is VAR_PER_STAKE times the square of the
 main wager (the variance of one blackjack hand with its doubles and splits, about 1.3
 squared stakes: Griffin), and two seats of the same round, facing the same dealer hand,
-covary by COV_BETWEEN_SEATS times the product of their wagers. Summed over a table's or
-a dealer's rounds, z = (actual - expected) / sqrt(variance); the band is expected +- 3
-sd. Only blackjack rounds are judged (Switch and Free Bet have no edge model here yet).
+covary by COV_BETWEEN_SEATS times the product of their wagers. Summed over a table's,
+a dealer's or a shift's rounds, z = (actual - expected) / sqrt(variance); the band is
+expected +- 3 sd. A shift is the site's (`pitwatch.sitetime`, the console's shifts):
+the rounds of every table started in it, by the RoundStarted's device time. Only
+blackjack rounds are judged (Switch and Free Bet have no edge model here yet).
 """
 
 from __future__ import annotations
@@ -20,11 +22,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
+from ..sitetime import SiteTime
 from .expectations import against_up, peeked, player_edge
 from .holecard import basic_play
 from .observation import (
     DEALER,
     HOLD_OFF_THEORETICAL,
+    SHIFT,
     TABLE,
     Observation,
     strength,
@@ -74,8 +78,9 @@ class HoldTally:
     variance: float = 0.0
     round_ids: list[str] = field(default_factory=list)
 
-    def add(self, r: RoundView) -> None:
-        seats = seat_expectations(r)
+    def add(self, r: RoundView, seats: dict[int, tuple[float, float]] | None = None) -> None:
+        """A round added; `seats`: its `seat_expectations`, where already worked out."""
+        seats = seat_expectations(r) if seats is None else seats
         if not seats:
             return
         self.rounds += 1
@@ -103,18 +108,33 @@ class HoldTally:
         return (self.actual - self.expected) / math.sqrt(self.variance) if self.variance else 0.0
 
 
-def hold_tallies(tables: dict[str, list[RoundView]]) -> list[HoldTally]:
-    """One tally per table and one per dealer (across tables), tables first, each
-    group sorted by its id."""
+def shift_id(site: SiteTime, ms: int) -> str:
+    """The shift an instant is in: its gaming day and its number in it ("2026-12-05/2")."""
+    day, n = site.shift_of(ms)
+    return f"{day.isoformat()}/{n + 1}"
+
+
+def hold_tallies(tables: dict[str, list[RoundView]], site: SiteTime | None = None
+                 ) -> list[HoldTally]:
+    """One tally per table, one per dealer (across tables) and one per shift of `site`
+    (across tables; by default UTC with shifts at 06:00, 14:00 and 22:00): tables
+    first, then dealers, then shifts, each group sorted by its id."""
+    site = SiteTime() if site is None else site
     by_table: dict[str, HoldTally] = {}
     by_dealer: dict[str, HoldTally] = {}
+    by_shift: dict[str, HoldTally] = {}
     for table_id, rounds in sorted(tables.items()):
         for r in rounds:
             if r.game != BLACKJACK:
                 continue
-            by_table.setdefault(table_id, HoldTally(TABLE, table_id, table_id)).add(r)
-            by_dealer.setdefault(r.dealer_id, HoldTally(DEALER, r.dealer_id, "")).add(r)
-    return [by_table[k] for k in sorted(by_table)] + [by_dealer[k] for k in sorted(by_dealer)]
+            seats = seat_expectations(r)
+            by_table.setdefault(table_id, HoldTally(TABLE, table_id, table_id)).add(r, seats)
+            by_dealer.setdefault(r.dealer_id, HoldTally(DEALER, r.dealer_id, "")).add(r, seats)
+            if r.start_ms is not None:
+                shift = shift_id(site, r.start_ms)
+                by_shift.setdefault(shift, HoldTally(SHIFT, shift, "")).add(r, seats)
+    return ([by_table[k] for k in sorted(by_table)] + [by_dealer[k] for k in sorted(by_dealer)]
+            + [by_shift[k] for k in sorted(by_shift)])
 
 
 def detect_hold(tallies: Iterable[HoldTally]) -> list[Observation]:
@@ -125,7 +145,7 @@ def detect_hold(tallies: Iterable[HoldTally]) -> list[Observation]:
         p = normal_two_sided(t.z)
         sd = math.sqrt(t.variance)
         low, high = t.expected - Z_THRESHOLD * sd, t.expected + Z_THRESHOLD * sd
-        who = f"table {t.subject}" if t.scope == TABLE else f"dealer {t.subject}"
+        who = {TABLE: "table", DEALER: "dealer", SHIFT: "shift"}[t.scope] + f" {t.subject}"
         out.append(Observation(
             HOLD_OFF_THEORETICAL, t.scope, t.table_id, t.subject, None,
             t.subject if t.scope == DEALER else None, "z", t.z, p, None,

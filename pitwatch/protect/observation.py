@@ -33,6 +33,8 @@ CATALOGUE: Final[dict[str, str]] = {
 SEAT_SESSION: Final = "SEAT_SESSION"
 TABLE: Final = "TABLE"
 DEALER: Final = "DEALER"
+#: a shift of the site (pitwatch.sitetime) across the floor's tables
+SHIFT: Final = "SHIFT"
 
 
 def observation_id(table_id: str, subject: str, code: str) -> str:
@@ -45,10 +47,11 @@ def observation_id(table_id: str, subject: str, code: str) -> str:
 @dataclass(frozen=True, slots=True)
 class Observation:
     code: str
-    #: SEAT_SESSION, TABLE or DEALER
+    #: SEAT_SESSION, TABLE, DEALER or SHIFT
     scope: str
-    table_id: str  # "" for a dealer seen at several tables
-    #: the seat session's id, the table id or the dealer id
+    table_id: str  # "" for a dealer seen at several tables, and for a shift
+    #: the seat session's id, the table id, the dealer id or the shift's
+    #: ("2026-12-05/2": the gaming day and the shift's number in it)
     subject: str
     seat: int | None
     dealer_id: str | None

@@ -88,6 +88,8 @@ class RoundView:
     #: the shoe's cards before the round are all known (False from a break in the record
     #: to the next ShoeLoaded: the hole-card test does not judge the round's decisions)
     composition_known: bool = True
+    #: the device time of its RoundStarted (UTC ms): the shift a hold by shift puts it in
+    start_ms: int | None = None
 
 
 class TableReader:
@@ -127,7 +129,8 @@ class TableReader:
             known = self.counted and table.counts_known
             self.round = RoundView(
                 self.table_id, r.round_id, self.index, p.dealer_id, table.game,
-                table.rules, self.shoe_id, _true_count(table) if known else None)
+                table.rules, self.shoe_id, _true_count(table) if known else None,
+                start_ms=ev.ts)
             self.index += 1
             return None
         view = self.round

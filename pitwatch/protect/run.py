@@ -9,6 +9,7 @@ from typing import Final
 
 from ..engine.violation import Violation
 from ..events.model import Event
+from ..sitetime import SiteTime
 from .counting import detect_count_betting
 from .dealer_errors import RECORD_CODES, detect_dealer_errors
 from .hold import detect_hold, hold_tallies
@@ -50,10 +51,12 @@ def suspend(tables: dict[str, list[RoundView]], violations: Iterable[Violation]
 
 def observe(tables: dict[str, list[RoundView]],
             violations: Iterable[Violation] = (),
-            seatings: Mapping[str, Sequence[Seating]] | None = None) -> list[Observation]:
+            seatings: Mapping[str, Sequence[Seating]] | None = None,
+            site: SiteTime | None = None) -> list[Observation]:
     """The observations of rounds already read: seat sessions table by table (from the
     seat events in `seatings` where the record has them, inferred where not), then
-    holds, then dealers. The same rounds give the same observations in the same order.
+    holds (by table, dealer and shift of `site`: `hold_tallies`), then dealers. The same
+    rounds give the same observations in the same order.
     A break in the record (BREAKS) suspends judgement (`suspend`); the dealer's error
     rate never counts it."""
     violations = list(violations)
@@ -69,13 +72,14 @@ def observe(tables: dict[str, list[RoundView]],
                     out.append(found if session.player_id is None else replace(
                         found, player_id=session.player_id,
                         player_kind=session.player_kind))
-    out.extend(detect_hold(hold_tallies(tables)))
+    out.extend(detect_hold(hold_tallies(tables, site)))
     out.extend(detect_dealer_errors(all_rounds, violations))
     return out
 
 
-def protect(events: Iterable[Event]) -> list[Observation]:
+def protect(events: Iterable[Event], site: SiteTime | None = None) -> list[Observation]:
     """The observations of events in record order, audited (nothing stored): the
-    detectors read the audit's fold, and the dealer error rate its violations."""
+    detectors read the audit's fold, and the dealer error rate its violations; the hold
+    by shift groups by `site`'s shifts."""
     floor, violations = read_floor(events)
-    return observe(dict(sorted(floor.tables.items())), violations, floor.seatings)
+    return observe(dict(sorted(floor.tables.items())), violations, floor.seatings, site)
