@@ -166,9 +166,9 @@ def insert_side(conn: Connection, backend: str, where: str, cluster: str, n: int
     events sorted against what the store holds (`first_copies`, the first copy wins)
     and inserted (`insert_distributed_sync` on a cluster: an insert returns once every
     shard holds its rows), positions from the record clocks; sends (events, seconds)."""
+    from pitwatch.store.columns import event_row
     from pitwatch.store.first_copy import first_copies
     from pitwatch.store.order import Positions
-    from pitwatch.store.rows import event_row
 
     drop = ""
     if backend == "chDB":

@@ -32,9 +32,10 @@ from pitwatch.events.avro import DecodeError, decode_single
 from pitwatch.events.jsonl import InvalidEvent
 from pitwatch.protect.stored import message_row
 from pitwatch.store.base import Store, StoreError
+from pitwatch.store.columns import event_row
 from pitwatch.store.first_copy import first_copies, row_event
 from pitwatch.store.order import Positions
-from pitwatch.store.rows import event_row, quarantined_event, refused_row, violation_row
+from pitwatch.store.rows import quarantined_event, refused_row, violation_row
 
 from .catch_up import ISOLATION
 from .dead_letters import dead_letter

@@ -844,13 +844,16 @@ static PyObject *row_body(PyObject *self, PyObject *ev) {
 
 /* `event_columns(events, positions, fingerprint, body_of)`: a batch of the `events`
    table (schemas/clickhouse/001_events.sql) as Arrow buffers, the same values as
-   `pitwatch.store.rows.event_values` gives row by row: a String column as (int32
+   `pitwatch.store.columns.event_values` gives row by row: a String column as (int32
    offsets, UTF-8 data), an integer column as its little-endian values. A body this
    file does not write is `body_of(event)`'s (an error it raises is raised). Returns
    None for any value its column's type cannot hold or the row's code does not expect
    (a negative seq, a bool, a seat past 255, a str that is not one...): the caller then
    builds the batch in Python, which names the value refused. */
 
+/* The columns, their order and their ClickHouse types are pitwatch/store/columns.py's
+   `EVENTS`; the module exports them as `EVENT_COLUMNS`, which tests/unit/test_events_row.py
+   checks against that definition and the DDL. */
 enum { K_STR, K_U8, K_I8, K_U16, K_U32, K_U64, K_I64 };
 enum { C_EVENT_ID, C_TABLE_ID, C_DEVICE_ID, C_SEQ, C_TS, C_TS_MS, C_ROUND_ID, C_TYPE, C_SEAT,
        C_HAND, C_KIND, C_AMOUNT, C_POS, C_BODY, C_WRITER, N_COLUMNS };
@@ -1577,9 +1580,14 @@ done:
     return result;
 }
 
+static PyObject *rows_add_at(EventRows *r, PyObject *const *args, Py_ssize_t nargs);
+
 static PyMethodDef rows_methods[] = {
     {"add", (PyCFunction)(void (*)(void))rows_add, METH_FASTCALL,
      "add(event, position) -> bool: the event's row written (False: not, nothing written)"},
+    {"add_at", (PyCFunction)(void (*)(void))rows_add_at, METH_FASTCALL,
+     "add_at(clock, event) -> int | None: the event at its position on clock, its row "
+     "written (None), or its position when not (the caller keeps it)"},
     {"take", (PyCFunction)rows_take, METH_NOARGS,
      "take() -> tuple: the rows so far, as event_columns gives them; then none"},
     {"add_avro", (PyCFunction)rows_add_avro, METH_VARARGS,
@@ -2123,6 +2131,28 @@ static PyObject *bytes_add_at(EventBytes *b, PyObject *const *args, Py_ssize_t n
     if (pos == NULL) return NULL;
     PyObject *pair[2] = {args[1], pos};
     PyObject *added = bytes_add(b, pair, 2);
+    if (added == NULL) {
+        Py_DECREF(pos);
+        return NULL;
+    }
+    int took = added == Py_True;
+    Py_DECREF(added);
+    if (!took) return pos;
+    Py_DECREF(pos);
+    Py_RETURN_NONE;
+}
+
+/* `EventRows.add_at(clock, event)`: `clock.position(event)` and `add(event, position)`
+   in one call, as `EventBytes.add_at`. */
+static PyObject *rows_add_at(EventRows *r, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !Py_IS_TYPE(args[0], &ClockType)) {
+        PyErr_SetString(PyExc_TypeError, "add_at(clock, event): a Clock and an event");
+        return NULL;
+    }
+    PyObject *pos = clock_position((Clock *)args[0], args[1]);
+    if (pos == NULL) return NULL;
+    PyObject *pair[2] = {args[1], pos};
+    PyObject *added = rows_add(r, pair, 2);
     if (added == NULL) {
         Py_DECREF(pos);
         return NULL;

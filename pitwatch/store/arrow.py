@@ -20,11 +20,11 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..events import native
 from ..events.avro import current_fingerprint
 from ..events.model import Event
+from . import native
 from .base import StoreError, column_types, to_columns
-from .rows import event_values, row_body
+from .columns import EVENT_TYPES, event_values, row_body
 
 #: The Arrow type of each simple column type (DateTime is seconds, an unsigned 32-bit
 #: int), and the `array.array` type code of each numeric one.
@@ -106,10 +106,11 @@ def arrow_table(table: str, rows: Sequence[dict[str, Any]]) -> Any:
 def arrow_events(events: list[Event], positions: list[int]) -> Any:
     """A batch of the `events` table as an Arrow table, from buffers written in C
     (`native.event_columns`: the rows of 20,000 events in about the time Python takes
-    for 3,000); where C refuses a value, row by row in Python (`rows.event_values`),
-    which names the value its column refuses."""
+    for 3,000); where C refuses a value, or the extension built writes other columns
+    than `columns.EVENTS` (a build older than the source), row by row in Python
+    (`columns.event_values`), which names the value its column refuses."""
     raw = None
-    if column_types("events") == native.EVENT_COLUMNS:
+    if native.EVENT_COLUMNS == EVENT_TYPES:
         raw = native.event_columns(events, positions, current_fingerprint(), row_body)
     if raw is None:
         rows = [event_values(ev, pos) for ev, pos in zip(events, positions, strict=True)]
@@ -119,8 +120,8 @@ def arrow_events(events: list[Event], positions: list[int]) -> Any:
 
 def event_rows() -> native.EventRows | None:
     """A writer of `events` rows an event at a time, in C (`native.event_rows`), for
-    `arrow_event_rows`; None where C does not write this DDL's columns or is not built."""
-    if column_types("events") != native.EVENT_COLUMNS:
+    `arrow_event_rows`; None where C does not write `columns.EVENTS` or is not built."""
+    if native.EVENT_COLUMNS != EVENT_TYPES:
         return None
     return native.event_rows(current_fingerprint(), row_body)
 

@@ -8,7 +8,9 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..events.model import Event
 from ..events.schema import schemas_dir
+from .native import RowWriter
 
 TABLES = ("events", "rounds", "violations")
 
@@ -26,21 +28,43 @@ class StoreError(RuntimeError):
         self.outage = outage
 
 
+class EventsInsert(Protocol):
+    """How a store takes rows of the `events` table written in C, rather than as
+    columns: `BatchWriter` adds each event to the `row_writer()`'s rows as it comes
+    (while the event is in the cache), and hands over what that writer `take()`s with
+    `insert_event_rows`; an event the writer does not write, and every event where it
+    is None (no extension built), goes to `insert_events` as itself, whose rows are
+    written in C for the batch or else in Python, which names a value its column
+    refuses."""
+
+    def row_writer(self) -> RowWriter | None: ...
+
+    def insert_event_rows(self, taken: Any, rows: int) -> None:
+        """`rows` rows as the `row_writer()`'s `take()` gave them."""
+
+    def insert_events(self, events: list[Event], positions: list[int]) -> None:
+        """A batch of events, each at its position in the order of record."""
+
+
 class Store(Protocol):
     def setup(self) -> None:
         """Create the tables (idempotent)."""
 
     def insert(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
-        """Insert rows as data (never as SQL text). (A store may also offer
-        `insert_columns(table, cols)`, the batch as one sequence per column in DDL
-        order, and `insert_events(events, positions)`, a batch of the `events` table
-        as the events themselves, or `insert_event_rows(raw, rows)`, rows C wrote an
-        event at a time (`store.arrow.event_rows`): `store.batch.BatchWriter` hands its
-        batches so when it does. A store whose inserts return before the rows are stored also offers
-        `sync()`, which waits for them and raises what failed: `BatchWriter.flush`
-        calls it. A store may name the rows a batch it takes best, `batch_rows`: the
-        audit's writer uses that size when it is there. A store that takes its events in a
-        form of its own offers `event_rows()`, the writer `insert_event_rows` takes from.)"""
+        """Insert rows as data (never as SQL text)."""
+
+    def insert_columns(self, table: str, cols: Sequence[Sequence[Any]]) -> None:
+        """Insert a batch given as one sequence per column, in DDL order: how
+        `store.batch.BatchWriter` hands over its batches."""
+
+    def events_insert(self) -> EventsInsert | None:
+        """How the store takes the `events` table's rows: None, as columns like any
+        table's (`insert_columns`, the values written in Python: `columns.event_values`);
+        else as written in C (`EventsInsert`)."""
+
+    def sync(self) -> None:
+        """Wait until every row inserted is stored, and raise what failed (a store whose
+        inserts return before the rows are stored); `BatchWriter.flush` calls it."""
 
     def query(self, sql: str, params: Params | None = None) -> list[dict[str, Any]]:
         """Run a query; rows as dicts. Values go in as `params` for `{name:Type}`

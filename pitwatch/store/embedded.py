@@ -9,8 +9,9 @@ memory. What a killed process staged is removed when the store is next opened
 (`arrow.orphans`). An Arrow file is the cheapest form chDB reads: a JSONEachRow file of
 the same batch takes three times as long, and chDB's `Python()` table function over the
 same Arrow table longer than the file. The audit hands its batches already as columns,
-`insert_columns`, with no dict a row, and its events as themselves, `insert_events`:
-their Arrow buffers are written in C, `arrow_events`.
+`insert_columns`, with no dict a row, and its events' rows as C wrote them
+(`events_insert`: `insert_event_rows`, else `insert_events`, whose Arrow buffers are
+written in C, `arrow_events`).
 
 The inserts run on a thread of the store's own (`_Inserter`), in order, at most
 `WAITING_BATCHES` files waiting: chDB releases the GIL while it inserts, so the audit goes
@@ -33,8 +34,16 @@ from typing import Any
 import orjson
 
 from ..events.model import Event
-from .arrow import StagedFile, arrow_columns, arrow_event_rows, arrow_events, orphans
-from .base import TABLES, Params, StoreError, columns, ddl_statements, to_columns
+from .arrow import (
+    StagedFile,
+    arrow_columns,
+    arrow_event_rows,
+    arrow_events,
+    event_rows,
+    orphans,
+)
+from .base import TABLES, EventsInsert, Params, StoreError, columns, ddl_statements, to_columns
+from .native import RowWriter
 
 
 def _param_values(params: Params) -> dict[str, Any]:
@@ -354,6 +363,13 @@ class EmbeddedStore:
         first."""
         if cols and len(cols[0]):
             self._stage(table, arrow_columns(table, cols))
+
+    def events_insert(self) -> EventsInsert:
+        return self
+
+    def row_writer(self) -> RowWriter | None:
+        """The `events` rows written in C an event at a time (`arrow.event_rows`)."""
+        return event_rows()
 
     def insert_events(self, events: list[Event], positions: list[int]) -> None:
         """A batch of the `events` table as its events and their positions, made an

@@ -82,7 +82,7 @@ def first_copies(store: Store, batch: Sequence[tuple[Event, T]]) -> Sorted[T]:
 
 
 def row_event(row: Mapping[str, Any]) -> Event:
-    """The event of a row of `events` as a writer made it (`rows.event_row`: its columns
+    """The event of a row of `events` as a writer made it (`columns.event_row`: its columns
     by name), read back as a stored row is."""
     return stored_event({**row, "at_ms": int(row["ts"]) * 1000 + int(row["ts_ms"])})
 

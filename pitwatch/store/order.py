@@ -26,13 +26,13 @@ from __future__ import annotations
 import time
 
 from ..events.model import Event
-from ..events.native import Clock, recent_ids, record_clock
 from .base import Store, StoreError
+from .native import Clock, recent_ids, record_clock
 
 #: Positions per record-clock tick: room for this many non-advancing events in a row.
 STRIDE = 1024
 #: Recent event ids per table remembered, so a redelivery keeps its position (in C, 28
-#: bytes an id: `events.native.recent_ids`).
+#: bytes an id: `native.recent_ids`).
 WINDOW = 4096
 
 

@@ -7,13 +7,13 @@ Here the audit's process hands the store process each batch of events as it read
 them, and the store process does the rest on the other core (its threads keep off one
 core, where the audit's thread runs alone: `_leave_a_core`). An event decoded from this
 schema's Avro bytes goes as those bytes and its position, and its row is written there
-in C straight from the bytes, with no event built again (`Program.write_rows` in
-`events.native`: a third of the CPU of building each event and writing its row), so the
-audit's process does no row work for it (the bytes and the position are kept in C:
-`events.native.EventBytes`). Any other event (JSON Lines, an older schema's bytes) goes
-as its row, written in C in the audit's process (`arrow.event_rows`). Round and violation rows
-go as their columns. The same hand-over (`Handing`, and `Receiver` in the process that
-owns the store) carries the batches of `audit --jobs N`'s workers to its main process.
+in C straight from the bytes, with no event built again (`native.write_rows`: a third of
+the CPU of building each event and writing its row), so the audit's process does no row
+work for it (the bytes and the position are kept in C: `native.EventBytes`). Any other
+event (JSON Lines, an older schema's bytes) goes as its row, written in C in the audit's
+process (`arrow.event_rows`). Round and violation rows go as their columns. The same
+hand-over (`Handing`, and `Receiver` in the process that owns the store) carries the
+batches of `audit --jobs N`'s workers to its main process.
 
 Nothing is lost on the way: the store process takes the batches in the order handed
 over and stores them as the embedded store does (`embedded.py`). A batch it cannot store
@@ -38,15 +38,15 @@ import threading
 from collections.abc import Collection, Sequence
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..events.avro import _current_program, decode
 from ..events.model import Event
-from ..events.native import EventBytes, EventBytesBatch, event_bytes
 from .arrow import event_rows
-from .base import Params, StoreError, to_columns
+from .base import EventsInsert, Params, StoreError, to_columns
 from .batch import BatchWriter
 from .embedded import STORE_PROCESS_JEMALLOC_CONF, EmbeddedStore, holds_store
+from .native import EventBytes, EventBytesBatch, EventRows, event_bytes, write_rows
 
 #: Messages the store process reads ahead of its work (a thread of its own, `_drain`),
 #: and bytes the audit's end of the pipe may hold in flight: a batch of events is about
@@ -254,11 +254,12 @@ class Receiver:
 
     def _add_events(self, data: bytes, lengths: bytes, positions: bytes, count: int) -> None:
         """The rows of a batch of this schema's Avro bytes, written in C straight from
-        them (`Program.write_rows`: no event built); what C does not write, and every
+        them (`native.write_rows`: no event built); what C does not write, and every
         event where C is not built or refuses the bytes, built and added one by one."""
-        program, rows = _current_program(), self.writer.rows
+        # the embedded store's row writer: an EventRows (`EmbeddedStore.row_writer`)
+        program, rows = _current_program(), cast("EventRows | None", self.writer.rows)
         written = (None if program is None or rows is None
-                   else program.write_rows(rows, data, lengths, positions))
+                   else write_rows(program, rows, data, lengths, positions))
         add = self.writer.add_event
         if written is not None:
             for ev, pos in written:
@@ -279,7 +280,10 @@ class Handing:
     def _send(self, msg: tuple[Any, ...]) -> None:
         raise NotImplementedError
 
-    def event_rows(self) -> EventBytes:
+    def events_insert(self) -> EventsInsert:
+        return self
+
+    def row_writer(self) -> EventBytes:
         """The events of a batch as the owner takes them (`BatchWriter`): as their Avro
         bytes where they were decoded from this schema's, else as their rows."""
         return event_bytes(event_rows())
@@ -299,6 +303,9 @@ class Handing:
     def insert(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
         if rows:
             self.insert_columns(table, to_columns(table, rows))
+
+    def sync(self) -> None:
+        """Nothing to wait for here: what is sent is the owner's to store."""
 
 
 class StoreProcess(Handing):

@@ -1,13 +1,8 @@
-"""Rows of the three tables, from events, round summaries and violations, and events
-from their rows. Times are split into DateTime seconds plus a milliseconds column (the
-subset ClickHouse 18.16 and chDB share).
-
-An event's row holds its JSON Lines form whole: the fields its columns hold
-(`ROW_FIELDS`) there, and the rest (the prev_digest, the payload) as the row's `body`,
-which is therefore about 150 bytes, not the whole form's 330: every insert and every
-merge of `events` handles 40% fewer bytes (docs/performance.md, "Into chDB"). A row
-whose body is the whole JSON Lines form (as older stores hold) reads back as it is;
-`stored_event` reads both.
+"""Rows of the store's tables other than `events` (round summaries, violations, audit
+states, refused events), and events from their `events` rows. Times are split into
+DateTime seconds plus a milliseconds column (the subset ClickHouse 18.16 and chDB share).
+An event's own row is defined in `columns.py`; `stored_event` reads it back, and reads a
+row whose body is the whole JSON Lines form (as older stores hold) as it is.
 """
 
 from __future__ import annotations
@@ -19,21 +14,16 @@ import orjson
 
 from ..engine.auditor import RoundSummary
 from ..engine.violation import Violation
-from ..events import native
 from ..events.avro import (
     DecodeError,
     decode_single,
     encode,
     writer_fingerprint,
 )
-from ..events.jsonl import InvalidEvent, from_json, to_json
+from ..events.jsonl import InvalidEvent, from_json
 from ..events.model import Event
 from ..events.schema import SINGLE_OBJECT_MAGIC
-from .base import column_names
 
-#: The fields of an event's JSON Lines form that its `events` row holds in columns of
-#: its own (its time as `ts` and `ts_ms`, no round as ''), left out of the row's body.
-ROW_FIELDS = ("type", "event_id", "table_id", "device_id", "seq", "ts", "round_id")
 #: The top of the `rounds` money columns (Int64). One payout may be `MAX_PAYOUT` (10^18
 #: cents), so a round's summed payouts can pass it (ten such payouts): its row holds
 #: `paid` at this top, read as "at least", and the round is judged and stored all the
@@ -44,22 +34,10 @@ EVENT_COLUMNS = ("type, event_id, table_id, device_id, seq, "
                  "toUInt64(ts) * 1000 + ts_ms AS at_ms, round_id, body")
 
 
-def row_body(ev: Event) -> bytes:
-    """The body of the event's row: its JSON Lines form without `ROW_FIELDS`, written in
-    C (`native.row_body`, the same bytes), else by orjson."""
-    body = native.row_body(ev)
-    if body is None:
-        d = to_json(ev)
-        for name in ROW_FIELDS:
-            del d[name]
-        body = orjson.dumps(d)
-    return body
-
-
 def stored_json(row: Mapping[str, Any]) -> Any:
     """The JSON Lines form of the event of a row of `events` selected as
     `EVENT_COLUMNS`, as orjson loads it, in its order. A body that holds the whole form
-    (a row written before the body left out `ROW_FIELDS`) is that form; one that is not
+    (a row written before the body left out `columns.ROW_FIELDS`) is that form; one that is not
     JSON is an InvalidEvent naming the event."""
     try:
         d = orjson.loads(row["body"])
@@ -76,22 +54,6 @@ def stored_event(row: Mapping[str, Any]) -> Event:
     """The event of a row of `events` selected as `EVENT_COLUMNS`, checked as every
     JSON Lines event is (an InvalidEvent names what is wrong)."""
     return from_json(stored_json(row))
-
-
-def event_values(ev: Event, pos: int) -> tuple[Any, ...]:
-    """The event's row of `events` as a tuple in DDL order (schemas/clickhouse): what a
-    batch writer transposes into columns, with no dict a row."""
-    p = ev.payload
-    hand = getattr(p, "hand", None)
-    ts = ev.ts
-    return (ev.event_id, ev.table_id, ev.device_id, ev.seq, ts // 1000, ts % 1000,
-            ev.round_id or "", type(p).__name__, getattr(p, "seat", None) or 0,
-            -1 if hand is None else hand, getattr(p, "kind", ""), getattr(p, "amount", 0),
-            pos, row_body(ev).decode(), writer_fingerprint(ev))
-
-
-def event_row(ev: Event, pos: int) -> dict[str, Any]:
-    return dict(zip(column_names("events"), event_values(ev, pos), strict=True))
 
 
 def round_row(s: RoundSummary) -> dict[str, Any]:

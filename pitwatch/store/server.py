@@ -153,6 +153,12 @@ class ServerStore:
         if data and len(data[0]):
             self._insert(table, self._cols.get(table) or columns(table), data)
 
+    def events_insert(self) -> None:
+        """The `events` rows go as columns, as every table's."""
+
+    def sync(self) -> None:
+        """Nothing to wait for: an insert returns once the server has its rows."""
+
     def _insert(self, table: str, cols: Sequence[str], data: Sequence[Sequence[Any]]) -> None:
         data = [[_utc(x) for x in col] if c in _TIME_COLUMNS else col
                 for c, col in zip(cols, data, strict=True)]

@@ -70,6 +70,7 @@ from pitwatch.events.model import (  # noqa: E402
     RoundEnded,
 )
 from pitwatch.events.schema import plain_schema  # noqa: E402
+from pitwatch.store import native as store_native  # noqa: E402
 
 
 class Divergence(AssertionError):
@@ -353,7 +354,7 @@ def check_container(data: bytes) -> None:
 def check_api(r: random.Random) -> None:
     """The record clock at its edges and slot descriptors of other classes: under the
     sanitizers, no overflow and no read outside an object."""
-    clock = native.record_clock(4, r.choice([1, 2, 1024, 2**62]))
+    clock = store_native.record_clock(4, r.choice([1, 2, 1024, 2**62]))
     if clock is None:
         return
     edges = [-2**63, -1, 0, 1, 2**62, 2**63 - 1]

@@ -445,7 +445,7 @@ def test_silent_tables_are_an_alert_on_the_feed(store_dir: Path) -> None:
 def test_table_posted_reads_only_the_tables_opened(tmp_path: Path) -> None:
     """The floor board's game and jurisdiction come from each table's last TableOpened;
     its view reads only those events: a month of a table's other events adds no row."""
-    from pitwatch.store.rows import event_row
+    from pitwatch.store.columns import event_row
 
     events = list(Floor(2, 2, seed=5).events())
     rows = [event_row(ev, i) for i, ev in enumerate(events)]

@@ -29,6 +29,7 @@ from pitwatch.events.model import (
 )
 from pitwatch.events.native import Program
 from pitwatch.events.schema import plain_schema, strip_logical
+from pitwatch.store import native as store_native
 from tests.unit.test_codec import events
 
 
@@ -447,9 +448,10 @@ def test_the_row_body_written_in_c_is_the_json_lines_form_less_the_rows_columns(
     writer gives orjson's bytes of that, or None where `json_body` gives None. The row
     (its columns and that body) reads back as the whole form, in its order."""
     from pitwatch.store.base import column_names
-    from pitwatch.store.rows import ROW_FIELDS, event_values, row_body, stored_json
+    from pitwatch.store.columns import ROW_FIELDS, event_values, row_body
+    from pitwatch.store.rows import stored_json
 
-    body = native.row_body(ev)
+    body = store_native.row_body(ev)
     try:
         whole = jsonl.to_json(ev)
         want = orjson.dumps({k: v for k, v in whole.items() if k not in ROW_FIELDS})
@@ -499,7 +501,7 @@ def test_recent_ids_in_c_answer_as_the_python_dict(
     full many times over: the C window of 96-bit hashes answers every `get` as the dict
     of the ids themselves does, and holds as many."""
     assert native._native is not None
-    c, py = native.recent_ids(capacity), native._PyRecent(capacity)
+    c, py = store_native.recent_ids(capacity), store_native._PyRecent(capacity)
     for n, (add, event_id) in enumerate(steps):
         if add and py.get(event_id) is None:  # the clock adds only ids it does not hold
             c.add(event_id, n * 1024)
@@ -515,7 +517,7 @@ def test_a_full_window_of_thousands_answers_as_the_python_dict(capacity: int) ->
     """A table's window of `order.WINDOW` ids (and one of no power of two), full five
     times over, its buckets' chains as long as they get: every id asked for, the ones
     it holds and the ones that left, answers as the dict does."""
-    c, py = native.recent_ids(capacity), native._PyRecent(capacity)
+    c, py = store_native.recent_ids(capacity), store_native._PyRecent(capacity)
     ids = [f"{n:08x}-0923-48da-aca6-e0ecc57fcf4c" for n in range(5 * capacity)]
     for n, event_id in enumerate(ids):
         c.add(event_id, n)
@@ -528,7 +530,7 @@ def test_a_full_window_of_thousands_answers_as_the_python_dict(capacity: int) ->
 
 
 def test_recent_ids_keep_the_last_capacity_of_them() -> None:
-    r = native.recent_ids(3)
+    r = store_native.recent_ids(3)
     for i in range(5):
         r.add(f"e{i}", 2**64 - 1 - i)
     assert [r.get(f"e{i}") for i in range(5)] == [None, None, 2**64 - 3, 2**64 - 4, 2**64 - 5]
@@ -537,7 +539,7 @@ def test_recent_ids_keep_the_last_capacity_of_them() -> None:
 
 @pytest.mark.parametrize("bad", [("e1", -1), ("e1", 2**64), (b"e1", 1), (7, 1), ("e1", 1.0)])
 def test_recent_ids_refuse_what_is_not_an_id_and_a_position(bad: tuple[Any, Any]) -> None:
-    r = native.recent_ids(4)
+    r = store_native.recent_ids(4)
     with pytest.raises((TypeError, OverflowError)):
         r.add(*bad)
     assert len(r) == 0
@@ -564,10 +566,10 @@ def test_the_record_clock_in_c_gives_the_positions_python_gives(
     from pitwatch.events.model import Event, RoundEnded
     from pitwatch.store import order
 
-    c = native.record_clock(4, 16)
+    c = store_native.record_clock(4, 16)
     assert c is not None
     py = order._PyTableClock()
-    py.recent = native._PyRecent(4)
+    py.recent = store_native._PyRecent(4)
     for step in steps:
         if step[0] == "event":
             _, event_id, device, seq = step
@@ -596,8 +598,8 @@ def test_the_record_clock_counts_the_events_that_moved_no_device_forward() -> No
         return Event(event_id, "T-1", device, seq, 0, None, None, RoundEnded())
 
     py = order._PyTableClock()
-    py.recent = native._PyRecent(2)
-    for clock in (native.record_clock(2, 1024), py):
+    py.recent = store_native._PyRecent(2)
+    for clock in (store_native.record_clock(2, 1024), py):
         assert clock is not None
         counts = []
         for e in (ev("a", "shoe", 1), ev("b", "shoe", 2), ev("c", "dealer", 1),
@@ -613,7 +615,7 @@ def test_the_record_clock_counts_the_events_that_moved_no_device_forward() -> No
 def test_the_record_clock_refuses_a_position_past_64_bits() -> None:
     from pitwatch.events.model import Event, RoundEnded
 
-    c = native.record_clock(4, 1024)
+    c = store_native.record_clock(4, 1024)
     assert c is not None
     c.total = 2**54
     with pytest.raises(OverflowError):
@@ -630,7 +632,7 @@ def test_the_record_clock_refuses_a_step_past_a_long() -> None:
     that looks right (here 9 x 1024)."""
     from pitwatch.events.model import Event, RoundEnded
 
-    c = native.record_clock(4, 1024)
+    c = store_native.record_clock(4, 1024)
     assert c is not None
     c.total = 2**63 - 1
     c.last = {"shoe": -2**63}
@@ -659,7 +661,7 @@ def test_a_slot_descriptor_of_another_class_is_read_as_getattr_reads_it() -> Non
     h.device_id, h.p, h.q, h.seq = "not an id", "p", "q", 1
     with pytest.raises(TypeError):
         _ = h.event_id  # type: ignore[attr-defined]
-    c = native.record_clock(4, 1024)
+    c = store_native.record_clock(4, 1024)
     assert c is not None
     with pytest.raises(TypeError):
         c.position(h)
@@ -730,7 +732,7 @@ def test_attributes_read_at_their_slots_are_what_getattr_gives() -> None:
         WagerPlaced.__dict__[name].__set__(payload, value)  # the slot holds 2500
     doubled = replace(base, payload=payload)
     assert native.json_body(doubled) == python_line(doubled)
-    cols = native.event_columns([doubled], [7], "00" * 8, jsonl.dumps)
+    cols = store_native.event_columns([doubled], [7], "00" * 8, jsonl.dumps)
     assert cols is not None
     assert int.from_bytes(cols[11], "little") == 5000  # amount, as getattr reads it
 
@@ -746,7 +748,7 @@ def test_attributes_read_at_their_slots_are_what_getattr_gives() -> None:
     many = [type(f"P{i}", (WagerPlaced,), {"__slots__": ()}) for i in range(400)]
     for cls in many:  # more (class, name) pairs than the cache holds: getattr for the rest
         ev = replace(base, payload=cls(2, 1, "MAIN", 100))
-        cols = native.event_columns([ev], [7], "00" * 8, jsonl.dumps)
+        cols = store_native.event_columns([ev], [7], "00" * 8, jsonl.dumps)
         assert cols is not None
         assert (cols[8], cols[9], cols[11]) == (b"\x02", b"\x01", (100).to_bytes(8, "little"))
 
@@ -771,8 +773,8 @@ def test_event_bytes_keep_this_schemas_bytes_and_hand_the_others_to_the_rows() -
     evs[5] = Looked(*(getattr(evs[5], f) for f in Event.__slots__))
     other = replace(evs[0], raw=None)
     older = replace(evs[1], writer=b"\x01" * 8)
-    for b in (native.event_bytes(event_rows()), native._PyEventBytes()):
-        python = isinstance(b, native._PyEventBytes)
+    for b in (store_native.event_bytes(event_rows()), store_native._PyEventBytes()):
+        python = isinstance(b, store_native._PyEventBytes)
         assert [b.add(e, 10 + i) for i, e in enumerate(evs)] == [True] * 6
         assert b.add(other, 99) is not python and b.add(older, 98) is not python
         assert len(b) == 6 + 2 * (not python)
@@ -786,9 +788,9 @@ def test_event_bytes_keep_this_schemas_bytes_and_hand_the_others_to_the_rows() -
             assert want is not None and want.add(other, 99) and want.add(older, 98)
             assert rows == want.take()
         assert len(b) == 0 and b.take()[:4] == (b"", b"", b"", 0)
-    assert native.event_bytes(None).add(other, 1) is False
+    assert store_native.event_bytes(None).add(other, 1) is False
     with pytest.raises(OverflowError):
-        native.event_bytes(None).add(evs[0], -1)
+        store_native.event_bytes(None).add(evs[0], -1)
     with pytest.raises(TypeError, match="EventRows or None"):
         native._native.EventBytes([])  # type: ignore[union-attr,arg-type]
 
@@ -803,8 +805,8 @@ def test_add_at_is_the_clocks_position_and_add_in_one_call() -> None:
     evs = [avro.decode(avro.encode(e)) for e in list(Floor(1, 1, seed=5).events())[:8]]
     evs.append(evs[3])  # redelivered
     other = replace(evs[0], raw=None, event_id="another id")  # not this schema's bytes
-    for make, clock_of in ((lambda: native.event_bytes(None), table_clock),
-                           (native._PyEventBytes, _PyTableClock)):
+    for make, clock_of in ((lambda: store_native.event_bytes(None), table_clock),
+                           (store_native._PyEventBytes, _PyTableClock)):
         one, two = make(), make()
         c1, c2 = clock_of(), clock_of()
         got = [one.add_at(c1, e) for e in evs]
@@ -817,7 +819,7 @@ def test_add_at_is_the_clocks_position_and_add_in_one_call() -> None:
         assert (c1.total, c1.extra, c1.last, c1.behind) == (c2.total, c2.extra, c2.last,
                                                             c2.behind)
     with pytest.raises(TypeError, match="a Clock and an event"):
-        native.event_bytes(None).add_at(_PyTableClock(), evs[0])  # type: ignore[arg-type]
+        store_native.event_bytes(None).add_at(_PyTableClock(), evs[0])  # type: ignore[arg-type]
 
 
 # --- the store's rows written straight from Avro bytes ---------------------------------
@@ -849,7 +851,7 @@ def rows_both_ways(evs: list[Event], data: bytes | None = None
     program = avro._current_program()
     direct, by_add = event_rows(), event_rows()
     assert program is not None and direct is not None and by_add is not None
-    left = program.write_rows(direct, data, lengths, positions)
+    left = store_native.write_rows(program, direct, data, lengths, positions)
     refused = []
     built = program.build(data, len(evs)) or []
     for ev, pos in zip(built, range(100, 100 + len(evs)), strict=True):
@@ -889,7 +891,7 @@ def test_rows_from_bytes_that_are_not_these_records_are_refused_whole() -> None:
     whole = b"".join(raws)
     for data, lens in ((whole[:-1], lengths), (whole + b"\x00", lengths),
                        (whole, lengths[:4]), (whole, lengths + b"\x00")):
-        assert program.write_rows(rows, data, lens, positions) is None
+        assert store_native.write_rows(program, rows, data, lens, positions) is None
         assert len(rows) == 1
     assert rows.take() == kept.take()
 
@@ -916,10 +918,11 @@ def test_rows_from_avro_bytes_build_no_event() -> None:
     consts = tuple(Unbuilt if c is Event else c for c in program.consts)
     unbuilt = Program(program.code, consts, True)
     raws = [avro.encode(e) for e in evs]
-    rows = native.event_rows(avro.current_fingerprint(), jsonl.dumps)
+    rows = store_native.event_rows(avro.current_fingerprint(), jsonl.dumps)
     assert rows is not None
-    left = unbuilt.write_rows(rows, b"".join(raws), array("I", map(len, raws)).tobytes(),
-                              array("Q", range(100, 100 + len(evs))).tobytes())
+    left = store_native.write_rows(unbuilt, rows, b"".join(raws),
+                                   array("I", map(len, raws)).tobytes(),
+                                   array("Q", range(100, 100 + len(evs))).tobytes())
     assert left == [] and len(rows) == len(evs)
     assert rows.take() == want
 
@@ -938,15 +941,15 @@ def test_rows_changed_while_a_row_is_written_are_an_error_not_a_crash() -> None:
         rows.take()
         return jsonl.dumps(ev)
 
-    rows = native.event_rows(avro.current_fingerprint(), body_of)
+    rows = store_native.event_rows(avro.current_fingerprint(), body_of)
     program = avro._current_program()
     assert rows is not None and program is not None and rows.add(plain, 1)
     raw = avro.encode(opened)
     with pytest.raises(RuntimeError, match="changed while it writes a row"):
-        program.write_rows(rows, raw, array("I", [len(raw)]).tobytes(),
-                           array("Q", [2]).tobytes())
+        store_native.write_rows(program, rows, raw, array("I", [len(raw)]).tobytes(),
+                                array("Q", [2]).tobytes())
     with pytest.raises(RuntimeError, match="changed while it writes a row"):
         rows.add(opened, 2)
-    want = native.event_rows(avro.current_fingerprint(), jsonl.dumps)
+    want = store_native.event_rows(avro.current_fingerprint(), jsonl.dumps)
     assert want is not None and want.add(plain, 1)
     assert len(rows) == 1 and rows.take() == want.take()

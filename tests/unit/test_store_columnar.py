@@ -156,7 +156,7 @@ def test_server_columnar_insert_round_trips() -> None:
 
 def test_event_values_are_the_events_columns_in_ddl_order() -> None:
     from pitwatch.events.jsonl import loads
-    from pitwatch.store.rows import event_row, event_values
+    from pitwatch.store.columns import event_row, event_values
 
     ev = loads(b'{"type":"WagerPlaced","event_id":"e1","table_id":"NJ-BJ-01",'
                b'"device_id":"NJ-BJ-01-rfid","seq":3,"ts":1764547200123,"round_id":"r1",'
@@ -173,22 +173,30 @@ def test_event_values_are_the_events_columns_in_ddl_order() -> None:
     assert len(row["writer"]) == 16
 
 
-class _RowsOnly:
-    """A store with `insert` only: the batch writer hands it dicts."""
+class _ColumnsOnly:
+    """A store that takes every table's rows as columns, `events` too (as a server
+    does: `events_insert` None); it keeps them as dicts."""
 
     def __init__(self) -> None:
         self.rows: list[dict[str, Any]] = []
 
-    def insert(self, table: str, rows: list[dict[str, Any]]) -> None:
-        self.rows.extend(rows)
+    def insert_columns(self, table: str, cols: list[list[Any]]) -> None:
+        names = columns(table)
+        self.rows.extend(dict(zip(names, r, strict=True)) for r in zip(*cols, strict=True))
+
+    def events_insert(self) -> None:
+        return None
+
+    def sync(self) -> None:
+        pass
 
 
-def test_batch_writer_hands_columns_to_a_columnar_store_and_rows_to_others(
+def test_batch_writer_hands_the_same_rows_to_chdb_and_to_a_store_of_columns(
         store: EmbeddedStore) -> None:
     from pitwatch.store.batch import BatchWriter
 
     rows = [_violation(i) for i in range(7)]
-    plain = _RowsOnly()
+    plain = _ColumnsOnly()
     for target in (store, plain):
         w = BatchWriter(target, batch_rows=3)  # type: ignore[arg-type]
         for r in rows:
@@ -201,17 +209,17 @@ def test_batch_writer_hands_columns_to_a_columnar_store_and_rows_to_others(
     assert [g["evidence"] for g in got] == [r["evidence"] for r in rows]
 
 
-def test_batch_writer_hands_events_to_a_store_with_insert_events_and_rows_to_others(
+def test_batch_writer_hands_events_written_in_c_or_as_columns_as_the_store_says(
         store: EmbeddedStore) -> None:
     from pitwatch.store.batch import BatchWriter
+    from pitwatch.store.columns import event_row
     from pitwatch.store.order import Positions
-    from pitwatch.store.rows import event_row
     from producers.simulate import Floor
 
     evs = list(Floor(1, 2, seed=3).events())
     pos = Positions()
     at = [pos.of(e) for e in evs]
-    plain = _RowsOnly()
+    plain = _ColumnsOnly()
     for target in (store, plain):
         w = BatchWriter(target, batch_rows=7)  # type: ignore[arg-type]
         for ev, p in zip(evs, at, strict=True):
@@ -236,7 +244,7 @@ def test_a_batch_with_a_value_its_column_refuses_names_the_column(store: Embedde
 
 def _python_events(events: list[Any], positions: list[int]) -> Any:
     from pitwatch.store.arrow import arrow_columns
-    from pitwatch.store.rows import event_values
+    from pitwatch.store.columns import event_values
 
     rows = [event_values(e, p) for e, p in zip(events, positions, strict=True)]
     return arrow_columns("events", list(zip(*rows, strict=True)))
@@ -248,7 +256,7 @@ def test_the_c_events_batch_is_the_python_rows_for_every_payload_type() -> None:
     from C's buffers equals the one built from `event_values` row by row."""
     from dataclasses import replace
 
-    from pitwatch.events import native
+    from pitwatch.store import native
     from pitwatch.store.arrow import arrow_events
     from pitwatch.store.base import column_types
     from producers.simulate import Floor
@@ -279,8 +287,8 @@ def test_a_value_c_refuses_is_built_in_python_which_names_it(change: dict[str, A
     refuses the value, else the same table."""
     from dataclasses import replace
 
-    from pitwatch.events import native
     from pitwatch.events.model import Event, WagerPlaced
+    from pitwatch.store import native
     from pitwatch.store.arrow import arrow_events
 
     p = WagerPlaced(2, 0, "MAIN", 2500)
@@ -299,8 +307,8 @@ def test_a_value_c_refuses_is_built_in_python_which_names_it(change: dict[str, A
 
 
 def test_an_error_writing_a_body_in_python_is_raised_from_the_c_batch() -> None:
-    from pitwatch.events import native
     from pitwatch.events.model import Event, Rules, TableOpened
+    from pitwatch.store import native
 
     ev = Event("e1", "T-1", "d-1", 3, 0, None, None, TableOpened("NJ", "BLACKJACK", Rules()))
 
@@ -342,7 +350,7 @@ def test_building_batches_does_not_import_pandas() -> None:
         "from producers.simulate import Floor\n"
         "from pitwatch.store.arrow import arrow_columns, arrow_events\n"
         "from pitwatch.store.base import TABLES, to_columns\n"
-        "from pitwatch.store.rows import event_values\n"
+        "from pitwatch.store.columns import event_values\n"
         "from tests.unit.test_store_columnar import ROUND, _violation\n"
         "evs = list(Floor(1, 2, seed=3).events())\n"
         "arrow_events(evs, list(range(len(evs))))\n"
@@ -464,8 +472,8 @@ def test_rows_written_an_event_at_a_time_are_the_batchs_and_a_refused_one_writes
     starts again."""
     from dataclasses import replace
 
-    from pitwatch.events import native
     from pitwatch.events.model import Event, WagerPlaced
+    from pitwatch.store import native
     from producers.simulate import Floor
 
     evs = list(Floor(3, 6, seed=4, inject=0.3).events())
@@ -510,8 +518,8 @@ def test_the_writer_stores_every_event_and_names_a_value_c_refuses(
 
 
 def test_an_error_writing_a_body_in_python_is_raised_from_adding_the_event() -> None:
-    from pitwatch.events import native
     from pitwatch.events.model import Event, Rules, TableOpened
+    from pitwatch.store import native
 
     ev = Event("e1", "T-1", "d-1", 3, 0, None, None, TableOpened("NJ", "BLACKJACK", Rules()))
 

@@ -12,9 +12,10 @@ from pitwatch.events.jsonl import InvalidEvent, dumps
 from pitwatch.store import history
 from pitwatch.store.base import column_names
 from pitwatch.store.batch import BatchWriter
+from pitwatch.store.columns import event_values
 from pitwatch.store.embedded import EmbeddedStore
 from pitwatch.store.order import Positions
-from pitwatch.store.rows import EVENT_COLUMNS, event_values, stored_event
+from pitwatch.store.rows import EVENT_COLUMNS, stored_event
 from producers.simulate import Floor
 
 
