@@ -109,6 +109,9 @@ class TableObserver:
         self.hold = HoldTally(TABLE, table_id, table_id)
         #: the slim rounds of the sessions not yet ended, in record order
         self.window: list[RoundView] = []
+        #: each seat's last wagered round of an inferred run still open (no recorded
+        #: stay holds it): what can end by a gap
+        self.free: dict[int, int] = {}
         #: the round completed last, judged at the table's next event
         self.done: RoundView | None = None
         self.brk = _Break()
@@ -155,11 +158,33 @@ class TableObserver:
         self.hold.round_ids.clear()  # the detectors never read them: kept small
         self.fresh += 1
         cut = slim(done)
-        if cut is not None:
+        if cut is None:
+            ended = False
+        else:
             self.window.append(cut)
-        self._close()
+            ended = False
+            for seat in cut.seats:
+                if self._held(seat, cut.index):
+                    ended |= seat in self.free  # a recorded stay ends an inferred run
+                else:
+                    self.free[seat] = cut.index
+        if ended or any(self.reader.index - last > GAP_ROUNDS
+                        for last in self.free.values()):
+            self._close()
 
     # --- seat sessions -------------------------------------------------------------
+
+    def _held(self, seat: int, index: int) -> bool:
+        return any(x.seat == seat and x.holds(index) for x in self.reader.seat_log.seatings)
+
+    def _free(self) -> dict[int, int]:
+        """Each seat's last wagered round in the window that no recorded stay holds."""
+        out: dict[int, int] = {}
+        for r in self.window:
+            for seat in r.seats:
+                if not self._held(seat, r.index):
+                    out[seat] = r.index
+        return out
 
     def _sessions(self) -> list[SeatSession]:
         return infer_sessions(self.window, seatings=self.reader.seat_log.seatings)
@@ -190,6 +215,7 @@ class TableObserver:
                     r.spots = [sp for sp in r.spots if sp.seat != s.seat]
         self.window = [r for r in self.window if r.seats]
         self._prune_stays()
+        self.free = self._free()
 
     def _prune_stays(self) -> None:
         """Stays that hold no round of the window and are over: no session reads them."""
@@ -278,6 +304,7 @@ class TableObserver:
             o.hold.expected, o.hold.actual = float(expected), int(actual)
             o.hold.variance = float(variance)
             o.window = [w for w in (view(v) for v in state["window"]) if w is not None]
+            o.free = o._free()
             o.done = view(state["done"])
             ids, bshoe, on = state["break"]
             o.brk = _Break({str(x) for x in ids}, None if bshoe is None else str(bshoe),

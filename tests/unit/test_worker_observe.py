@@ -6,7 +6,7 @@ its state rides in the auditor's snapshot, so a restart gives the same observati
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import orjson
 import pytest
@@ -171,3 +171,27 @@ def test_the_sink_writes_an_observation_message_as_its_row(
         to_row(s.observations_topic, s, b"[1]", Positions())
     with pytest.raises(Rejected, match="tombstone"):
         to_row(s.observations_topic, s, None, Positions())
+
+
+def test_a_gap_ends_an_inferred_session_as_soon_as_it_shows(read: ReadFloor) -> None:
+    """"ended after 3 or more rounds in a row without a wager at that seat": the seat's
+    session is judged and dropped once the gap is longer than GAP_ROUNDS, and what the
+    observer publishes is what protect finds over the same rounds."""
+    table = "SIM-BJ-00000"  # no seat events: inferred sessions
+    rounds = [r if not 60 <= r.index < 65 else replace(
+        r, seats={s: v for s, v in r.seats.items() if s != 1},
+        spots=[sp for sp in r.spots if sp.seat != 1]) for r in read.floor.tables[table]]
+    out: list[Observation] = []
+    o = TableObserver(table, out)
+    for r in rounds:
+        o.reader.index = r.index + 1  # its table's next round is about to start
+        o.done = r
+        o._settle()
+        if r.index == 61:  # two rounds without seat 1: its session may go on
+            assert any(1 in w.seats and w.index < 60 for w in o.window)
+        if r.index == 62:  # three: no round to come can join it, so it is over
+            assert not any(1 in w.seats and w.index < 60 for w in o.window)
+    o.publish()
+    want = observe({table: rounds})
+    assert {x.observation_id: x for x in out} == {
+        x.observation_id: x for x in want if x.scope in (SEAT_SESSION, TABLE)}
