@@ -1,6 +1,7 @@
 """Builds pitwatch's one C extension, `pitwatch.events._native` (the Avro reader of files
-and messages, and the JSON Lines writer of the store's rows), with the C compiler Python
-was built with.
+and messages, wrapped by pitwatch/events/native.py; and the store's `events` rows, record
+clock and id window, wrapped by pitwatch/store/native.py), with the C compiler Python was
+built with.
 
 An editable install puts the module beside its source; a wheel carries it. Where there
 is no compiler, the install goes on without it and fastavro and orjson do its work

@@ -44,10 +44,6 @@ from ..store.rows import refused_row, round_row, state_row, violation_row
 #: after the round's last event (docs/procedure.md, "When a round is incomplete"); the
 #: streaming worker applies the same rule, and its processing-time rule on top.
 DEFAULT_ROUND_TIMEOUT_MS = 15 * 60 * 1000
-#: Rows a batch into the store, unless it says what it takes (`batch_rows`: the embedded
-#: store takes small batches and gathers them into inserts of its own size). A
-#: ClickHouse insert costs about the same whatever its size (chDB: 0.1 s of CPU).
-BATCH_ROWS = 20_000
 ACCEPTED, REFUSED = Fed.ACCEPTED, Fed.REFUSED
 #: Accepted events of tables with stored history checked against the store at a time.
 PENDING = 2000
@@ -226,7 +222,7 @@ def audit_events(
     rep = report or AuditReport()
     rep.signing_devices = None if keys is None else len(keys.devices)
     writer = (None if store is None
-              else BatchWriter(store, getattr(store, "batch_rows", BATCH_ROWS)))
+              else BatchWriter(store, store.batch_rows))
     positions = Positions(store)
     known = _Known(store)
     last: list[Violation | None] = [None]  # the latest finding, for a refusal's reason

@@ -47,6 +47,9 @@ class EventsInsert(Protocol):
 
 
 class Store(Protocol):
+    #: Rows a batch the store takes best: the size of `BatchWriter`'s batches into it.
+    batch_rows: int
+
     def setup(self) -> None:
         """Create the tables (idempotent)."""
 

@@ -69,6 +69,10 @@ def _utc(seconds: int) -> datetime:
 
 
 class ServerStore:
+    #: Rows a batch (`BatchWriter`): an insert costs the server about the same whatever
+    #: its size.
+    batch_rows = 20_000
+
     def __init__(self, host: str = "127.0.0.1", port: int = 19000,
                  database: str = "pitwatch", connect_timeout: float = 5.0,
                  auth: ClickHouseAuth | None = None,
