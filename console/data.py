@@ -243,6 +243,13 @@ class Filters:
         return " AND ".join(conds), params
 
 
+def _window_of(f: Filters, since_s: int | None) -> tuple[int, int | None]:
+    """The detection seconds a read back in time spans for `f`: from its `since` (and
+    `since_s`), to its `until`'s second."""
+    floor = max(since_s or 0, (f.since or 0) // 1000)
+    return floor, None if f.until is None else f.until // 1000
+
+
 def _ms(value: str, what: str) -> int | None:
     if not value:
         return None
@@ -273,6 +280,12 @@ def alert(v: dict[str, Any], jurisdictions: dict[str, str]) -> dict[str, Any]:
     }
 
 
+#: Hours of a table's record its page's dealer summary covers: the rounds started in
+#: the hour of its last event and the 23 before it (a table's whole record is its
+#: search, by table and time).
+DEALER_HOURS = 24
+
+
 _VIOLATION_COLS = ("violation_id, code, severity, table_id, round_id, seat, hand, event_id, "
                    "citation, message, pack, pack_version, "
                    "toUInt64(detected_at) * 1000 + detected_ms AS detected")
@@ -291,13 +304,13 @@ class ConsoleData:
                    since_ms: int | None = None) -> list[dict[str, Any]]:
         """The newest violations that pass the filters (device time at or after
         `since_ms` when given: a poll reads only the recent partitions)."""
-        return [alert(r, self.jurisdictions) for r in self._newest(f, limit, since_ms)]
+        return [alert(r, self.jurisdictions) for r in self._newest(f, limit, since_ms).rows]
 
-    def _newest(self, f: Filters, want: int, since_ms: int | None = None
-                ) -> list[dict[str, Any]]:
+    def _newest(self, f: Filters, want: int, since_ms: int | None = None) -> lookup.Back:
         """The `want` newest violations that pass the filters: a round, dealer or code
         filter selects its rounds through its index table (`Filters.where`); any other
-        reads back in windows of detection time (`lookup.newest_violations`)."""
+        reads back in windows of detection time (`lookup.newest_violations`), as far as
+        its budget of violations examined (`Back.reached`)."""
         where, params = f.where()
         since_s = max(0, since_ms // 1000) if since_ms is not None else None
         if since_s is not None:
@@ -305,12 +318,12 @@ class ConsoleData:
             params["since_s"] = since_s
         order = "detected DESC, violation_id"
         if f.round or f.dealer or f.code:
-            return self.store.query(
+            return lookup.Back(self.store.query(
                 f"SELECT {_VIOLATION_COLS} FROM violations FINAL WHERE {where} "
-                f"ORDER BY {order} LIMIT {int(want)}", params)
-        floor = max(since_s or 0, (f.since or 0) // 1000)
+                f"ORDER BY {order} LIMIT {int(want)}", params), None)
+        floor, until = _window_of(f, since_s)
         return lookup.newest_violations(self.store, _VIOLATION_COLS, where, params, order,
-                                        want, floor)
+                                        want, floor, until)
 
     def found_since(self, since_s: int, limit: int = 1000) -> list[dict[str, Any]]:
         """Violations the store received at or after `since_s` (its own clock)."""
@@ -345,34 +358,49 @@ class ConsoleData:
         return alert(rows[0], self.jurisdictions)
 
     def search(self, f: Filters, offset: int = 0, limit: int = 50) -> dict[str, Any]:
-        """The violations that pass the filters over the whole store, newest first:
-        counts by severity, a page of `limit` from `offset`, and each one's triage."""
-        counts = self._counts(f)
-        rows = self._newest(f, int(offset) + int(limit))[int(offset):]
-        found = [alert(r, self.jurisdictions) for r in rows]
+        """The violations that pass the filters, newest first: counts by severity, a
+        page of `limit` from `offset`, and each one's triage. A filter an index selects
+        (round, dealer, code, severity) is counted and paged over the whole store; any
+        other reads back in time as far as `lookup.BUDGET` violations examined, and then
+        says how far (`reached`, ms: its counts and pages are of the violations
+        detected since; `exact` False); a search with `until` before it reads on."""
+        counts, reached = self._counts(f)
+        got = self._newest(f, int(offset) + int(limit))
+        found = [alert(r, self.jurisdictions) for r in got.rows[int(offset):]]
+        if reached is None and got.reached is not None:
+            reached = got.reached
         return {"total": sum(counts.values()),
                 "counts": {s: counts.get(s, 0) for s in SEVERITIES},
+                "exact": reached is None,
+                "reached": None if reached is None else reached * 1000,
                 "offset": offset, "limit": limit, "alerts": found,
                 "states": self.states([a["violation_id"] for a in found])}
 
-    def _counts(self, f: Filters) -> dict[str, int]:
-        """How many violations pass the filters, by severity: a filter of severity,
-        code and table alone counted in `violation_codes` (severity, then code, is its
-        sort key; a row a violation), reading what matches; any other in `violations`."""
-        if f == Filters(severity=f.severity, code=f.code, table=f.table):
-            conds, params = ["1"], dict[str, Any]()
+    def _counts(self, f: Filters) -> tuple[dict[str, int], int | None]:
+        """How many violations pass the filters, by severity, and the second the count
+        reached back to when it stopped on its budget (None: the whole store): a filter
+        of severity and code (and table) counted in `violation_codes` (severity, then
+        code, is its sort key; a row a violation), reading what matches; a round, dealer
+        or code filter in the rounds its index selects; any other back in windows of
+        detection time (`lookup.count_violations`)."""
+        where, params = f.where()
+        if f.severity and f == Filters(severity=f.severity, code=f.code, table=f.table):
+            conds, cparams = ["1"], dict[str, Any]()
             for col, val in (("severity", f.severity), ("code", f.code),
                              ("table_id", f.table)):
                 if val:
                     conds.append(f"{col} = {{{col}:String}}")
-                    params[col] = val
+                    cparams[col] = val
             return {r["severity"]: int(r["n"]) for r in self.store.query(
                 "SELECT severity, count() AS n FROM violation_codes FINAL WHERE "
-                f"{' AND '.join(conds)} GROUP BY severity", params)}
-        where, params = f.where()
-        return {r["severity"]: int(r["n"]) for r in self.store.query(
-            f"SELECT severity, count() AS n FROM violations FINAL WHERE {where} "
-            "GROUP BY severity", params)}
+                f"{' AND '.join(conds)} GROUP BY severity", cparams)}, None
+        if f.round or f.dealer or f.code:
+            return {r["severity"]: int(r["n"]) for r in self.store.query(
+                f"SELECT severity, count() AS n FROM violations FINAL WHERE {where} "
+                "GROUP BY severity", params)}, None
+        floor, until = _window_of(f, None)
+        got = lookup.count_violations(self.store, where, params, floor, until)
+        return {r["severity"]: int(r["n"]) for r in got.rows}, got.reached
 
     def stored_ids(self, violation_ids: list[str]) -> set[str]:
         """Which of these violations the store holds."""
@@ -483,11 +511,7 @@ class ConsoleData:
             "SELECT table_id, toUInt32(maxMerge(arrived)) AS a FROM table_arrival "
             "GROUP BY table_id")}
         latest = [(r["table_id"], r["last_round"]) for r in activity]
-        finished = {r["round_id"] for r in self.store.query(
-            "SELECT round_id FROM rounds WHERE table_id IN {t:Array(String)} "
-            "AND round_id IN {r:Array(String)}",
-            {"t": tuple(sorted({t for t, _ in latest})),
-             "r": tuple(sorted({r for _, r in latest}))})} if latest else set()
+        finished = self._closed(latest)
         today: dict[str, dict[str, int]] = {}
         if clock == "arrival":
             counted = self.store.query(
@@ -523,6 +547,25 @@ class ConsoleData:
                 "today": {s: today.get(t, {}).get(s, 0) for s in SEVERITIES},
             })
         return out
+
+    def _closed(self, pairs: list[tuple[str, str]]) -> set[str]:
+        """Which of these (table, round)s have a summary: their spans of device time
+        from `round_index` (round id first), then `rounds` through its sort key (table,
+        round) in the months they started in alone (a round starts within its events'
+        span)."""
+        spans = self.store.query(
+            "SELECT toUInt32(minMerge(began)) AS a, toUInt32(maxMerge(ended)) AS z, "
+            "count() AS n FROM round_index WHERE round_id IN {r:Array(String)}",
+            {"r": tuple(sorted({r for _, r in pairs if r}))}) if pairs else []
+        if not spans or not int(spans[0]["n"]):
+            return set()
+        return {r["round_id"] for r in self.store.query(
+            "SELECT round_id FROM rounds WHERE table_id IN {t:Array(String)} "
+            "AND round_id IN {r:Array(String)} AND started >= toDateTime({a:UInt32}) "
+            "AND started <= toDateTime({z:UInt32})",
+            {"t": tuple(sorted({t for t, _ in pairs})),
+             "r": tuple(sorted({r for _, r in pairs})),
+             "a": int(spans[0]["a"]), "z": int(spans[0]["z"])})}
 
     def tables(self) -> list[str]:
         return [r["table_id"] for r in self.store.query(
@@ -589,12 +632,25 @@ class ConsoleData:
             {"t": t, "r": tuple(sorted({r for r, _, _ in newest})),
              "a": min(s for _, s, _ in newest), "z": max(s for _, s, _ in newest)}),
             key=lambda r: (-int(r["started_at"]), r["round_id"]))[:limit] if newest else []
-        dealers = self.store.query(
-            "SELECT dealer_id, count() AS rounds, sum(violations) AS violations, "
-            "sum(wagered) AS wagered, sum(paid) AS paid, sum(collected) AS collected, "
-            "min(hour) AS first_hour, max(hour) AS last_hour "
-            "FROM rounds_hourly FINAL WHERE table_id = {t:String} "
-            "GROUP BY dealer_id ORDER BY rounds DESC, dealer_id", {"t": t})
+        # the dealers of the rounds started in the last `DEALER_HOURS` of the table's
+        # record (its last event's hour and those before), through `rounds_hourly`'
+        # sort key (table, hour): as many rows with a year of the table as with a day
+        top = self.store.query("SELECT intDiv(maxMerge(last_ms), 1000) AS m, count() AS n "
+                               "FROM table_activity WHERE table_id = {t:String}", {"t": t})
+        dealers: list[dict[str, Any]] = []
+        window: tuple[int, int] | None = None
+        if top and int(top[0]["n"]):
+            last = int(top[0]["m"])
+            since = last - last % 3600 - (DEALER_HOURS - 1) * 3600
+            window = (max(0, since) * 1000, last * 1000)
+            dealers = self.store.query(
+                "SELECT dealer_id, count() AS rounds, sum(violations) AS violations, "
+                "sum(wagered) AS wagered, sum(paid) AS paid, sum(collected) AS collected, "
+                "min(hour) AS first_hour, max(hour) AS last_hour "
+                "FROM rounds_hourly FINAL WHERE table_id = {t:String} "
+                "AND hour >= toDateTime({a:UInt32}) AND hour <= toDateTime({z:UInt32}) "
+                "GROUP BY dealer_id ORDER BY rounds DESC, dealer_id",
+                {"t": t, "a": max(0, since), "z": last})
         if not rounds and lookup.table_extent(self.store, t) is None:
             raise NotFound(f"no table {t} in the store")
         for r in rounds:
@@ -603,6 +659,7 @@ class ConsoleData:
             "SELECT argMaxIfMerge(jurisdiction) AS jurisdiction, argMaxIfMerge(game) AS game "
             "FROM table_posted WHERE table_id = {t:String}", {"t": t})
         return {"table_id": t, "rounds": rounds, "dealers": dealers,
+                "dealers_window": window,
                 "jurisdiction": posted[0]["jurisdiction"] if posted else "",
                 "game": posted[0]["game"] if posted else ""}
 

@@ -117,6 +117,18 @@ gaming day ({"found by the store's clock" if clock_kind == "wall" else "device t
     return page("Floor", body, "/floor", '<meta http-equiv="refresh" content="10">')
 
 
+def dealer_window(t: dict[str, Any]) -> str:
+    """What the table page's dealer summary covers: the last day of the table's record,
+    not its whole history (that is a search by table and time)."""
+    w = t.get("dealers_window")
+    if not w:
+        return ""
+    return (f'<p class="note">Rounds started in the last 24 hours of the table\'s record: '
+            f'{local(w[0])} to {local(w[1])} (device time). Older rounds: '
+            f'<a href="/search?{e(urlencode({"table": t["table_id"]}))}">search the '
+            'table by time</a>.</p>')
+
+
 def table(t: dict[str, Any], protection: str = "") -> str:
     """A table: its dealers, its latest rounds and (`protection`) its observations."""
     dealers = "".join(
@@ -139,7 +151,8 @@ def table(t: dict[str, Any], protection: str = "") -> str:
 <p class="lede">{e(t["jurisdiction"])} {e(t["game"])} ·
 <a href="/?{e(q)}">its alerts in the live feed</a> ·
 <a href="/search?{e(q)}">search its findings</a></p>
-<h2>Dealers</h2><div class="scroll"><table class="dealers"><thead><tr><th>dealer</th>
+<h2>Dealers</h2>{dealer_window(t)}
+<div class="scroll"><table class="dealers"><thead><tr><th>dealer</th>
 <th>rounds</th><th>violations</th><th>wagered</th><th>paid</th><th>collected</th></tr>
 </thead><tbody>{dealers}</tbody></table></div>
 <h2>Rounds, newest first</h2><div class="scroll"><table class="rounds"><thead><tr>
@@ -257,11 +270,24 @@ def search(f: Filters, q: dict[str, str], got: dict[str, Any], tables: list[str]
                    'rel="next">older →</a>')
     shown = (f"{offset + 1}–{min(offset + limit, total)} of {total}" if total
              else "nothing matches")
+    if not got.get("exact", True):  # counted back in time as far as its budget
+        older = {k: v for k, v in base.items() if k not in ("to", "until")}
+        shown = (f"{offset + 1}–{offset + len(got['alerts'])} of {total}+" if got["alerts"]
+                 else "nothing matches")
+        nav.append(f'<a href="/search?{e(urlencode({**older, "until": got["reached"]}))}" '
+                   'rel="next">earlier than this →</a>')
+        reach = (f'<p class="note">Counted among the violations detected since '
+                 f'{local(got["reached"])}: a search no index selects (no round, dealer, '
+                 'code or severity) reads back that far at a time. Earlier ones: the '
+                 'link below, or narrow the time.</p>')
+    else:
+        reach = ""
     body = f"""<h1>Search findings</h1>
 <p class="lede">Over the whole store, newest first (device time, shown in the site's
 time with UTC beside it). Open a finding to see it in its round.</p>
 {form}
 <p class="counts" role="status" id="search-counts"><b>{e(shown)}</b> · {counts}</p>
+{reach}
 <div class="scroll"><table class="results" id="results"><thead><tr><th>time</th>
 <th>severity</th><th>table</th><th>round</th><th>seat</th><th>code and message</th>
 <th>status</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>

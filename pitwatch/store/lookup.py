@@ -520,35 +520,118 @@ def violations_by_id(store: Store, violation_ids: Iterable[str], columns: str = 
     return [r for r in rows if (r["table_id"], r["round_id"]) in pairs]
 
 
+#: Violations a read back in time of the newest violations, or of their counts, examines
+#: at most (the window that passes it included): a filter no index selects (a
+#: jurisdiction, a seat, unhandled, a table) reads no further back, and what it found
+#: is then what matches since the second it reached (`Back.reached`), not the store's.
+BUDGET = 20_000
+
+
+@dataclass(frozen=True, slots=True)
+class Back:
+    """What a read back in windows of detection time found, and the second it reached
+    back to when it stopped on `BUDGET` before the start it was given (None: it read to
+    that start, and its answer is the store's)."""
+
+    rows: list[dict[str, Any]]
+    reached: int | None
+
+
+class _Windows:
+    """Windows of detection time read back from the store's newest event
+    (`table_activity`), or from `until_s` when given, to `since_s`: the first open above
+    (or ending at `until_s`), each one twice as wide as the one before while the last
+    examined little of the budget, until `since_s` is reached or `budget` violations
+    were examined."""
+
+    def __init__(self, store: Store, since_s: int, until_s: int | None, budget: int) -> None:
+        top = store.query("SELECT intDiv(max(m), 1000) AS t, count() AS n FROM (SELECT "
+                          "maxMerge(last_ms) AS m FROM table_activity GROUP BY table_id)")
+        self.empty = not top or not int(top[0]["n"])
+        newest = 0 if self.empty else int(top[0]["t"])
+        self.since, self.budget, self.seen = since_s, budget, 0
+        self.hi: int | None = None if until_s is None else until_s + 1
+        self.width = ROUND_WINDOW
+        self.lo = max(since_s, min(newest, until_s if until_s is not None else newest)
+                      - self.width)
+        self.reached: int | None = None
+        if self.hi is not None and self.hi <= since_s:
+            self.empty = True
+
+    def span(self) -> tuple[str, dict[str, int]]:
+        """The window's condition on `detected_at`, and its parameters."""
+        return ("detected_at >= toDateTime({w_lo:UInt32})" + (
+            "" if self.hi is None else " AND detected_at < toDateTime({w_hi:UInt32})"),
+            {"w_lo": self.lo, "w_hi": self.hi or 0})
+
+    def examined(self, store: Store) -> int:
+        """The violations' (table, round, second)s the window holds (`violation_times`)."""
+        cond, params = self.span()
+        return int(store.query(f"SELECT count() AS n FROM violation_times WHERE {cond}",
+                               params)[0]["n"])
+
+    def back(self, seen: int) -> bool:
+        """The window before, after this one examined `seen`; False when there is none
+        to read: `since` reached, or the budget spent (`reached`: how far back)."""
+        self.seen += seen
+        if self.lo <= self.since:
+            return False
+        if self.seen >= self.budget:
+            self.reached = self.lo
+            return False
+        self.hi, self.width = self.lo, self.width * (2 if seen * 8 < self.budget else 1)
+        self.lo = max(self.since, self.lo - self.width)
+        return True
+
+
 def newest_violations(store: Store, columns: str, where: str, params: dict[str, Any],
-                      order: str, want: int, since_s: int = 0) -> list[dict[str, Any]]:
+                      order: str, want: int, since_s: int = 0, until_s: int | None = None,
+                      budget: int | None = None) -> Back:
     """The `want` newest rows of `violations` (`columns`, in `order`: newest first)
-    that meet `where`, detected at or after `since_s` (device seconds): read back in
-    windows of detection time from the store's newest event (`table_activity`; the
-    first window open above), each window twice as wide as the one before, its (table,
-    round) pairs from `violation_times` and its rows through `violations`' sort key, until
-    `want` are found or the windows reach `since_s`."""
-    top = store.query("SELECT intDiv(max(m), 1000) AS t, count() AS n FROM (SELECT "
-                      "maxMerge(last_ms) AS m FROM table_activity GROUP BY table_id)")
-    if want <= 0 or not top or not int(top[0]["n"]):
-        return []
+    that meet `where`, detected at or after `since_s` (device seconds, and before
+    `until_s` + 1 when given): read back in windows of detection time (`_Windows`), each
+    window's (table, round) pairs from `violation_times` and its rows through
+    `violations`' sort key, until `want` are found, the windows reach `since_s`, or
+    `budget` (`BUDGET`) violations were examined."""
+    w = _Windows(store, since_s, until_s, BUDGET if budget is None else budget)
     got: list[dict[str, Any]] = []
-    hi: int | None = None
-    lo, width = int(top[0]["t"]), ROUND_WINDOW
-    lo = max(since_s, lo - width)
-    while len(got) < want:
-        span = "detected_at >= toDateTime({w_lo:UInt32})" + (
-            "" if hi is None else " AND detected_at < toDateTime({w_hi:UInt32})")
+    if want <= 0 or w.empty:
+        return Back(got, None)
+    while True:
+        span, sp = w.span()
         got += store.query(
             f"SELECT {columns} FROM violations FINAL WHERE (table_id, round_id) IN ("
             f"SELECT table_id, round_id FROM violation_times WHERE {span}) AND {span} "
-            f"AND {where} ORDER BY {order} LIMIT {int(want - len(got))}",
-            {**params, "w_lo": lo, "w_hi": hi or 0})
-        if lo <= since_s:
+            f"AND {where} ORDER BY {order} LIMIT {int(want - len(got))}", {**params, **sp})
+        if len(got) >= want or not w.back(w.examined(store)):
             break
-        hi, width = lo, width * 2
-        lo = max(since_s, lo - width)
-    return got
+    return Back(got, w.reached)
+
+
+def count_violations(store: Store, where: str, params: dict[str, Any], since_s: int = 0,
+                     until_s: int | None = None, budget: int | None = None) -> Back:
+    """How many violations meet `where`, by severity (rows of `severity` and `n`),
+    detected at or after `since_s` (and before `until_s` + 1 when given): counted back
+    in windows of detection time as `newest_violations` reads them, until the windows
+    reach `since_s` or `budget` violations were examined (`Back.reached`: the count is
+    then of those detected since that second; `budget`: `BUDGET`)."""
+    w = _Windows(store, since_s, until_s, BUDGET if budget is None else budget)
+    counts: dict[str, int] = {}
+    if w.empty:
+        return Back([], None)
+    while True:
+        span, sp = w.span()
+        seen = 0
+        for r in store.query(
+                f"SELECT severity, countIf({where}) AS n, count() AS seen FROM violations "
+                f"FINAL WHERE (table_id, round_id) IN (SELECT table_id, round_id FROM "
+                f"violation_times WHERE {span}) AND {span} GROUP BY severity",
+                {**params, **sp}):
+            counts[r["severity"]] = counts.get(r["severity"], 0) + int(r["n"])
+            seen += int(r["seen"])
+        if not w.back(seen):
+            break
+    return Back([{"severity": s, "n": n} for s, n in sorted(counts.items())], w.reached)
 
 
 def rounds_back(store: Store, table_id: str, limit: int) -> list[tuple[str, int, int]]:

@@ -80,7 +80,7 @@ def test_the_round_page_and_round_dealer_code_searches_read_bounded_rows(
 SMALL_BOUND = 190
 _MONTH = 32 * 86_400
 _FINE = ("violations", "rounds", "round_starts", "violation_ids", "round_violations",
-         "violation_codes", "triage")
+         "violation_codes", "triage", "violation_times", "rounds_hourly")
 
 
 def _fine(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -328,5 +328,122 @@ def test_the_feeds_newest_violations_read_back_in_time_find_what_a_scan_finds(
                 "GROUP BY severity", params)}
             assert scanned and data.search(f, 0, 1)["counts"] == {
                 s: scanned.get(s, 0) for s in SEVERITIES}
+    finally:
+        store.close()
+
+
+#: Rows the feed, a search no index selects, a shift, the floor and the table page may
+#: read at 41x history: the store's newest event (a row of `table_activity` a table and
+#: month: 82) or a few granules of 32 rows of each table read, less than the copies'
+#: violations (205) or rounds (984) that the reads they replaced read.
+FEED_BOUND = 160
+
+
+def _scan_newest(store: EmbeddedStore, where: str, params: dict[str, Any], n: int
+                 ) -> list[str]:
+    return [r["violation_id"] for r in store.query(
+        "SELECT violation_id, toUInt64(detected_at) * 1000 + detected_ms AS d FROM "
+        f"violations FINAL WHERE {where} ORDER BY d DESC, violation_id LIMIT {n}", params)]
+
+
+def _scan_counts(store: EmbeddedStore, where: str, params: dict[str, Any]) -> dict[str, int]:
+    got = {r["severity"]: int(r["n"]) for r in store.query(
+        f"SELECT severity, count() AS n FROM violations FINAL WHERE {where} "
+        "GROUP BY severity", params)}
+    return {s: got.get(s, 0) for s in SEVERITIES}
+
+
+def test_the_feed_searches_a_shift_the_floor_and_the_dealers_read_bounded_rows(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With 41 times the history, the feed's newest, a search no index selects (none, a
+    table, a seat, a jurisdiction, unhandled), a recorded shift, the floor's counts of
+    the day and a table's dealers read under `FEED_BOUND`, which the reads they replaced
+    fail. A search no index selects reads back as far as its budget of violations
+    examined (`lookup.BUDGET`), then says how far (`reached`, `exact` False): its counts
+    and page are those of a scan of the violations detected since, and a search before
+    that second reads on."""
+    from pitwatch.store import lookup
+
+    _fine(monkeypatch)
+    monkeypatch.setattr(lookup, "BUDGET", 50)
+    store = EmbeddedStore(tmp_path / "data")
+    try:
+        store.setup()
+        audit_events(simulate_floor(2, 12, 11, 0.3)[0], store=store)
+        copy_floor(store, 1, COPIES, _MONTH)
+        store.sync()
+        data = ConsoleData(store)
+        table = store.query("SELECT min(table_id) AS t FROM violations")[0]["t"]
+        seat = int(store.query("SELECT max(seat) AS s FROM violations")[0]["s"])
+        jur = sorted(set(data.jurisdictions.values()))[0]
+        first = int(store.query("SELECT toUInt64(min(started)) * 1000 AS s FROM rounds "
+                                "WHERE position(round_id, '~') = 0")[0]["s"])
+        lo, hi = first + 20 * _MONTH * 1000 + 600_000, first + 20 * _MONTH * 1000 + 1_800_000
+        day = int(store.query("SELECT max(toUInt64(detected_at) * 1000) AS d FROM "
+                              "violations")[0]["d"]) - 3_600_000
+        searches = (Filters(), Filters(table=table), Filters(seat=seat),
+                    Filters(jurisdiction=jur), Filters(unhandled=True))
+        _bounded(store, FEED_BOUND)
+        try:
+            feed = ([a["violation_id"] for a in data.violations(Filters(), 8)],
+                    [a["violation_id"] for a in data.violations(Filters(table=table), 8)])
+            found = [data.search(f, 0, 5) for f in searches]
+            shift = data.shift(lo, hi)
+            floor = data.floor(day, 60_000, day, clock="store")
+            page = data.table(table, 20)
+            for sql in (  # the reads replaced: a count, a shift, a day and dealers
+                    "SELECT severity, count() AS n FROM violations FINAL GROUP BY severity",
+                    "SELECT table_id, count() AS n FROM rounds FINAL WHERE toUInt64(started)"
+                    " * 1000 + started_ms >= {lo:UInt64} AND toUInt64(started) * 1000 + "
+                    "started_ms < {hi:UInt64} GROUP BY table_id",
+                    "SELECT table_id, severity, count() AS n FROM violations FINAL WHERE "
+                    "toUInt64(detected_at) * 1000 + detected_ms >= {day:UInt64} "
+                    "GROUP BY table_id, severity",
+                    "SELECT dealer_id, count() AS n FROM rounds_hourly FINAL WHERE "
+                    "table_id = {t:String} GROUP BY dealer_id"):
+                with pytest.raises(StoreError, match="Limit for rows"):
+                    store.query(sql, {"lo": lo, "hi": hi, "day": day, "t": table})
+        finally:
+            _bounded(store, 0)
+        assert feed == (_scan_newest(store, "1", {}, 8),
+                        _scan_newest(store, "table_id = {t:String}", {"t": table}, 8))
+        assert not found[0]["exact"] and found[0]["reached"]
+        for f, got in zip(searches, found, strict=True):
+            where, params = f.where()
+            if got["reached"] is not None:  # what it says: those detected since then
+                where += " AND detected_at >= toDateTime({r:UInt32})"
+                params["r"] = got["reached"] // 1000
+            assert got["counts"] == _scan_counts(store, where, params), f
+            assert [a["violation_id"] for a in got["alerts"]] == \
+                _scan_newest(store, where, params, 5), f
+        # and a search before that second reads on, to the start of the store
+        before = data.search(Filters(until=found[0]["reached"]), 0, 5)
+        assert [a["violation_id"] for a in before["alerts"]] == _scan_newest(
+            store, "toUInt64(detected_at) * 1000 + detected_ms < {u:UInt64}",
+            {"u": found[0]["reached"]}, 5)
+        # the shift's rounds, the floor's day and the dealers: those of the scans
+        want = store.query(
+            "SELECT table_id, dealer_id, count() AS n FROM rounds FINAL WHERE "
+            "toUInt64(started) * 1000 + started_ms >= {lo:UInt64} AND "
+            "toUInt64(started) * 1000 + started_ms < {hi:UInt64} "
+            "GROUP BY table_id, dealer_id ORDER BY table_id, dealer_id", {"lo": lo, "hi": hi})
+        assert want and [(r["table_id"], r["dealer_id"], r["rounds"]) for r in shift] == \
+            [(r["table_id"], r["dealer_id"], int(r["n"])) for r in want]
+        today: dict[str, dict[str, int]] = {}
+        for r in store.query(
+                "SELECT table_id, severity, count() AS n FROM violations FINAL WHERE "
+                "toUInt64(detected_at) * 1000 + detected_ms >= {d:UInt64} "
+                "GROUP BY table_id, severity", {"d": day}):
+            today.setdefault(r["table_id"], {})[r["severity"]] = int(r["n"])
+        assert today and {r["table_id"]: {k: v for k, v in r["today"].items() if v}
+                          for r in floor if any(r["today"].values())} == today
+        since, until = page["dealers_window"]
+        assert until - since < 24 * 3_600_000 and page["dealers"] == store.query(
+            "SELECT dealer_id, count() AS rounds, sum(violations) AS violations, "
+            "sum(wagered) AS wagered, sum(paid) AS paid, sum(collected) AS collected, "
+            "min(hour) AS first_hour, max(hour) AS last_hour FROM rounds_hourly FINAL "
+            "WHERE table_id = {t:String} AND toUInt64(hour) * 1000 >= {a:UInt64} "
+            "GROUP BY dealer_id ORDER BY rounds DESC, dealer_id", {"t": table, "a": since})
+        assert page["dealers"]
     finally:
         store.close()
