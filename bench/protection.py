@@ -34,7 +34,7 @@ from pitwatch.protect.counting import detect_count_betting
 from pitwatch.protect.dealer_errors import dealer_tests, flagged
 from pitwatch.protect.hold import Z_THRESHOLD, HoldTally, detect_hold, hold_tallies
 from pitwatch.protect.holecard import detect_hole_card_play
-from pitwatch.protect.observation import DEALER, TABLE
+from pitwatch.protect.observation import DEALER, SHIFT, TABLE
 from pitwatch.protect.rounds import RoundView, rounds_by_table
 from pitwatch.protect.sessions import infer_sessions
 from pitwatch.protect.stats import normal_two_sided
@@ -44,6 +44,10 @@ COUNTER_SEATS = {1: "counter-8", 2: "flat", 3: "random", 4: "counter-8-camo", 5:
                  6: "martingale", 7: "counter-4"}
 HOLE_SEATS = {1: "flat", 2: "random", 3: "paroli", 4: "holecard", 5: "martingale",
               6: "flat", 7: "random"}
+#: a counter at each camouflage level (a share of bets drawn at random within the ramp)
+CAMO_SEATS = {1: "counter-8-camo0", 2: "counter-8-camo5", 3: "counter-8-camo10",
+              4: "counter-8-camo15", 5: "counter-8-camo20", 6: "counter-8-camo30",
+              7: "counter-8-camo50"}
 HONEST_SEATS = {1: "flat", 2: "random", 3: "paroli", 4: "martingale", 5: "flat",
                 6: "random", 7: "martingale"}
 DETECTORS = (("count", detect_count_betting), ("hole", detect_hole_card_play))
@@ -72,7 +76,8 @@ class Tally:
         return self.flags[(label, name)] / n if n else 0.0
 
 
-KINDS = {"counter": (0, COUNTER_SEATS), "hole": (1, HOLE_SEATS), "honest": (2, HONEST_SEATS)}
+KINDS = {"counter": (0, COUNTER_SEATS), "hole": (1, HOLE_SEATS), "honest": (2, HONEST_SEATS),
+         "camo": (3, CAMO_SEATS)}
 #: tables a worker deals at a time: the chunks, and so the merge's order, do not depend
 #: on the number of workers
 CHUNK = 10
@@ -124,7 +129,7 @@ def deal_all(jobs: list[tuple[str, int, int, int, int, float, bool]], workers: i
                 holds[(h.scope, h.subject)] = h
             else:
                 got.merge(h)
-    order = {TABLE: 0, DEALER: 1}
+    order = {TABLE: 0, DEALER: 1, SHIFT: 2}
     return tally, sorted(holds.values(), key=lambda h: (order.get(h.scope, 2), h.subject))
 
 
@@ -173,6 +178,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="honest floor tables for the hold (default 1,000)")
     ap.add_argument("--floors", type=int, default=2000,
                     help="simulated floors for the dealer error rate (default 2,000)")
+    ap.add_argument("--camo-tables", type=int, default=0,
+                    help="tables of seven 1-8 counters, camouflaging 0%%-50%% of bets, for "
+                         "the count detector's power by camouflage (default none)")
     ap.add_argument("--flash", type=float, default=0.3,
                     help="share of rounds a flashing dealer exposes the hole card (0.3)")
     ap.add_argument("--seed", type=int, default=37)
@@ -185,7 +193,8 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     jobs = (chunks("counter", args.tables, 300, args.seed)
             + chunks("hole", args.tables, 100, args.seed, flash=args.flash)
-            + chunks("honest", args.honest_tables, 300, args.seed, hold=True))
+            + chunks("honest", args.honest_tables, 300, args.seed, hold=True)
+            + chunks("camo", args.camo_tables, 300, args.seed))
     tally, tallies = deal_all(jobs, args.jobs)
     t1 = time.perf_counter()
 
@@ -209,12 +218,16 @@ def main(argv: list[str] | None = None) -> int:
     dealers = [t for t in tallies if t.scope == DEALER]
     ft = sum(1 for o in flagged_hold if o.scope == TABLE)
     fd = sum(1 for o in flagged_hold if o.scope == DEALER)
-    zz = [t.z for t in tallies]
+    shifts = [t for t in tallies if t.scope == SHIFT]
+    zz = [t.z for t in tables + dealers]
     print(f"hold against theoretical on the honest floor ({len(tables)} tables, "
           f"{len(dealers)} dealers of 40 rounds): |z| > {Z_THRESHOLD:g} for {ft} tables "
           f"({100 * ft / max(1, len(tables)):.2f}%) and {fd} dealers "
           f"({100 * fd / max(1, len(dealers)):.2f}%), nominal {100 * nominal:.2f}%; "
           f"z mean {sum(zz) / len(zz):+.3f}, sd {math.sqrt(sum(z * z for z in zz) / len(zz)):.3f}")
+
+    print("hold by shift (every honest table's rounds started in it, UTC shifts): "
+          + ", ".join(f"{t.subject} z {t.z:+.2f} over {t.hands:,} hands" for t in shifts))
 
     lines = []
     for factor in (3.0, 5.0):
@@ -233,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     hc = next(lb for lb in tally.sessions if lb.startswith("holecard"))
     p8, ph = tally.share(c8, "count"), tally.share(hc, "hole")
     lo, hi = wilson(hk, hn)
-    share = (ft + fd) / max(1, len(tallies))
+    share = (ft + fd) / max(1, len(tables) + len(dealers))
     results = [
         target("counters with a 1-8 ramp detected in >= 95% of 300-round sessions",
                p8 >= 0.95, f"{100 * p8:.1f}% of {tally.sessions[c8]:,}"),
@@ -246,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
                f"95% CI {100 * lo:.3f}-{100 * hi:.3f}%)"),
         target("hold |z| > 3 share on honest floors within 2x nominal",
                share <= 2 * nominal,
-               f"{100 * share:.3f}% of {len(tallies):,} tables and dealers "
+               f"{100 * share:.3f}% of {len(tables) + len(dealers):,} tables and dealers "
                f"(nominal {100 * nominal:.3f}%)"),
     ]
     print(f"dealt and judged in {t1 - t0:.0f} s on {args.jobs} worker(s)")

@@ -154,13 +154,18 @@ class Player:
 
 
 def make_player(profile: str, seed: int, seat: int, table: int) -> Player:
-    """A player of `profile`: flat, random, paroli, martingale, counter-8, counter-8-camo,
-    counter-4, holecard."""
+    """A player of `profile`: flat, random, paroli, martingale, counter-8, counter-8-camo
+    (30% of bets at random), counter-8-camoNN (NN% of bets at random), counter-4,
+    holecard."""
     rng = random.Random(f"pitwatch-players/{seed}/{table}/{seat}/{profile}")
     if profile.startswith("counter"):
         parts = profile.split("-")
+        camo = parts[-1].removeprefix("camo") if parts[-1].startswith("camo") else None
+        if camo is not None and camo and not (camo.isdigit() and int(camo) <= 100):
+            raise ValueError(f"no player profile {profile!r}: camoNN takes a percentage")
         return Player("counter", rng, top=int(parts[1]),
-                      camouflage=0.3 if parts[-1] == "camo" else 0.0, mistakes=0.0)
+                      camouflage=0.0 if camo is None else 0.3 if not camo else int(camo) / 100,
+                      mistakes=0.0)
     if profile == "holecard":
         return Player("holecard", rng, mistakes=0.0)
     if profile not in HONEST:

@@ -4,6 +4,8 @@ same observations with the same ids."""
 
 from __future__ import annotations
 
+import pytest
+
 from pitwatch.engine.auditor import Auditor, RoundSummary
 from pitwatch.engine.errors import EngineError
 from pitwatch.engine.violation import Violation
@@ -47,3 +49,14 @@ def test_the_same_record_gives_the_same_observations() -> None:
     assert [o.observation_id for o in first] == [o.observation_id for o in again]
     assert len({o.observation_id for o in first}) == len(first)
     assert {o.code for o in first} >= {"COUNT_CORRELATED_BETTING", "HOLE_CARD_PLAY"}
+
+
+def test_a_counters_camouflage_is_the_share_its_profile_names() -> None:
+    """"counter-8-camo (30% of bets at random), counter-8-camoNN (NN% of bets at random)"."""
+    assert make_player("counter-8", 41, 1, 0).camouflage == 0.0
+    assert make_player("counter-8-camo", 41, 1, 0).camouflage == 0.3
+    assert make_player("counter-8-camo15", 41, 1, 0).camouflage == 0.15
+    assert make_player("counter-4-camo0", 41, 1, 0).camouflage == 0.0
+    for bad in ("counter-8-camoX", "counter-8-camo101"):
+        with pytest.raises(ValueError, match="camoNN takes a percentage"):
+            make_player(bad, 41, 1, 0)
