@@ -57,13 +57,13 @@ def _dealer(data: ProtectionData, dealer_id: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def floor(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Any]]:
-    """One table, 150 rounds: a counter with a 1-8 ramp at seat 1 (a rated player), a
+    """One table, 100 rounds: a counter with a 1-8 ramp at seat 1 (a rated player), a
     flat bettor at 3, a hole-card player at 5 (the dealer flashes); audited into the
     store with its observations."""
     path = tmp_path_factory.mktemp("protection-store")
     players = {s: make_player(p, 5, s, 0)
                for s, p in {1: "counter-8", 3: "flat", 5: "holecard"}.items()}
-    evs = events(SimTable(0, 5, players, flash=0.3, seated=True), 150, 5)
+    evs = events(SimTable(0, 5, players, flash=0.3, seated=True), 100, 5)
     store = EmbeddedStore(path)
     try:
         store.setup()
