@@ -34,7 +34,7 @@ def _floor() -> list[Event]:
     seats = {1: "counter-8", 3: "flat", 4: "holecard"}
     for v, seated in ((0, False), (1, True)):
         players = {s: make_player(p, 5, s, v) for s, p in seats.items()}
-        out += events(SimTable(v, 5, players, flash=0.3, variant=v, seated=seated), 150, 5)
+        out += events(SimTable(v, 5, players, flash=0.3, variant=v, seated=seated), 120, 5)
     return out
 
 
