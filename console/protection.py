@@ -10,7 +10,13 @@ from the table's events in order of record (`pitwatch.store.history`: the table
 context from the shoe's start, then the stretch of positions the rounds span) and read
 by the same fold the detectors read (`pitwatch.protect.rounds.TableReader`), so the
 chart shows the numbers the detectors judged. Each page reads a bounded stretch: a seat
-session's rounds, or a dealer's latest `DEALER_ROUNDS` rounds.
+session's rounds, or a dealer's latest `DEALER_ROUNDS` rounds. Each read is a short
+call on the console's store thread (`ask`, a chunk of `CHUNK` events at most) and the
+fold runs on another thread (`cpu`), so the store's health probe is never held back.
+
+Limit: the events the record took in as refused (the store's quarantine) are not fed
+back here, as a rebuild does: in a record with one, its device's next event shows a
+gap, the fold finds a break there, and the chart leaves out what a break suspends.
 """
 
 from __future__ import annotations
