@@ -9,7 +9,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from pitwatch.money import dollars
-from pitwatch.protect.observation import CATALOGUE, DEALER, SEAT_SESSION
+from pitwatch.protect.observation import CATALOGUE, DEALER, SEAT_SESSION, SHIFT
 
 from .charts import bet_chart, hold_chart
 from .html import context, e, local, page, u
@@ -24,6 +24,10 @@ def subject_link(o: dict[str, Any]) -> str:
                 f'at {e(o["table_id"])}</a>')
     if o["scope"] == DEALER:
         return f'dealer <a class="id" href="/dealers/{u(o["subject"])}">{e(o["subject"])}</a>'
+    if o["scope"] == SHIFT:  # subject: "gaming day/shift number"
+        day, _, n = str(o["subject"]).partition("/")
+        q = urlencode({"day": day, "shift": n})
+        return f'shift <a class="id" href="/shift?{e(q)}">{e(o["subject"])}</a>'
     return f'table <a class="id" href="/tables/{u(o["subject"])}">{e(o["subject"])}</a>'
 
 

@@ -185,6 +185,19 @@ def test_hostile_ids_are_escaped_in_pages_and_charts() -> None:
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
 
 
+def test_each_scope_links_its_page() -> None:
+    from console.protection_pages import subject_link
+
+    def link(scope: str, subject: str, table: str = "") -> str:
+        return subject_link({"scope": scope, "subject": subject, "table_id": table,
+                             "seat": 2})
+
+    assert 'href="/sessions/T%2F2%2FT-1"' in link("SEAT_SESSION", "T/2/T-1", "T")
+    assert 'href="/dealers/D%201"' in link("DEALER", "D 1")
+    assert 'href="/tables/T"' in link("TABLE", "T", "T")
+    assert 'href="/shift?day=2026-12-05&amp;shift=2"' in link("SHIFT", "2026-12-05/2")
+
+
 def test_a_session_id_names_its_table_whatever_its_slashes() -> None:
     sid = "PIT 3/BJ-01/4/PIT 3/BJ-01-000007"
     assert session_tables(sid) == ("PIT 3", "PIT 3/BJ-01", "PIT 3/BJ-01/4",
