@@ -7,13 +7,15 @@ sink's store. Every wait is on a condition with a deadline."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from pitwatch.cli import main
-from pitwatch.events.model import Event
-from pitwatch.protect.observation import SEAT_SESSION, TABLE, Observation
+from pitwatch.events.avro import digest
+from pitwatch.events.model import Event, PayoutMade, RoundStarted
+from pitwatch.protect.observation import DEALER, SEAT_SESSION, TABLE, Observation
 from pitwatch.protect.rounds import read_floor
 from pitwatch.protect.run import observe
 from pitwatch.protect.stored import observation_row
@@ -29,12 +31,39 @@ COLUMNS = ("observation_id", "code", "scope", "table_id", "subject", "seat", "de
 
 def _floor() -> list[Event]:
     """Two small tables of a Hi-Lo counter, a flat bettor and a hole-card player at a
-    flashing dealer: one without seat events (sessions inferred), one with them."""
+    flashing dealer: one without seat events (sessions inferred), one with them; and a
+    dealer who overpays a hand in each of ERRORS rounds (the floor's only errors)."""
     out: list[Event] = []
     seats = {1: "counter-8", 3: "flat", 4: "holecard"}
     for v, seated in ((0, False), (1, True)):
         players = {s: make_player(p, 5, s, v) for s, p in seats.items()}
         out += events(SimTable(v, 5, players, flash=0.3, variant=v, seated=seated), 120, 5)
+    return _overpaid(out, "SD00000-001")
+
+
+ERRORS = 4
+
+
+def _overpaid(evs: list[Event], dealer: str) -> list[Event]:
+    """The first payout of each of the dealer's first ERRORS paying rounds raised by a
+    chip, each device's digest chain linked again over the changed event."""
+    relinked: dict[bytes, bytes] = {}
+    out: list[Event] = []
+    dealt, paid = "", set[str | None]()
+    for ev in evs:
+        new = ev
+        if type(ev.payload) is RoundStarted:
+            dealt = ev.payload.dealer_id
+        elif (type(ev.payload) is PayoutMade and dealt == dealer and len(paid) < ERRORS
+              and ev.round_id not in paid):
+            paid.add(ev.round_id)
+            new = replace(ev, payload=replace(ev.payload, amount=ev.payload.amount + 100))
+        if new is not ev or (ev.prev_digest is not None and ev.prev_digest in relinked):
+            new = replace(new, raw=None, prev_digest=None if ev.prev_digest is None
+                          else relinked.get(ev.prev_digest, ev.prev_digest))
+            relinked[digest(ev)] = digest(new)
+        out.append(new)
+    assert len(paid) == ERRORS
     return out
 
 
@@ -70,6 +99,8 @@ def test_streamed_and_embedded_observations_are_the_same(pipeline: Pipeline,
     read = read_floor(floor)
     embedded = observe(read.floor.tables, read.violations, read.floor.seatings)
     worker_scopes = _rows([o for o in embedded if o.scope in (SEAT_SESSION, TABLE)])
+    assert [(o.code, o.subject) for o in embedded if o.scope == DEALER] == [
+        ("DEALER_ERROR_RATE", "SD00000-001")]
     assert {k[1] for k in worker_scopes.values()} == {"COUNT_CORRELATED_BETTING",
                                                       "HOLE_CARD_PLAY"}
 
