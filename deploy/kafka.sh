@@ -79,11 +79,11 @@ ACL allows. A role's user is created (SCRAM-SHA-512) when the storage is formatt
 PITWATCH_KAFKA_<ROLE>_USER and PITWATCH_KAFKA_<ROLE>_PASSWORD are set, and 'grant'
 gives it its role's ACLs:
   DEVICE    write table-events (a table device, 'pitwatch produce')
-  WORKER    read table-events; write alerts, rounds, refused and dead-letters; read and write
-            its changelog and Faust's leader topic; create and configure its topics;
-            its consumer group (the app id)
-  SINK      read table-events, alerts, rounds and refused; write dead-letters; its group
-            (APP_ID-sink). The worker starts its sink as this user when
+  WORKER    read table-events; write alerts, rounds, refused, observations and dead-letters;
+            read and write its changelog and Faust's leader topic; create and configure its
+            topics; its consumer group (the app id)
+  SINK      read table-events, alerts, rounds, refused and observations; write
+            dead-letters; its group (APP_ID-sink). The worker starts its sink as this user when
             PITWATCH_SINK_KAFKA_USER and its password are set in the worker's environment
   CONSOLE   read alerts ('pitwatch serve --kafka')
 EOF
@@ -546,7 +546,7 @@ cmd_grant() {
     secure || die "grant is for secure mode (set PITWATCH_TLS_DIR)"
     local app="${PITWATCH_APP_ID:-pitwatch}" pre="${PITWATCH_TOPIC_PREFIX:-}" user
     local events="${pre}table-events" alerts="${pre}alerts" rounds="${pre}rounds"
-    local dead="${pre}dead-letters" refused="${pre}refused"
+    local dead="${pre}dead-letters" refused="${pre}refused" observations="${pre}observations"
     # Faust's topics: each table's changelog, and the partition assignor's leader topic
     local changelog="$app-${pre}open-rounds-changelog" leader="$app-__assignor-__leader"
     local manage=(Describe Create AlterConfigs DescribeConfigs)
@@ -559,18 +559,18 @@ cmd_grant() {
     if [[ -n $user ]]; then
         allow "$user" Read "${manage[@]}" -- --topic "$events"
         allow "$user" Write "${manage[@]}" -- --topic "$alerts" --topic "$rounds" \
-            --topic "$refused" --topic "$dead"
+            --topic "$refused" --topic "$observations" --topic "$dead"
         allow "$user" Read Write "${manage[@]}" -- --topic "$changelog" --topic "$leader"
         allow "$user" Read Describe -- --group "$app"
-        log "worker user $user: reads $events; writes $alerts, $rounds, $refused, $dead; $changelog, $leader; group $app"
+        log "worker user $user: reads $events; writes $alerts, $rounds, $refused, $observations, $dead; $changelog, $leader; group $app"
     fi
     user=$(role_user SINK)
     if [[ -n $user ]]; then
         allow "$user" Read Describe -- --topic "$events" --topic "$alerts" --topic "$rounds" \
-            --topic "$refused"
+            --topic "$refused" --topic "$observations"
         allow "$user" Write Describe -- --topic "$dead"
         allow "$user" Read Describe -- --group "$app-sink"
-        log "sink user $user: reads $events, $alerts, $rounds, $refused; writes $dead; group $app-sink"
+        log "sink user $user: reads $events, $alerts, $rounds, $refused, $observations; writes $dead; group $app-sink"
     fi
     user=$(role_user CONSOLE)
     if [[ -n $user ]]; then
