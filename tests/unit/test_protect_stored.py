@@ -57,7 +57,7 @@ def test_protect_over_a_store_judges_its_history_as_the_files(
     order of record and finds what `pitwatch protect` of the same files finds, dealer
     scopes included, writing them to the store."""
     players = {s: make_player(p, 5, s, 0) for s, p in {1: "counter-8", 3: "flat"}.items()}
-    write_jsonl(tmp_path / "floor.jsonl", events(SimTable(0, 5, players), 300, 5))
+    write_jsonl(tmp_path / "floor.jsonl", events(SimTable(0, 5, players), 150, 5))
     data = tmp_path / "data"
     assert main(["audit", str(tmp_path / "floor.jsonl"), "--data", str(data)]) in (0, 1)
     capsys.readouterr()
