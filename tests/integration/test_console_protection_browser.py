@@ -28,6 +28,7 @@ from .test_console_browser import (  # noqa: F401 (fixtures, used by name)
     browser,
     console,
     login,
+    no_sideways_scroll,
     shot,
     site,
     wait,
@@ -92,3 +93,14 @@ def test_an_operator_opens_the_protection_list_a_counters_session_and_a_dealer(
     text = browser.find_element("id", "main").text
     assert "Error rate against the floor" in text and TABLE in text
     shot(browser, "protection-dealer")
+
+    browser.set_window_size(390, 844)  # a phone: the pages fit, the charts shrink
+    try:
+        for path in ("/protection", f"/sessions/{quote(COUNTER, safe='')}",
+                     "/dealers/SD00000-001"):
+            browser.get(console.url + path)
+            wait(browser, 60).until(lambda d: d.find_elements("css selector", "main h1"))
+            assert no_sideways_scroll(browser), path
+        shot(browser, "protection-dealer-390")
+    finally:
+        browser.set_window_size(1440, 900)
