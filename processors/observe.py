@@ -27,6 +27,7 @@ the key "observe"), so a restarted worker resumes it exactly where the fold resu
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
@@ -48,6 +49,8 @@ from pitwatch.protect.seating import Seating, SeatLog
 from pitwatch.protect.sessions import GAP_ROUNDS, SeatSession, infer_sessions
 
 from .state import Found, TableStates
+
+log = logging.getLogger("pitwatch.worker")
 
 SEAT_EVENTS: Final = (PlayerSeated, PlayerLeft)
 #: the version of the observer's part of a snapshot; another one starts it afresh
@@ -336,7 +339,9 @@ class ObservedAuditor(TableAuditor):
         super().__init__(*args, **kwargs)
         self.observations = observations
         self.observer = TableObserver(self.table.table_id, observations)
-        self.watch = self.observer.watch
+        self.watch = self._watch
+        #: the detectors' failures on this table (a bug: logged, the audit goes on)
+        self.observer_errors = 0
         tell = self.on_violation
 
         def on_violation(v: Violation) -> None:
@@ -344,6 +349,28 @@ class ObservedAuditor(TableAuditor):
             tell(v)
 
         self.on_violation = on_violation
+
+    def _watch(self, ev: Event, r: Round | None) -> None:
+        """The observer's watch, kept from ever stopping the audit: a failure (a bug)
+        is logged, and the table's observer starts afresh from the next event."""
+        try:
+            self.observer.watch(ev, r)
+        except Exception:
+            self._failed(f"event {ev.event_id}")
+
+    def publish(self) -> None:
+        """The table went quiet: its open observations as they stand."""
+        try:
+            self.observer.publish()
+        except Exception:
+            self._failed("a quiet table's publication")
+
+    def _failed(self, where: str) -> None:
+        self.observer_errors += 1
+        log.exception("game-protection detectors failed on table %s at %s; its "
+                      "observations start afresh from here (the audit goes on)",
+                      self.table.table_id, where)
+        self.observer = TableObserver(self.table.table_id, self.observations)
 
     def export_state(self) -> dict[str, Any]:
         return {**super().export_state(), "observe": self.observer.export()}
@@ -357,7 +384,6 @@ class ObservedAuditor(TableAuditor):
         except ValueError:
             # a snapshot without it (or another version): judged from here on
             self.observer = TableObserver(table_id, self.observations)
-        self.watch = self.observer.watch
 
 
 @dataclass
@@ -399,5 +425,5 @@ class ObservedStates(TableStates):
         for t in self.tables.values():
             if (isinstance(t.auditor, ObservedAuditor) and now - t.arrived > timeout_s
                     and caught_up(t.topic, t.partition)):
-                t.auditor.observer.publish()
+                t.auditor.publish()
         return super().expire_idle(caught_up, timeout_s)

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from typing import Any
 
 import orjson
 import pytest
 
+from pitwatch.engine.auditor import TableAuditor
 from pitwatch.engine.violation import Violation
 from pitwatch.events.model import Event
 from pitwatch.events.schema import released_writers
@@ -195,3 +197,27 @@ def test_a_gap_ends_an_inferred_session_as_soon_as_it_shows(read: ReadFloor) -> 
     want = observe({table: rounds})
     assert {x.observation_id: x for x in out} == {
         x.observation_id: x for x in want if x.scope in (SEAT_SESSION, TABLE)}
+
+
+def test_a_failing_detector_never_stops_the_audit(floor: list[Event],
+                                                  caplog: pytest.LogCaptureFixture) -> None:
+    """A bug in the detectors is logged, the table's observer starts afresh, and the
+    audit's fold and findings go on as without it."""
+    table = [ev for ev in floor if ev.table_id == "SIM-BJ-00000"][:600]
+    rounds: list[Any] = []
+    a = ObservedAuditor("SIM-BJ-00000", select, lambda v: None, rounds.append,
+                        released=released_writers(), observations=[])
+
+    def broken(ev: Event, r: Any) -> None:
+        raise RuntimeError("a bug")
+
+    a.observer.watch = broken  # type: ignore[method-assign]
+    for ev in table:
+        a.feed(ev)
+    plain: list[Any] = []
+    b = TableAuditor("SIM-BJ-00000", select, lambda v: None, plain.append,
+                     released=released_writers())
+    for ev in table:
+        b.feed(ev)
+    assert a.observer_errors == 1 and "detectors failed on table SIM-BJ-00000" in caplog.text
+    assert rounds == plain and a.observer.reader.index > 0  # afresh, and watching again
