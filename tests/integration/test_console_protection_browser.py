@@ -4,12 +4,11 @@ counter and a hole-card player audited into the store with its observations; an
 operator opens the protection list from the nav, the counter's seat-session page (its
 bet-against-count chart names the session) and a dealer's page (hold against
 theoretical with its band). The site, console and browser are test_console_browser.py's
-fixtures; screenshots go to .run/artifacts/console-protection-*.png, and the session
-page's to docs/console-protection.png (the README's)."""
+fixtures; screenshots go to .run/artifacts/console-protection-*.png (the session page's
+is docs/console-protection.png, the README's, copied by hand)."""
 
 from __future__ import annotations
 
-import shutil
 from typing import Any
 from urllib.parse import quote
 
@@ -21,8 +20,6 @@ from pitwatch.protect.stored import store_observations
 from producers.players import SimTable, events, make_player
 
 from .test_console_browser import (  # noqa: F401 (fixtures, used by name)
-    ARTIFACTS,
-    ROOT,
     Serve,
     Site,
     browser,
@@ -79,8 +76,6 @@ def test_an_operator_opens_the_protection_list_a_counters_session_and_a_dealer(
         shot(browser, "protection-session")
     finally:
         browser.set_window_size(1440, 900)
-    shutil.copyfile(ARTIFACTS / "console-protection-session.png",
-                    ROOT / "docs" / "console-protection.png")
 
     # followed, not clicked: the standing CRITICAL banner may lie over it once scrolled
     browser.get(browser.find_element("css selector", 'a[href="/dealers/SD00000-001"]')
