@@ -1,7 +1,7 @@
 """The store's part of pitwatch's C extension (`pitwatch.events._native`, one library
-built from pitwatch/events/_native.c by hatch_build.py): the `events` rows written in C,
-a table's record clock and its window of recent event ids, each with what stands in for
-it where the extension is not built.
+built by hatch_build.py): the `events` rows written in C, a table's record clock and its
+window of recent event ids, each with what stands in for it where the extension is not
+built.
 
 - `row_body` writes the body of an event's row (`columns.row_body`) ten times faster
   than building its dict for orjson;
@@ -15,8 +15,9 @@ it where the extension is not built.
   `recent_ids` keeps a table's last event ids and their positions as 96 bits of their
   hashes, a seventh of the memory of a dict of the ids.
 
-The C source stays beside the Avro reader in one file because the rows written from Avro
-bytes walk the reader's compiled programs, and the body writer is the JSON Lines writer.
+The C source is pitwatch/store/native.c, which pitwatch/events/_native.c includes, so
+the extension is one library: the rows written from Avro bytes walk the reader's compiled
+programs, and the body writer is the JSON Lines writer.
 """
 
 from __future__ import annotations

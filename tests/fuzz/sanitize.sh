@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The C reader under AddressSanitizer and UBSan (gcc): build pitwatch/events/_native.c
-# instrumented into a directory of its own (the tree's build is not touched), then run
+# (with the store's part it includes, pitwatch/store/native.c) instrumented into a
+# directory of its own (the tree's build is not touched), then run
 # the C reader's unit tests and the differential fuzz (tests/fuzz/differential.py)
 # against it, for SECONDS (default 120). Any sanitizer report, or a divergence from
 # fastavro, fails the run.
