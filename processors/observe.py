@@ -30,7 +30,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Final
 
 from pitwatch.engine.auditor import TableAuditor
@@ -393,7 +393,7 @@ class Observed(Found):
     observations: list[Observation] = field(default_factory=list)
 
     def __bool__(self) -> bool:
-        return bool(self.violations or self.rounds or self.observations)
+        return Found.__bool__(self) or bool(self.observations)
 
 
 class ObservedStates(TableStates):
@@ -414,8 +414,8 @@ class ObservedStates(TableStates):
         found = super()._take()
         obs = self._observations[:]
         self._observations.clear()
-        return Observed(violations=found.violations, rounds=found.rounds,
-                        refused=found.refused, observations=obs)
+        return Observed(**{f.name: getattr(found, f.name) for f in fields(found)},
+                        observations=obs)
 
     def expire_idle(self, caught_up: Callable[[str, int], bool], timeout_s: float
                     ) -> Found:

@@ -5,6 +5,7 @@ its state rides in the auditor's snapshot, so a restart gives the same observati
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -14,6 +15,7 @@ import pytest
 
 from pitwatch.engine.auditor import TableAuditor
 from pitwatch.engine.violation import Violation
+from pitwatch.events.avro import encode_single
 from pitwatch.events.model import Event
 from pitwatch.events.schema import released_writers
 from pitwatch.packs.registry import select
@@ -29,7 +31,7 @@ from pitwatch.protect.rounds import ReadFloor, read_floor
 from pitwatch.protect.run import observe
 from pitwatch.protect.stored import message_row, observation_message, observation_row
 from pitwatch.store.order import Positions
-from processors.observe import ObservedAuditor, TableObserver
+from processors.observe import Observed, ObservedAuditor, ObservedStates, TableObserver
 from processors.settings import Settings
 from processors.sink import Rejected, to_row
 from producers.players import SimTable, events, make_player
@@ -221,3 +223,42 @@ def test_a_failing_detector_never_stops_the_audit(floor: list[Event],
         b.feed(ev)
     assert a.observer_errors == 1 and "detectors failed on table SIM-BJ-00000" in caplog.text
     assert rounds == plain and a.observer.reader.index > 0  # afresh, and watching again
+
+
+def _worker(evs: list[Event], table: dict[bytes, bytes], start: int, stop: int,
+            out: list[Observation], quiet: bool) -> None:
+    """Events[start:stop] through a fresh worker's table states (one partition),
+    snapshotting when due, as processors/app.py does; `quiet`: then every table goes
+    quiet."""
+    states = ObservedStates(table, select, 15 * 60 * 1000)
+    log = [(i, ev.table_id.encode(), encode_single(ev)) for i, ev in enumerate(evs)]
+
+    async def catch_up(topic: str, partition: int, a: int, b: int) -> list[Any]:
+        return [m for m in log if a <= m[0] < b]
+
+    async def go() -> None:
+        for i in range(start, stop):
+            found = await states.process(evs[i], "table-events", 0, i, catch_up)
+            assert isinstance(found, Observed)
+            out.extend(found.observations)
+            if states.due(evs[i].table_id, evs[i]):
+                states.snapshot(evs[i].table_id)
+        if quiet:
+            found = states.expire_idle(lambda topic, partition: True, 0.0)
+            assert isinstance(found, Observed)
+            out.extend(found.observations)
+
+    asyncio.run(go())
+
+
+def test_a_worker_taking_over_from_the_snapshots_publishes_the_same(
+        floor: list[Event], want: dict[str, Observation]) -> None:
+    """The first worker dies at `cut`; the next resumes from the committed offset
+    (a little before) through the table's snapshot and the partition after it: the
+    observations published by both are protect's."""
+    table: dict[bytes, bytes] = {}
+    out: list[Observation] = []
+    cut = 5000
+    _worker(floor, table, 0, cut, out, quiet=False)
+    _worker(floor, table, cut - 40, len(floor), out, quiet=True)
+    assert {o.observation_id: o for o in out} == want
