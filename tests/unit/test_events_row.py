@@ -64,7 +64,8 @@ def test_the_ddl_makes_the_columns_of_the_definition() -> None:
 
 def test_the_c_writer_writes_the_columns_of_the_definition() -> None:
     """The extension exports the columns it writes (`EVENT_COLUMNS`, the table in
-    _native.c), and they are `EVENTS`'s: else every row would be written in Python."""
+    pitwatch/store/native.c), and they are `EVENTS`'s: else every row would be written
+    in Python."""
     assert native._native is not None  # built at install by hatch_build.py
     assert native.EVENT_COLUMNS == EVENT_TYPES
 
