@@ -6,7 +6,7 @@ Each table's auditor carries a `TableObserver` as its fold's read-only watcher
 counts, spots and results are the engine's, folded once. The observer keeps what the
 worker's scopes need and no more:
 
-- the table's hold tally (`HoldTally`: six numbers), judged by `detect_hold`;
+- the table's hold tally (`HoldTally`: five numbers), judged by `detect_hold`;
 - the rounds of the seat sessions still open, each cut to its wagering seats and to the
   decisions that departed from basic strategy (all the session detectors read), judged
   by `infer_sessions` and `detect_count_betting` / `detect_hole_card_play`;
@@ -84,12 +84,12 @@ def slim(view: RoundView) -> RoundView | None:
 
 def seat_log(seatings: Iterable[Seating]) -> SeatLog:
     """A SeatLog holding these stays, as the seat events that made them would."""
-    log = SeatLog()
+    book = SeatLog()
     for s in seatings:
-        log.seated(PlayerSeated(s.seat, s.player_id, s.player_kind), s.start)
+        book.seated(PlayerSeated(s.seat, s.player_id, s.player_kind), s.start)
         if s.end is not None:
-            log.left(s.seat, s.end)
-    return log
+            book.left(s.seat, s.end)
+    return book
 
 
 @dataclass(slots=True)
@@ -161,11 +161,9 @@ class TableObserver:
         self.hold.round_ids.clear()  # the detectors never read them: kept small
         self.fresh += 1
         cut = slim(done)
-        if cut is None:
-            ended = False
-        else:
+        ended = False
+        if cut is not None:
             self.window.append(cut)
-            ended = False
             for seat in cut.seats:
                 if self._held(seat, cut.index):
                     ended |= seat in self.free  # a recorded stay ends an inferred run
