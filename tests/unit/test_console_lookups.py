@@ -274,9 +274,9 @@ def test_the_feeds_newest_violations_read_back_in_time_find_what_a_scan_finds(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The feed's newest violations, with no filter or a table's, are read back in
     windows of detection time through `violation_times`: the same as the newest of a
-    scan of `violations` at 41x history; a search's page is the same page. (Not under
-    `SMALL_BOUND`: chDB's `violations FINAL` reads the pairs' granules in every month's
-    partition, and a copy's round ids sort among the floor's.)"""
+    scan of `violations` at 41x history; a search's page is the same page. (The rows
+    they read: `test_the_feed_searches_a_shift_the_floor_and_the_dealers_read_bounded_
+    rows`.)"""
     _fine(monkeypatch)
     store = EmbeddedStore(tmp_path / "data")
     try:
