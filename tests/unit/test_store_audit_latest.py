@@ -60,13 +60,16 @@ def _earlier_runs(store: EmbeddedStore) -> None:
     store.sync()
 
 
-def _answers(store: EmbeddedStore) -> tuple[object, ...]:
+Answers = tuple[list[str], list[tuple[str, str, int]], dict[str, int]]
+
+
+def _answers(store: EmbeddedStore) -> Answers:
     return (history.books_open(store),
             [(o.table_id, o.round_id, o.since) for o in history.open_rounds(store)],
             history.latest_positions(store))
 
 
-def _old_answers(store: EmbeddedStore) -> tuple[object, ...]:
+def _old_answers(store: EmbeddedStore) -> Answers:
     return (
         [r["table_id"] for r in store.query(_OLD_OPEN)],
         [(r["table_id"], r["r"], int(r["since"])) for r in store.query(_OLD_ROUNDS)],
