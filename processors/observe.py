@@ -254,7 +254,7 @@ class TableObserver:
                 return None
             return [v.round_id, v.index, v.dealer_id, v.game, rid(v.rules), v.shoe_id,
                     v.true_count, [[s.seat, s.main, s.house] for s in v.seats.values()],
-                    [_spot_json(sp) for sp in v.spots], v.composition_known]
+                    [_spot_json(sp) for sp in v.spots], v.composition_known, v.start_ms]
 
         rd = self.reader
         h = self.hold
@@ -286,12 +286,14 @@ class TableObserver:
             def view(v: list[Any] | None) -> RoundView | None:
                 if v is None:
                     return None
-                (round_id, index, dealer, game, ri, shoe, tc, seats, spots, known) = v
+                (round_id, index, dealer, game, ri, shoe, tc, seats, spots, known,
+                 start) = v
                 return RoundView(
                     table_id, str(round_id), int(index), str(dealer), str(game), rules[ri],
                     None if shoe is None else str(shoe), None if tc is None else float(tc),
                     {int(s): SeatRound(int(s), int(m), int(h)) for s, m, h in seats},
-                    [_spot_load(sp) for sp in spots], bool(known))
+                    [_spot_load(sp) for sp in spots], bool(known),
+                    None if start is None else int(start))
 
             shoe, counted, index, current = state["reader"]
             o.reader.shoe_id = None if shoe is None else str(shoe)

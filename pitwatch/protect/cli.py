@@ -17,6 +17,7 @@ from ..connect import add_connection_flags
 from ..engine.violation import Violation
 from ..events.files import Rejected, expand, read_files
 from ..events.order import in_record_order
+from ..sitetime import SiteTime
 from ..store.base import Store
 from ..store.embedded import holds_store
 from ..store.process import StoreProcess
@@ -93,9 +94,22 @@ examples:
                             "write the observations there")
         p.add_argument("--clickhouse-db", default="pitwatch", metavar="DB",
                        help="its database (default %(default)s)")
+        p.add_argument("--tz", default="UTC", metavar="ZONE",
+                       help="the site's time zone, IANA, for the hold by shift (default "
+                            "%(default)s; as `pitwatch serve`)")
+        p.add_argument("--gaming-day-start", default="06:00", metavar="HH:MM",
+                       help="local time a gaming day starts (default %(default)s)")
+        p.add_argument("--shifts", default="06:00,14:00,22:00", metavar="HH:MM,...",
+                       help="local times the shifts start, the first with the gaming day "
+                            "(default %(default)s)")
         add_connection_flags(p, kafka=False)
 
     def run(self, args: argparse.Namespace) -> int:
+        try:
+            args.site = SiteTime.make(args.tz, args.gaming_day_start, args.shifts)
+        except ValueError as e:
+            print(printable(f"pitwatch protect: {e}"), file=sys.stderr)
+            return 2
         if not args.paths:
             return self._stored(args)
         if args.clickhouse:
@@ -116,7 +130,7 @@ examples:
             print("pitwatch protect: nothing read: no events in " + ", ".join(args.paths),
                   file=sys.stderr)
             return 2
-        found = observe(floor.tables, rep.violations, floor.seatings)
+        found = observe(floor.tables, rep.violations, floor.seatings, args.site)
         if args.data:
             store = StoreProcess(Path(args.data))
             try:
@@ -156,7 +170,7 @@ examples:
                 print(printable(f"pitwatch protect: nothing read: the store ({where}) "
                                 "holds no events"), file=sys.stderr)
                 return 2
-            found = observe(floor.tables, read.violations, floor.seatings)
+            found = observe(floor.tables, read.violations, floor.seatings, args.site)
             n = store_observations(store, found)
         finally:
             store.close()

@@ -82,3 +82,13 @@ def test_protect_without_paths_or_a_store_says_what_to_name(
     assert "--data DIR or --clickhouse" in capsys.readouterr().err
     assert main(["protect", "--data", str(tmp_path / "none")]) == 2
     assert "no store at" in capsys.readouterr().err
+
+
+def test_protect_groups_the_hold_by_the_sites_shifts(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The site's clock is `pitwatch serve`'s (--tz, --gaming-day-start, --shifts); one
+    it cannot use is an error naming why."""
+    assert main(["protect", "--tz", "Mars/Base", str(tmp_path)]) == 2
+    assert "unknown time zone 'Mars/Base'" in capsys.readouterr().err
+    assert main(["protect", "--shifts", "07:00", str(tmp_path)]) == 2
+    assert "the first shift must start with the gaming day" in capsys.readouterr().err
