@@ -38,7 +38,6 @@ from pitwatch.engine.state import Round
 from pitwatch.engine.violation import Violation
 from pitwatch.events.avro import rules_from_dict, rules_to_dict
 from pitwatch.events.model import Event, PlayerLeft, PlayerSeated, Rules, ShoeLoaded
-from pitwatch.events.schema import released_writers
 from pitwatch.protect.counting import detect_count_betting
 from pitwatch.protect.hold import HoldTally, detect_hold
 from pitwatch.protect.holecard import basic_play, detect_hole_card_play
@@ -404,11 +403,10 @@ class ObservedStates(TableStates):
         super().__init__(*args, **kwargs)
         self._observations: list[Observation] = []
 
-    def _new_auditor(self, table_id: str) -> TableAuditor:
-        return ObservedAuditor(table_id, self.select_pack, self._violations.append,
-                               self._rounds.append, self._engine_error,
-                               round_timeout_ms=self.round_timeout_ms, keys=self.keys,
-                               released=released_writers(), observations=self._observations)
+    auditor_type = ObservedAuditor
+
+    def _new_auditor(self, table_id: str, **extra: Any) -> TableAuditor:
+        return super()._new_auditor(table_id, observations=self._observations, **extra)
 
     def _take(self) -> Observed:
         found = super()._take()

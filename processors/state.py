@@ -178,11 +178,14 @@ class TableStates:
         if a.feed(ev) is Fed.REFUSED and ev.refused is not None and taken(a, ev):
             self._refused.append(refused_row(ev, ev.refused))
 
-    def _new_auditor(self, table_id: str) -> TableAuditor:
-        return TableAuditor(table_id, self.select_pack, self._violations.append,
-                            self._rounds.append, self._engine_error,
-                            round_timeout_ms=self.round_timeout_ms, keys=self.keys,
-                            released=released_writers())
+    #: the auditor a table gets (a subclass adds to the fold: processors/observe.py)
+    auditor_type: type[TableAuditor] = TableAuditor
+
+    def _new_auditor(self, table_id: str, **extra: Any) -> TableAuditor:
+        return self.auditor_type(table_id, self.select_pack, self._violations.append,
+                                 self._rounds.append, self._engine_error,
+                                 round_timeout_ms=self.round_timeout_ms, keys=self.keys,
+                                 released=released_writers(), **extra)
 
     def _engine_error(self, e: EngineError) -> None:
         if self.on_engine_error is not None:
