@@ -27,8 +27,8 @@ from aiohttp import ClientSession, web  # noqa: E402
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition  # noqa: E402
 
 from console.app import Settings, make_app  # noqa: E402
-from pitwatch.engine.alerts import decode_violation, encode_violation  # noqa: E402
 from pitwatch.engine.violation import Violation  # noqa: E402
+from pitwatch.events.violation_avro import decode_violation, encode_violation  # noqa: E402
 from pitwatch.store.embedded import EmbeddedStore  # noqa: E402
 
 KAFKA = os.environ.get("PITWATCH_KAFKA", "127.0.0.1:19092")

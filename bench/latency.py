@@ -38,7 +38,7 @@ from stream_feed import (
     stop,
 )
 
-from pitwatch.engine.alerts import decode_violation
+from pitwatch.events.violation_avro import decode_violation
 from pitwatch.topics import ensure_topics
 
 

@@ -18,7 +18,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from pitwatch.engine.alerts import decode_violation
+from pitwatch.events.violation_avro import decode_violation
 
 from .data import alert
 from .feed_types import Polled

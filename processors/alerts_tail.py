@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from pitwatch.engine.alerts import decode_violation
+from pitwatch.events.violation_avro import decode_violation
 from pitwatch.topics import ALERTS_TOPIC
 
 

@@ -53,9 +53,9 @@ import orjson
 from faust.types import TP
 
 from pitwatch.connect import KafkaAuth
-from pitwatch.engine.alerts import encode_violation
 from pitwatch.events.avro import DecodeError, decode_single
 from pitwatch.events.keys import KeyRegistry
+from pitwatch.events.violation_avro import encode_violation
 from pitwatch.packs.registry import select
 from pitwatch.protect.stored import observation_message
 from pitwatch.store.rows import round_row

@@ -27,9 +27,9 @@ from typing import Any
 
 import orjson
 
-from pitwatch.engine.alerts import decode_violation
 from pitwatch.events.avro import DecodeError, decode_single
 from pitwatch.events.jsonl import InvalidEvent
+from pitwatch.events.violation_avro import decode_violation
 from pitwatch.protect.stored import message_row
 from pitwatch.store.base import Store, StoreError
 from pitwatch.store.columns import event_row

@@ -240,7 +240,7 @@ class Pipeline:
                              f"\nwarnings and errors:\n{warnings}\nlog tails:\n{logs}")
 
     def alerted_ids(self) -> list[str]:
-        from pitwatch.engine.alerts import decode_violation
+        from pitwatch.events.violation_avro import decode_violation
 
         return [decode_violation(m.value).violation_id
                 for m in read_topic(self.prefix + "alerts")]
@@ -253,7 +253,7 @@ class Pipeline:
         """The violations `where` has and the embedded audit has not, and the other way
         round, with code, round, event and message (from ClickHouse and the alerts
         topic), and the counts: what a failing comparison prints."""
-        from pitwatch.engine.alerts import decode_violation
+        from pitwatch.events.violation_avro import decode_violation
 
         seen: dict[str, str] = {}
         for m in read_topic(self.prefix + "alerts"):

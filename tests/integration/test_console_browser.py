@@ -34,8 +34,8 @@ import pytest
 from console.accounts import Accounts
 from console.sitetime import SiteTime
 from pitwatch.audit.run import audit_events
-from pitwatch.engine.alerts import encode_violation
 from pitwatch.engine.violation import Violation
+from pitwatch.events.violation_avro import encode_violation
 from pitwatch.store.server import ServerStore
 from producers.simulate import Floor
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 
-from pitwatch.engine.alerts import decode_violation
 from pitwatch.events.model import Event, RoundEnded
+from pitwatch.events.violation_avro import decode_violation
 from tests.rounds import never_sent
 
 from .conftest import Expected, Pipeline, read_topic, wait_until

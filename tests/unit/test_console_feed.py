@@ -11,8 +11,8 @@ import pytest
 from console.data import Filters, alert, pack_jurisdictions
 from console.feed import Hub, KafkaAlerts, StorePoller
 from console.feed_types import Polled
-from pitwatch.engine.alerts import encode_violation
 from pitwatch.engine.violation import Violation
+from pitwatch.events.violation_avro import encode_violation
 
 
 def violation(code: str = "PAYOUT_WRONG", severity: str = "CRITICAL",

@@ -1,5 +1,6 @@
 """Violations on the wire: Avro single-object encoding of schemas/avro/Violation.avsc,
-for the alerts topic."""
+for the alerts topic. It reads the schema file, so it lives beside the other wire
+formats and outside pitwatch/engine, which reads no file."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from typing import Any
 
 import fastavro
 
-from ..events.schema import SINGLE_OBJECT_MAGIC, fingerprint, schemas_dir, strip_logical
-from .violation import Violation
+from ..engine.violation import Violation
+from .schema import SINGLE_OBJECT_MAGIC, fingerprint, schemas_dir, strip_logical
 
 
 @cache
