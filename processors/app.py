@@ -96,7 +96,9 @@ MOVED_TODO = ("the worker has stopped auditing; nothing past this point is commi
 log = logging.getLogger("pitwatch.worker")
 
 
-def create_app(settings: Settings) -> BatchApp:
+def create_app(settings: Settings, keys: KeyRegistry | None = None) -> BatchApp:
+    """The worker's Faust app; `keys` the device key registry the audit checks
+    signatures against (`worker.worker_registry`; None: signatures not required)."""
     # the Kafka clients log every request at DEBUG: never build those records
     for name in ("aiokafka", "kafka"):
         logging.getLogger(name).setLevel(logging.WARNING)
@@ -141,7 +143,6 @@ def create_app(settings: Settings) -> BatchApp:
                             partitions=settings.partitions, key_type=bytes, value_type=bytes)
 
     timeout_ms = int(settings.round_timeout_s * 1000)
-    keys = KeyRegistry.load(settings.keys) if settings.keys else None
     if keys is None:
         log.warning("no key registry (--keys / PITWATCH_KEYS): device signatures are not "
                     "required")

@@ -60,8 +60,6 @@ class Settings:
     #: restarts the worker (a consumer that does not recover)
     stall_timeout_s: float = 120.0
     sink: bool = True
-    #: the device key registry (pitwatch.events.keys); empty: signatures not required
-    keys: str = ""
 
     def with_prefix(self, prefix: str) -> Settings:
         """The same settings with every topic name prefixed (isolated runs, tests)."""

@@ -10,6 +10,7 @@ from typing import Any
 
 from pitwatch.address import host_ports, join_host_port
 from pitwatch.connect import CLICKHOUSE_PORT, add_connection_flags
+from pitwatch.events.keys import KeyRegistry
 from pitwatch.registry import add_site_public_key_option
 from pitwatch.topics import ensure_topics, replication
 
@@ -99,7 +100,7 @@ examples:
                        default=env("sink_max_poll_interval", d.sink_max_poll_interval_s),
                        help="the sink consumer's max.poll.interval in seconds "
                             "(default %(default)s)")
-        p.add_argument("--keys", metavar="FILE", default=env("keys", d.keys),
+        p.add_argument("--keys", metavar="FILE", default=env("keys", ""),
                        help="device key registry (JSON): a device in it must sign its chain, "
                        "or SIGNATURE_INVALID (HIGH). Default: $PITWATCH_KEYS, else the one "
                        "pinned in the ClickHouse store; without one, the worker says at its "
@@ -130,7 +131,7 @@ examples:
         from .app import create_app
 
         try:  # a registry that cannot be used is refused before anything starts
-            keys_file = worker_registry(args)
+            keys = worker_registry(args)
         except KeyRegistryError as e:
             print(f"pitwatch worker: {e}", file=sys.stderr)
             return 2
@@ -147,7 +148,6 @@ examples:
                             heartbeat_s=min(Settings.heartbeat_s, args.session_timeout / 3),
                             sink_max_poll_interval_s=args.sink_max_poll_interval,
                             replication_factor=replication(),
-                            keys=keys_file,
                             ).with_prefix(args.topic_prefix)
         logging.basicConfig(level=args.loglevel.upper(),
                             format="[%(asctime)s] [%(process)d] [%(levelname)s] %(message)s")
@@ -177,7 +177,7 @@ examples:
 
             threading.Thread(target=supervise_sink, args=(settings, args.loglevel, stop),
                              name="pitwatch-sink-supervisor", daemon=True).start()
-        app = create_app(settings)
+        app = create_app(settings, keys)
         worker = _QuietRepeats(app, loglevel=args.loglevel, quiet=True)
         try:
             worker.execute_from_commandline()
@@ -186,17 +186,15 @@ examples:
         return 0
 
 
-def worker_registry(args: argparse.Namespace, store: Any = None) -> str:
-    """The registry file the worker checks signatures against ('' for none), by the
+def worker_registry(args: argparse.Namespace, store: Any = None) -> KeyRegistry | None:
+    """The registry the worker checks signatures against (None for none), by the
     core's one loader (`pitwatch.registry.load_registry`): --keys (or $PITWATCH_KEYS),
     else the one pinned in the ClickHouse store (`store`, else the server of
-    --clickhouse, closed after), written to DATA_DIR/key-registry.json for the audit to read; the
+    --clickhouse, closed after), handed to the audit as loaded (no file written); the
     site key's signature checked when --site-public-key (or its env) is given. A
     registry named is pinned in the store (a change said with both SHA-256s). Said on
     stderr; KeyRegistryError when it cannot be used, or with --require-signatures
     when there is none."""
-    from pathlib import Path
-
     from pitwatch.events.keys import KEYS_ENV, NOT_CHECKED, KeyRegistryError
     from pitwatch.registry import load_registry
     from pitwatch.store import registry_pin
@@ -235,21 +233,15 @@ def worker_registry(args: argparse.Namespace, store: Any = None) -> str:
                                    "so the worker did not start")
         for line in loaded.lines():
             say(line)
-        return ""
+        return None
     for line in loaded.lines():
         say(line)
-    assert loaded.raw is not None
-    if not loaded.from_store:
-        if store is not None:
-            replaced = registry_pin.pin(store, loaded.raw, loaded.signature)
-            if replaced is not None:
-                say(f"key registry CHANGED since the store's last pin (it was sha256 "
-                    f"{replaced}, now sha256 {loaded.sha256}): the store now holds this one")
-        return str(args.keys)
-    keys_file = Path(args.data_dir) / "key-registry.json"
-    keys_file.parent.mkdir(parents=True, exist_ok=True)
-    keys_file.write_bytes(loaded.raw)
-    return str(keys_file)
+    if not loaded.from_store and store is not None:
+        replaced = registry_pin.pin(store, loaded.registry.raw, loaded.signature)
+        if replaced is not None:
+            say(f"key registry CHANGED since the store's last pin (it was sha256 "
+                f"{replaced}, now sha256 {loaded.sha256}): the store now holds this one")
+    return loaded.registry
 
 
 class PartitionsChanged(RuntimeError):

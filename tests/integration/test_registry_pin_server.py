@@ -79,14 +79,15 @@ def test_the_worker_pins_its_registry_in_the_server_store_and_checks_against_it(
     with pytest.raises(KeyRegistryError, match="is not the site key's signature"):
         worker_registry(_args(server, tmp_path, tampered, pub), server)
     assert registry_pin.read(server) is None
-    assert worker_registry(_args(server, tmp_path, keys, pub), server) == str(keys)
+    named = worker_registry(_args(server, tmp_path, keys, pub), server)
+    assert named is not None and named.raw == keys.read_bytes()
     assert f"pitwatch worker: {SITE_VERIFIED}" in capsys.readouterr().err
     pinned = registry_pin.read(server)
     assert pinned is not None and pinned.raw == keys.read_bytes()
     assert pinned.signature == (tmp_path / "keys.json.sig").read_bytes()
-    # another worker that names none: the store's pin, written for its audit
+    # another worker that names none: the store's pin, handed to its audit
     got = worker_registry(_args(server, tmp_path, None, pub), server)
-    assert Path(got).read_bytes() == keys.read_bytes()
+    assert got is not None and got.raw == keys.read_bytes()
     assert (f"key registry: the store {CH_HOST}:{CH_PORT}/{server.database}'s pinned "
             f"registry, sha256 {hashlib.sha256(keys.read_bytes()).hexdigest()}"
             ) in capsys.readouterr().err
