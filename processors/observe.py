@@ -18,7 +18,11 @@ What it finds goes out as it is decided: a seat session's observations when the 
 ends (a gap of GAP_ROUNDS rounds without a wager, a recorded stay ending or starting),
 and the open sessions' and the table's hold as they stand at each shoe's end and when
 the table goes quiet (`TableObserver.publish`). An observation's id depends only on
-(table, subject, code), so a newer value upserts the stored row. Dealer scopes need
+(table, subject, code), so a newer value upserts the stored row; a code an earlier
+publication of the subject gave and this one does not is published as a withdrawal of
+that id (`stored.Withdrawn`: the row marked withdrawn), so the store keeps no flag
+`pitwatch protect` of the same record would not give. The codes published of each open
+subject are kept (`TableObserver.published`) for that. Dealer scopes need
 every table: `pitwatch protect --clickhouse/--data` judges them over the store.
 
 The observer's state rides in the auditor's snapshot (`ObservedAuditor.export_state`,
@@ -41,11 +45,12 @@ from pitwatch.events.model import Event, PlayerLeft, PlayerSeated, Rules, ShoeLo
 from pitwatch.protect.counting import detect_count_betting
 from pitwatch.protect.hold import HoldTally, detect_hold
 from pitwatch.protect.holecard import basic_play, detect_hole_card_play
-from pitwatch.protect.observation import TABLE, Observation
+from pitwatch.protect.observation import SEAT_SESSION, TABLE, Observation
 from pitwatch.protect.rounds import BLACKJACK, RoundView, SeatRound, Spot, TableReader
 from pitwatch.protect.run import BREAKS
 from pitwatch.protect.seating import Seating, SeatLog
 from pitwatch.protect.sessions import GAP_ROUNDS, SeatSession, infer_sessions
+from pitwatch.protect.stored import withdrawal
 
 from .state import Found, TableStates
 
@@ -53,7 +58,7 @@ log = logging.getLogger("pitwatch.worker")
 
 SEAT_EVENTS: Final = (PlayerSeated, PlayerLeft)
 #: the version of the observer's part of a snapshot; another one starts it afresh
-STATE_VERSION: Final = 1
+STATE_VERSION: Final = 2
 
 
 def session_observations(session: SeatSession) -> list[Observation]:
@@ -119,6 +124,9 @@ class TableObserver:
         self.brk = _Break()
         #: rounds judged since the open observations were last published
         self.fresh = 0
+        #: the codes last published of each subject still open (a seat session not yet
+        #: ended, the table): what a later publication withdraws if it no longer gives
+        self.published: dict[str, list[str]] = {}
         #: what it decided, for the caller to take
         self.out: list[Observation] = [] if out is None else out
 
@@ -207,7 +215,8 @@ class TableObserver:
         if not ended:
             return
         for s in ended:
-            self.out.extend(session_observations(s))
+            self._emit(s.session_id, SEAT_SESSION, s.seat, session_observations(s))
+            self.published.pop(s.session_id, None)
             ids = {r.round_id for r in s.rounds}
             for r in self.window:
                 if r.round_id in ids:
@@ -234,9 +243,29 @@ class TableObserver:
         if not self.fresh:
             return
         self.fresh = 0
-        for s in self._sessions():
-            self.out.extend(session_observations(s))
-        self.out.extend(detect_hold([self.hold]))
+        sessions = self._sessions()
+        for s in sessions:
+            self._emit(s.session_id, SEAT_SESSION, s.seat, session_observations(s))
+        self._emit(self.table_id, TABLE, None, detect_hold([self.hold]))
+        # a subject published that no open session is now: all it gave withdrawn
+        gone = self.published.keys() - {s.session_id for s in sessions} - {self.table_id}
+        for subject in sorted(gone):
+            self._emit(subject, SEAT_SESSION, _seat(subject), [])
+            del self.published[subject]
+
+    def _emit(self, subject: str, scope: str, seat: int | None,
+              found: list[Observation]) -> None:
+        """A subject's observations out, after the withdrawal of each code it was last
+        published with and no longer gives; what it gives now remembered."""
+        codes = sorted({o.code for o in found})
+        for code in self.published.get(subject, ()):
+            if code not in codes:
+                self.out.append(withdrawal(self.table_id, scope, subject, code, seat))
+        self.out.extend(found)
+        if codes:
+            self.published[subject] = codes
+        else:
+            self.published.pop(subject, None)
 
     # --- snapshots -----------------------------------------------------------------
 
@@ -267,6 +296,7 @@ class TableObserver:
             "done": view(self.done),
             "break": [sorted(self.brk.rounds), self.brk.shoe, self.brk.on],
             "fresh": self.fresh,
+            "published": self.published,
         }
         state["rules"] = [rules_to_dict(x) for x in rules]
         return state
@@ -312,9 +342,17 @@ class TableObserver:
             o.brk = _Break({str(x) for x in ids}, None if bshoe is None else str(bshoe),
                            bool(on))
             o.fresh = int(state["fresh"])
+            o.published = {str(k): [str(c) for c in v]
+                           for k, v in state["published"].items()}
         except (KeyError, TypeError, ValueError, IndexError) as e:
             raise ValueError(f"damaged observer state: {e!r}") from e
         return o
+
+
+def _seat(session_id: str) -> int | None:
+    """The seat a session id ("table/seat/first round") names."""
+    parts = session_id.rsplit("/", 2)
+    return int(parts[1]) if len(parts) == 3 and parts[1].isdigit() else None
 
 
 def _spot_json(sp: Spot) -> list[Any]:
@@ -369,7 +407,9 @@ class ObservedAuditor(TableAuditor):
         log.exception("game-protection detectors failed on table %s at %s; its "
                       "observations start afresh from here (the audit goes on)",
                       self.table.table_id, where)
+        published = self.observer.published  # still stored: a later one withdraws it
         self.observer = TableObserver(self.table.table_id, self.observations)
+        self.observer.published = published
 
     def export_state(self) -> dict[str, Any]:
         return {**super().export_state(), "observe": self.observer.export()}

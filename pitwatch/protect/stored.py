@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -30,8 +31,24 @@ from .rounds import FloorReader, ReadFloor
 TABLE = "observations"
 
 
+@dataclass(frozen=True, slots=True)
+class Withdrawn(Observation):
+    """An observation published earlier that a later publication of its subject no
+    longer gives: stored under the same id with `withdrawn` 1, so it replaces the row;
+    every reader of stored observations leaves it out."""
+
+
+def withdrawal(table_id: str, scope: str, subject: str, code: str,
+               seat: int | None) -> Withdrawn:
+    """The withdrawal of the observation (table, subject, code) names: its id and sort
+    key, and no figures."""
+    return Withdrawn(code, scope, table_id, subject, seat, None, "", math.nan, None, None,
+                     0.0, 0, (), False, "withdrawn: no longer given on the record since")
+
+
 def observation_row(o: Observation) -> dict[str, Any]:
-    """The row of an observation: absent figures as the table says (nan, 0, '')."""
+    """The row of an observation: absent figures as the table says (nan, 0, ''); a
+    `Withdrawn` one with `withdrawn` 1."""
     return {
         "observation_id": o.observation_id, "code": o.code, "scope": o.scope,
         "table_id": o.table_id, "subject": o.subject, "seat": o.seat or 0,
@@ -42,6 +59,7 @@ def observation_row(o: Observation) -> dict[str, Any]:
         "inferred": int(o.inferred), "player_id": o.player_id or "",
         "player_kind": o.player_kind or "", "message": o.message,
         "details": orjson.dumps(dict(o.details)).decode(),
+        "withdrawn": int(isinstance(o, Withdrawn)),
     }
 
 
@@ -49,9 +67,12 @@ def observation_row(o: Observation) -> dict[str, Any]:
 ROW_KEYS = frozenset({
     "observation_id", "code", "scope", "table_id", "subject", "seat", "dealer_id",
     "statistic", "value", "p_value", "likelihood_ratio", "strength", "rounds",
-    "weight_rounds", "inferred", "player_id", "player_kind", "message", "details"})
+    "weight_rounds", "inferred", "player_id", "player_kind", "message", "details",
+    "withdrawn"})
 _FLOATS = frozenset({"value", "p_value", "likelihood_ratio", "strength"})
-_INTS = frozenset({"seat", "rounds", "inferred"})
+_INTS = frozenset({"seat", "rounds", "inferred", "withdrawn"})
+#: what a reader of stored observations adds to its WHERE: withdrawn rows left out
+LIVE = "withdrawn = 0"
 
 
 def observation_message(o: Observation) -> bytes:
@@ -61,12 +82,15 @@ def observation_message(o: Observation) -> bytes:
 
 
 def message_row(value: bytes) -> dict[str, Any]:
-    """The row a message of the observations topic carries; ValueError naming what is
+    """The row a message of the observations topic carries (one without `withdrawn`,
+    written before withdrawals existed, as not withdrawn); ValueError naming what is
     wrong when it is not one (the fields, their types)."""
     try:
         row = orjson.loads(value)
     except orjson.JSONDecodeError as e:
         raise ValueError(f"not JSON: {e}") from e
+    if isinstance(row, dict):
+        row.setdefault("withdrawn", 0)
     if not isinstance(row, dict) or row.keys() != ROW_KEYS:
         got = set(row) if isinstance(row, dict) else set()
         raise ValueError("fields missing or unknown: "
@@ -87,8 +111,8 @@ def message_row(value: bytes) -> dict[str, Any]:
                 raise ValueError("weight_rounds is not a list of round ids")
         elif not isinstance(v, str):
             raise ValueError(f"{k} is not text")
-    if row["seat"] > 255 or row["inferred"] > 1:
-        raise ValueError("seat or inferred out of range")
+    if row["seat"] > 255 or row["inferred"] > 1 or row["withdrawn"] > 1:
+        raise ValueError("seat, inferred or withdrawn out of range")
     return row
 
 

@@ -29,7 +29,12 @@ from pitwatch.protect.observation import (
 )
 from pitwatch.protect.rounds import ReadFloor, read_floor
 from pitwatch.protect.run import observe
-from pitwatch.protect.stored import message_row, observation_message, observation_row
+from pitwatch.protect.stored import (
+    Withdrawn,
+    message_row,
+    observation_message,
+    observation_row,
+)
 from pitwatch.store.order import Positions
 from processors.observe import Observed, ObservedAuditor, ObservedStates, TableObserver
 from processors.settings import Settings
@@ -262,3 +267,59 @@ def test_a_worker_taking_over_from_the_snapshots_publishes_the_same(
     _worker(floor, table, 0, cut, out, quiet=False)
     _worker(floor, table, cut - 40, len(floor), out, quiet=True)
     assert {o.observation_id: o for o in out} == want
+
+
+def _unflagged_after(rounds: list[Any], at: int) -> list[Any]:
+    """The table's rounds with seat 1's bets after round `at` made to fall as the count
+    rises: its session is flagged over the first `at` rounds, and not over them all."""
+    def turned(r: Any) -> Any:
+        sr = r.seats.get(1)
+        if r.index < at or sr is None or r.true_count is None:
+            return r
+        bet = 100 * (8 - max(0, min(6, int(r.true_count))))
+        return replace(r, seats={**r.seats, 1: replace(sr, main=bet)})
+
+    return [turned(r) for r in rounds]
+
+
+@pytest.mark.parametrize("restart", [False, True])
+def test_an_observation_no_longer_given_is_withdrawn(read: ReadFloor, restart: bool) -> None:
+    """A seat session published flagged at a shoe's end and no longer flagged at its
+    end: the later publication withdraws the id, so the rows left (the last of each id,
+    withdrawn ones out) are protect's answer; a restart from the snapshot between the
+    two publications still withdraws."""
+    table, at = "SIM-BJ-00000", 80
+    rounds = _unflagged_after(read.floor.tables[table], at)
+    out: list[Observation] = []
+    o = TableObserver(table, out)
+    for r in rounds:
+        if r.index == at:
+            o.publish()  # a shoe ended: the session as it stands is flagged
+            assert any(x.code == COUNT_BETTING and x.seat == 1 for x in out)
+            if restart:
+                state = orjson.loads(orjson.dumps(o.export()))
+                o = TableObserver.load(table, state, out)
+        o.reader.index = r.index + 1
+        o.done = r
+        o._settle()
+    o.publish()
+    withdrawn = [x for x in out if isinstance(x, Withdrawn)]
+    assert [(x.code, x.seat) for x in withdrawn] == [(COUNT_BETTING, 1)]
+    rows: dict[str, dict[str, Any]] = {}
+    for x in out:  # the store: the last row of each id
+        rows[x.observation_id] = message_row(observation_message(x))
+    left = {k: row for k, row in rows.items() if not row["withdrawn"]}
+    want = {x.observation_id: observation_row(x) for x in observe({table: rounds})
+            if x.scope in (SEAT_SESSION, TABLE)}
+    assert orjson.dumps(left, option=orjson.OPT_SORT_KEYS) == orjson.dumps(
+        want, option=orjson.OPT_SORT_KEYS)  # nan equal to nan
+    assert withdrawn[0].observation_id in rows
+
+
+def test_a_message_without_withdrawn_is_not_withdrawn(want: dict[str, Observation]) -> None:
+    o = next(iter(want.values()))
+    old = orjson.loads(observation_message(o))
+    del old["withdrawn"]
+    assert message_row(orjson.dumps(old))["withdrawn"] == 0
+    with pytest.raises(ValueError, match="withdrawn"):
+        message_row(orjson.dumps({**old, "withdrawn": 2}))
