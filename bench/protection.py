@@ -26,6 +26,7 @@ import argparse
 import math
 import multiprocessing
 import random
+import re
 import sys
 import time
 from collections import Counter
@@ -139,6 +140,11 @@ def chunks(kind: str, tables: int, rounds: int, seed: int, flash: float = 0.0,
             for a in range(0, tables, CHUNK)]
 
 
+def natural(label: str) -> tuple[tuple[int, str], ...]:
+    """A label's sort key with its numbers compared as numbers (camo5 before camo10)."""
+    return tuple((int(x), "") if x.isdigit() else (-1, x) for x in re.split(r"(\d+)", label))
+
+
 def wilson(k: int, n: int) -> tuple[float, float]:
     """A 95% interval for a share k/n (Wilson)."""
     if n == 0:
@@ -201,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"seat sessions by profile, flagged at the shipped thresholds "
           f"(seed {args.seed}, flashing dealers expose {args.flash:.0%} of rounds):")
     print(f"  {'profile':<46} {'sessions':>8} {'count':>7} {'hole':>7} {'any':>7}")
-    for label in sorted(tally.sessions):
+    for label in sorted(tally.sessions, key=natural):
         print(f"  {label:<46} {tally.sessions[label]:>8,} "
               + " ".join(f"{100 * tally.share(label, k):>6.2f}%" for k in ("count", "hole", "any")))
     honest_labels = [lb for lb in tally.sessions
