@@ -88,13 +88,41 @@ VIEW = re.compile(r"CREATE MATERIALIZED VIEW IF NOT EXISTS (?P<name>\w+) TO (?P<
                   r"AS\s+(?P<select>SELECT.*)", re.S)
 
 
-def ddl_statements() -> list[str]:
-    """The CREATE TABLE statements of schemas/clickhouse, in file order."""
+#: A column added to a table of an earlier file (`ALTER TABLE t ADD COLUMN c type ...`).
+ADD_COLUMN = re.compile(r"ALTER TABLE (?P<table>\w+) ADD COLUMN (?P<column>\w+) (?P<decl>.+)",
+                        re.S)
+
+
+def _statements() -> list[str]:
     files = sorted(Path(schemas_dir(), "clickhouse").glob("*.sql"))
     out: list[str] = []
     for f in files:
         lines = [ln for ln in f.read_text().splitlines() if not ln.lstrip().startswith("--")]
         out.extend(s.strip() for s in "\n".join(lines).split(";") if s.strip())
+    return out
+
+
+def added_columns() -> list[tuple[str, str, str]]:
+    """(table, column, type and default) of each column a later file adds to a table."""
+    return [(m["table"], m["column"], " ".join(m["decl"].split()))
+            for s in _statements() if (m := ADD_COLUMN.fullmatch(s))]
+
+
+def ddl_statements() -> list[str]:
+    """The CREATE TABLE statements of schemas/clickhouse, in file order, each with the
+    columns later files add to its table (`added_columns`) at its end."""
+    adds = added_columns()
+    out: list[str] = []
+    for stmt in _statements():
+        if ADD_COLUMN.fullmatch(stmt):
+            continue
+        head, _, rest = stmt.partition("(")
+        more = [f"{c} {d}" for t, c, d in adds if head.split()[-1:] == [t]]
+        if more and stmt.startswith("CREATE TABLE") and ") ENGINE" in rest:
+            body, _, tail = rest.partition(") ENGINE")
+            stmt = (f"{head}({body.rstrip()},\n    " + ",\n    ".join(more)
+                    + f"\n) ENGINE{tail}")
+        out.append(stmt)
     return out
 
 

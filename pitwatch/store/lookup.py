@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .base import VIEW, Store, StoreError, ddl_statements
+from .base import VIEW, Store, StoreError, added_columns, ddl_statements
 from .order import STRIDE
 from .rows import EVENT_COLUMNS, stored_event
 
@@ -84,10 +84,33 @@ def backfills() -> dict[str, str]:
     return out
 
 
+def add_columns(store: Store) -> list[str]:
+    """The columns later files add to a table (`base.added_columns`) added to a store
+    made before them, each once: checked in `system.columns` (ClickHouse 18.16 has no
+    ADD COLUMN IF NOT EXISTS). On a cluster, to the shards' local tables and the
+    Distributed one, ON CLUSTER. The columns it added, as table.column."""
+    cluster = getattr(store, "cluster", None)
+    added = []
+    for table, column, decl in added_columns():
+        have = store.query("SELECT count() AS n FROM system.columns WHERE database = "
+                           "currentDatabase() AND table = {t:String} AND name = {c:String}",
+                           {"t": table, "c": column})
+        if int(have[0]["n"]):
+            continue
+        names = [f"{table}_local", table] if cluster else [table]
+        for name in names:
+            on = f" ON CLUSTER {cluster}" if cluster else ""
+            store.query(f"ALTER TABLE {name}{on} ADD COLUMN {column} {decl}")
+        added.append(f"{table}.{column}")
+    return added
+
+
 def migrate(store: Store) -> list[str]:
     """Fill the index tables of a store made before them from its base tables, once
     (after `setup` made them; rows stored meanwhile are written twice, which the
-    tables absorb). The migrations it ran, by name."""
+    tables absorb), after adding the columns it lacks (`add_columns`). The migrations
+    it ran, by name."""
+    add_columns(store)
     done = {r["name"] for r in store.query("SELECT name FROM store_migrations")}
     ran = []
     fills = backfills()
