@@ -38,6 +38,7 @@ from pitwatch.protect.observation import DEALER
 from pitwatch.protect.rounds import BLACKJACK, RoundView, TableReader
 from pitwatch.protect.run import suspend
 from pitwatch.protect.sessions import GAP_ROUNDS, infer_sessions
+from pitwatch.protect.stored import LIVE
 from pitwatch.protect.touching import COLUMNS, observation_from_row, session_parts, stored, touches
 from pitwatch.store import lookup
 from pitwatch.store.base import Store
@@ -221,11 +222,13 @@ class ProtectionData:
 
     def protection_list(self, offset: int = 0, limit: int = PAGE) -> dict[str, Any]:
         """Observations by strength, strongest first; of the same strength, newest
-        first (by the latest round that carries the weight, then the subject)."""
+        first (by the latest round that carries the weight, then the subject); withdrawn
+        ones left out."""
         total = int(self.store.query(
-            "SELECT count() AS n FROM (SELECT observation_id FROM observations FINAL)")[0]["n"])
+            "SELECT count() AS n FROM (SELECT observation_id FROM observations FINAL "
+            f"WHERE {LIVE})")[0]["n"])
         rows = self.store.query(
-            f"SELECT {COLUMNS} FROM observations FINAL "
+            f"SELECT {COLUMNS} FROM observations FINAL WHERE {LIVE} "
             "ORDER BY round(strength, 3) DESC, "
             "if(length(weight_rounds) = 0, '', weight_rounds[length(weight_rounds)]) DESC, "
             "subject DESC, observation_id LIMIT {n:UInt32} OFFSET {o:UInt32}",
@@ -258,7 +261,7 @@ class ProtectionData:
         cands = session_tables(sid)
         obs = [observation_from_row(r) for r in self.store.query(
             f"SELECT {COLUMNS} FROM observations FINAL WHERE table_id IN "
-            "{t:Array(String)} AND subject = {s:String} ORDER BY code",
+            f"{{t:Array(String)}} AND subject = {{s:String}} AND {LIVE} ORDER BY code",
             {"t": cands, "s": sid})] if cands else []
         for table_id in [obs[0]["table_id"]] if obs else list(cands):
             parts = session_parts(sid, table_id)

@@ -19,6 +19,7 @@ import orjson
 
 from ..store.base import Store
 from .observation import DEALER, SEAT_SESSION, TABLE
+from .stored import LIVE
 
 COLUMNS: Final = (
     "observation_id, code, scope, table_id, subject, seat, dealer_id, statistic, value, "
@@ -75,15 +76,15 @@ def touches(o: dict[str, Any], table_id: str, round_id: str, dealer_id: str) -> 
 def stored(store: Store, table_ids: Iterable[str] = (), dealer_ids: Iterable[str] = ()
            ) -> list[dict[str, Any]]:
     """The observations about these tables (and their seat sessions) and these dealers,
-    by table, subject and code."""
+    by table, subject and code; withdrawn ones left out."""
     out: list[dict[str, Any]] = []
     tables, dealers = tuple(sorted(set(table_ids))), tuple(sorted(set(dealer_ids)))
     if tables:
         out += store.query(f"SELECT {COLUMNS} FROM observations FINAL WHERE table_id IN "
-                           "{t:Array(String)}", {"t": tables})
+                           f"{{t:Array(String)}} AND {LIVE}", {"t": tables})
     if dealers:
         out += store.query(f"SELECT {COLUMNS} FROM observations FINAL WHERE table_id = '' "
-                           "AND subject IN {d:Array(String)}", {"d": dealers})
+                           f"AND subject IN {{d:Array(String)}} AND {LIVE}", {"d": dealers})
     found = [observation_from_row(r) for r in out]
     return sorted(found, key=lambda o: (o["table_id"], o["subject"], o["code"]))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -92,3 +93,29 @@ def test_protect_groups_the_hold_by_the_sites_shifts(
     assert "unknown time zone 'Mars/Base'" in capsys.readouterr().err
     assert main(["protect", "--shifts", "07:00", str(tmp_path)]) == 2
     assert "the first shift must start with the gaming day" in capsys.readouterr().err
+
+
+def test_a_withdrawn_row_replaces_its_observation_and_no_reader_shows_it(
+        tmp_path: Path) -> None:
+    """The worker's withdrawal (the same id, withdrawn 1) replaces the stored flag; the
+    readers of stored observations (touching.stored, the console's pages, case folders
+    through them) leave it out, and the table's other observation stays."""
+    from console.protection import ProtectionData
+    from pitwatch.protect.stored import store_observations, withdrawal
+    from pitwatch.protect.touching import stored
+
+    flag = Observation("COUNT_BETTING", "SEAT_SESSION", "T1", "T1/1/T1-000001", 1, None,
+                       "z", 4.0, 1e-5, None, 0.3, 80, ("T1-000009",), True, "m")
+    other = replace(flag, code="HOLE_CARD_PLAY", subject="T1/4/T1-000001", seat=4)
+    store = EmbeddedStore(tmp_path / "data")
+    try:
+        store.setup()
+        store_observations(store, [flag, other])
+        assert len(stored(store, ["T1"])) == 2
+        store_observations(store, [withdrawal("T1", flag.scope, flag.subject, flag.code, 1)])
+        assert [o["code"] for o in stored(store, ["T1"])] == ["HOLE_CARD_PLAY"]
+        page = ProtectionData(store).protection_list()
+        assert page["total"] == 1 and [o["code"] for o in page["observations"]] == [
+            "HOLE_CARD_PLAY"]
+    finally:
+        store.close()
