@@ -69,6 +69,7 @@ from .observe import Observed, ObservedStates
 from .settings import Settings
 from .state import Found, Moved, lost_where, utc_now
 from .supervise import Frozen, Stalled, log_tasks, restart_self
+from .web import WebServer
 
 #: The audit takes a fetch at a time, at most BATCH records (processors/faust_batch.py):
 #: one wait for Kafka's acknowledgements and one snapshot per table per fetch, instead
@@ -96,9 +97,11 @@ MOVED_TODO = ("the worker has stopped auditing; nothing past this point is commi
 log = logging.getLogger("pitwatch.worker")
 
 
-def create_app(settings: Settings, keys: KeyRegistry | None = None) -> BatchApp:
+def create_app(settings: Settings, keys: KeyRegistry | None = None,
+               web: WebServer | None = None) -> BatchApp:
     """The worker's Faust app; `keys` the device key registry the audit checks
-    signatures against (`worker.worker_registry`; None: signatures not required)."""
+    signatures against (`worker.worker_registry`; None: signatures not required);
+    `web` the web server its health and metrics are served on."""
     # the Kafka clients log every request at DEBUG: never build those records
     for name in ("aiokafka", "kafka"):
         logging.getLogger(name).setLevel(logging.WARNING)
@@ -110,9 +113,9 @@ def create_app(settings: Settings, keys: KeyRegistry | None = None) -> BatchApp:
         datadir=str(Path(settings.data_dir) / "faust"),
         topic_partitions=settings.partitions,
         topic_replication_factor=settings.replication_factor,
-        web_port=settings.web_port,
-        web_enabled=settings.web_port > 0,
-        web_bind=settings.web_bind,
+        # health and metrics are served by the worker's own thread (processors/web.py),
+        # which answers while Faust waits for Kafka and through a restart's back-off
+        web_enabled=False,
         producer_acks=-1,
         # a fetch's alerts, rounds and snapshots are all queued before its one wait for
         # acknowledgements, so a short linger batches them; a longer one only adds to
@@ -479,4 +482,6 @@ def create_app(settings: Settings, keys: KeyRegistry | None = None) -> BatchApp:
     app.timer(interval=1.0)(freeze_watch)
     app.timer(interval=5.0)(stall_watch)
     metrics.install(next_to_read)
+    if web is not None:
+        web.attach(metrics)
     return app

@@ -1,4 +1,5 @@
-"""Health and Prometheus metrics on the worker's web port (`--web-port`):
+"""Health and Prometheus metrics on the worker's web port (`--web-port`, served by
+processors/web.py from the process's start to its exit):
 
     GET /health/live   200 "live" while the process answers (a liveness probe: restart
                        it when this fails)
@@ -25,6 +26,8 @@ does not answer, the lag is unknown and its series are absent (never 0): alert o
 
 from __future__ import annotations
 
+import asyncio
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -34,7 +37,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import choose_encoder
 
-from .health import PROBE_S, Probe, Readiness
+from .health import ASK_S, PROBE_S, Probe, Readiness
 
 if TYPE_CHECKING:
     from pitwatch.engine.errors import EngineError
@@ -82,8 +85,19 @@ class Metrics:
         self.partitions: int | None = None
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(_Collector(self))
-        #: what the scrape under way measures the lag with
+        #: what the scrape under way measures the lag with (one scrape at a time)
         self._scrape: tuple[NextToRead, Ends | None] = (lambda tp: -1, None)
+        self._render = threading.Lock()
+        #: the app's event loop, from its first round of readiness checks on (None:
+        #: the app has not started: Faust connects to Kafka and recovers its tables)
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._probe: Probe | None = None
+        self._next_to_read: NextToRead = lambda tp: -1
+
+    @property
+    def started(self) -> bool:
+        """The app runs its timers: its readiness checks have begun."""
+        return self.loop is not None
 
     def engine_error(self, _e: EngineError) -> None:
         """An auditor's engine error (logged by the engine): counted."""
@@ -127,43 +141,44 @@ class Metrics:
         """The metrics as the scraper's Accept header asks, and their content type;
         `ends`: each held partition's last stable offset, None when unknown."""
         encoder, content_type = choose_encoder(accept)
-        self._scrape = (next_to_read, ends)
-        return encoder(self.registry), content_type
+        with self._render:
+            self._scrape = (next_to_read, ends)
+            return encoder(self.registry), content_type
+
+    def scrape(self, accept: str = "") -> tuple[bytes, str]:
+        """/metrics, from the web server's thread: the lag against the broker's end
+        offsets asked now on the app's loop (unknown when the broker, or the loop, does
+        not answer within ASK_S: a restart's back-off blocks the loop)."""
+        ends: Ends | None = None
+        loop, probe = self.loop, self._probe
+        if loop is not None and probe is not None:
+            asked = asyncio.run_coroutine_threadsafe(probe.kafka(), loop)
+            try:
+                ends = asked.result(ASK_S + 1)
+            except Exception:  # no answer in time: the lag is unknown
+                asked.cancel()
+        return self.render(self._next_to_read, ends, accept)
 
     def install(self, next_to_read: NextToRead) -> None:
-        """The readiness checks on a timer, and the web routes (with a web port)."""
+        """The readiness checks on a timer (the first marks the app started); the web
+        server (processors/web.py) serves them."""
         from .catch_up import PartitionReader
         from .supervise import sink_alive
 
         reader = PartitionReader(self.settings.kafka)
         probe = Probe(self.app, self.settings, self.readiness, reader, sink_alive)
-        self.app.timer(interval=PROBE_S)(probe.run)
+        self._probe, self._next_to_read = probe, next_to_read
+
+        async def checks() -> None:
+            await probe.run()
+            self.loop = asyncio.get_running_loop()
+
+        self.app.timer(interval=PROBE_S)(checks)
 
         async def close(sender: Any, /, *args: Any, **kwargs: Any) -> None:
             await reader.stop()  # its consumer closed, not left to the garbage collector
 
         self.app.on_before_shutdown.connect(close)
-        if self.settings.web_port <= 0:
-            return
-
-        async def metrics(web: Any, request: Any) -> Any:
-            # the lag against the broker's end offsets now; None (unknown) when it is away
-            ends = await probe.kafka()
-            body, content_type = self.render(next_to_read, ends,
-                                             request.headers.get("Accept", ""))
-            return web.bytes(body, headers={"Content-Type": content_type})
-
-        async def ready(web: Any, request: Any) -> Any:
-            status, text = self.health()
-            return web.text(text, status=status)
-
-        async def live(web: Any, request: Any) -> Any:
-            return web.text("live\n")
-
-        self.app.page("/metrics")(metrics)
-        self.app.page("/health")(ready)
-        self.app.page("/health/ready")(ready)
-        self.app.page("/health/live")(live)
 
 
 class _Collector:

@@ -21,6 +21,13 @@ _stop = threading.Event()  # set when the sink is to stay down
 _STARTED = time.monotonic()
 #: restarts of the worker in a row, handed from one process to the next across `execv`
 RESTARTS_ENV = "PITWATCH_RESTARTS_IN_A_ROW"
+#: told what a restart of the worker says, as it begins (the web server's readiness)
+_restart_listeners: list[Callable[[str], None]] = []
+
+
+def on_restart(listener: Callable[[str], None]) -> None:
+    """`listener` is told, as a restart of this worker begins, what it says."""
+    _restart_listeners.append(listener)
 
 
 class Backoff:
@@ -153,11 +160,15 @@ def restart_self(sleep: Callable[[float], None] = time.sleep) -> None:
     """Stop the sink, wait out the back-off (`WORKER_BACKOFF`: a worker that keeps
     failing as it starts does not spin), then replace this process with a fresh worker
     (same pid, same arguments): it restores its tables from their snapshots like any
-    new worker. The wait blocks the event loop: nothing more is audited or committed."""
+    new worker. The wait blocks the event loop: nothing more is audited or committed;
+    the web server's thread (processors/web.py) answers throughout."""
     n, delay = restart_plan(os.environ, time.monotonic() - _STARTED)
     log.error("restarting the worker in %.1f s (restart %d in a row; the waits double "
               "from %.0f s up to %.0f s, and start again after %.0f s of running)", delay,
               n + 1, WORKER_BACKOFF.base_s, WORKER_BACKOFF.cap_s, WORKER_BACKOFF.healthy_s)
+    for listener in _restart_listeners:
+        listener(f"the worker restarts after a back-off of {delay:.1f} s (restart {n + 1} "
+                 "in a row)")
     _stop.set()
     sink = _sink
     if sink is not None and sink.pid is not None:

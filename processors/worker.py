@@ -113,6 +113,16 @@ examples:
         add_connection_flags(p)
 
     def run(self, args: argparse.Namespace) -> int:
+        from .web import WebServer
+
+        web = None
+        if args.web_port > 0:  # first: liveness answers from the process's start on
+            try:
+                web = WebServer(args.web_bind, args.web_port, args.kafka).start()
+            except OSError as e:
+                print(f"pitwatch worker: cannot serve health and metrics on "
+                      f"{args.web_bind}:{args.web_port}: {e}", file=sys.stderr)
+                return 2
         from pathlib import Path
 
         from faust.worker import Worker
@@ -177,7 +187,11 @@ examples:
 
             threading.Thread(target=supervise_sink, args=(settings, args.loglevel, stop),
                              name="pitwatch-sink-supervisor", daemon=True).start()
-        app = create_app(settings, keys)
+        app = create_app(settings, keys, web)
+        if web is not None:
+            from .supervise import on_restart
+
+            on_restart(web.restart)
         worker = _QuietRepeats(app, loglevel=args.loglevel, quiet=True)
         try:
             worker.execute_from_commandline()
