@@ -9,14 +9,13 @@ a round's table and span by `round_index`; the rounds a chart needs are read aga
 from the table's events in order of record (`pitwatch.store.history`: the table
 context from the shoe's start, then the stretch of positions the rounds span) and read
 by the same fold the detectors read (`pitwatch.protect.rounds.TableReader`), so the
-chart shows the numbers the detectors judged. Each page reads a bounded stretch: a seat
-session's rounds, or a dealer's latest `DEALER_ROUNDS` rounds. Each read is a short
-call on the console's store thread (`ask`, a chunk of `CHUNK` events at most) and the
-fold runs on another thread (`cpu`), so the store's health probe is never held back.
-
-Limit: the events the record took in as refused (the store's quarantine) are not fed
-back here, as a rebuild does: in a record with one, its device's next event shows a
-gap, the fold finds a break there, and the chart leaves out what a break suspends.
+chart shows the numbers the detectors judged. The events the record took in as refused
+(the store's quarantine) are fed back at their place, as every rebuild does
+(`Quarantine.feed`). Each page reads a bounded stretch: a seat session's rounds, or a
+dealer's latest `DEALER_ROUNDS` rounds. Each read is a short call on the console's
+store thread (`ask`, a chunk of `CHUNK` events at most, with the quarantined events of
+its devices around it) and the fold runs on another thread (`cpu`), so the store's
+health probe is never held back.
 """
 
 from __future__ import annotations
@@ -42,7 +41,8 @@ from pitwatch.protect.stored import LIVE
 from pitwatch.protect.touching import COLUMNS, observation_from_row, session_parts, stored, touches
 from pitwatch.store import lookup
 from pitwatch.store.base import Store
-from pitwatch.store.history import context_of, primers, seed
+from pitwatch.store.history import SEQ_BLOCK, Quarantine, context_of, primers, seed
+from pitwatch.store.rows import quarantined_event
 
 from .data import NotFound, checked_id
 
@@ -123,7 +123,9 @@ class TableFold:
     engine's fold), from the event at position `first`: the auditor is given the posted
     rules and each device's last event before the context (`seed`, `prime`), then fed
     the context's events quietly, then the rounds' events, whose completed rounds and
-    findings it keeps. No I/O: the events come from the store thread in chunks."""
+    findings it keeps; the quarantined events at their place (`Quarantine.feed`). No
+    I/O: the events, and the quarantined ones around them, come from the store thread
+    in chunks."""
 
     def __init__(self, table_id: str, rules: list[Event], primers: list[Event],
                  first: int) -> None:
@@ -136,9 +138,11 @@ class TableFold:
         self.auditor = TableAuditor(table_id, select, self._violation, lambda s: None,
                                     released=released_writers())
         self.auditor.watch = self._watch
+        self.held = Quarantine.of(())
         seed(self.auditor, rules)
         for ev in primers:
             self.auditor.prime(ev)
+            self.held.saw(ev)
 
     def _violation(self, v: Violation) -> None:
         if self.live:
@@ -149,10 +153,18 @@ class TableFold:
         if done is not None and self.live:
             self.rounds.append(done)
 
-    def feed(self, chunk: list[tuple[int, Event]]) -> None:
+    def feed(self, chunk: list[tuple[int, Event]], refused: Iterable[Event] = ()) -> None:
+        """The chunk's events, each with the quarantined events due before and after
+        it; `refused`: the quarantine read around the chunk (`refused_near`)."""
+        for device, seqs in Quarantine.of(refused).held.items():
+            mine = self.held.held.setdefault(device, seqs)
+            if mine is not seqs:
+                for evs in seqs.values():
+                    for q in evs:
+                        mine.add(q)
         for pos, ev in chunk:
             self.live = pos >= self.first
-            self.auditor.feed(ev)
+            self.held.feed(self.auditor, ev)
 
     def kept(self) -> list[RoundView]:
         """The rounds, a break in the record suspending judgement as the detectors do."""
@@ -173,6 +185,36 @@ def take(events: Iterator[tuple[int, Event]], n: int) -> list[tuple[int, Event]]
     return list(itertools.islice(events, n))
 
 
+def refused_near(store: Store, table_id: str, chunk: list[tuple[int, Event]],
+                 since: dict[str, int]) -> list[Event]:
+    """The quarantined events a fold of `chunk` may feed back (on the store thread):
+    of each device in it, those from its last event read before (`since`, updated;
+    else `SEQ_BLOCK` seqs before its first in the chunk) to `SEQ_BLOCK` seqs after
+    its last, where a run the record took in after it may go on."""
+    span: dict[str, tuple[int, int]] = {}
+    for _, ev in chunk:
+        lo, hi = span.get(ev.device_id, (ev.seq, ev.seq))
+        span[ev.device_id] = (min(lo, ev.seq), max(hi, ev.seq))
+    out: list[Event] = []
+    for device, (lo, hi) in sorted(span.items()):
+        out += [quarantined_event(r) for r in store.query(
+            "SELECT DISTINCT table_id, device_id, seq, event_id, writer, raw, reason "
+            "FROM refused_events WHERE table_id = {t:String} AND device_id = {d:String} "
+            "AND seq >= {a:UInt64} AND seq < {b:UInt64} ORDER BY seq, event_id",
+            {"t": table_id, "d": device, "a": since.get(device, max(0, lo - SEQ_BLOCK)),
+             "b": hi + SEQ_BLOCK})]
+        since[device] = hi
+    return out
+
+
+def read_chunk(store: Store, table_id: str, events: Iterator[tuple[int, Event]], n: int,
+               since: dict[str, int]) -> tuple[list[Event], list[tuple[int, Event]]]:
+    """Up to `n` more events of a stream being read, and the quarantine around them
+    (`refused_near`), on the store thread."""
+    chunk = take(events, n)
+    return (refused_near(store, table_id, chunk, since) if chunk else []), chunk
+
+
 async def fold_rounds(ask: Ask, cpu: Ask, store: Store, table_id: str, first: int,
                       last: int | None, enough: Callable[[TableFold], bool] | None = None
                       ) -> TableFold:
@@ -182,8 +224,12 @@ async def fold_rounds(ask: Ask, cpu: Ask, store: Store, table_id: str, first: in
     rules, before, begin = await ask(fold_begin, store, table_id, first)
     fold: TableFold = await cpu(TableFold, table_id, rules, before, first)
     events = lookup.stream(store, table_id, begin, last)
-    while chunk := await ask(take, events, CHUNK):
-        await cpu(fold.feed, chunk)
+    since = {ev.device_id: ev.seq for ev in before}
+    while True:
+        refused, chunk = await ask(read_chunk, store, table_id, events, CHUNK, since)
+        if not chunk:
+            break
+        await cpu(fold.feed, chunk, refused)
         if enough is not None and enough(fold):
             break
     return fold
