@@ -307,7 +307,7 @@ class TableObserver:
         """The observer `export` described; raises ValueError on one it cannot read."""
         o = cls(table_id, out)
         version = state.get("version") if isinstance(state, dict) else None
-        if version != STATE_VERSION:
+        if version not in (1, STATE_VERSION):  # 1: the same, without `published`
             raise ValueError(f"observer state version {version!r}, not {STATE_VERSION}")
         try:
             rules = [rules_from_dict(d) for d in state["rules"]]
@@ -343,7 +343,7 @@ class TableObserver:
                            bool(on))
             o.fresh = int(state["fresh"])
             o.published = {str(k): [str(c) for c in v]
-                           for k, v in state["published"].items()}
+                           for k, v in state.get("published", {}).items()}
         except (KeyError, TypeError, ValueError, IndexError) as e:
             raise ValueError(f"damaged observer state: {e!r}") from e
         return o

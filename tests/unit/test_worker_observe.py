@@ -143,6 +143,11 @@ def test_the_observer_state_reads_back_as_it_was(floor: list[Event]) -> None:
     assert len(orjson.dumps(state)) < 120_000  # the open sessions' slim rounds
     with pytest.raises(ValueError):
         TableObserver.load("T", {**state, "version": 99})
+    # a snapshot of before withdrawals: the same, with nothing published to withdraw
+    old = {k: v for k, v in state.items() if k != "published"}
+    back = TableObserver.load(a.table.table_id, {**old, "version": 1})
+    assert back.published == {} and back.window == TableObserver.load(
+        a.table.table_id, state).window
 
 
 def test_a_session_ended_by_its_player_leaving_is_published_then(got: Run) -> None:
