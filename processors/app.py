@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -159,13 +160,19 @@ def create_app(settings: Settings, keys: KeyRegistry | None = None,
     lock = asyncio.Lock()  # the audit and the timer take turns on the auditors
     position: dict[tuple[str, int], int] = {}  # (topic, partition) -> last offset read
 
-    async def send(found: Found) -> list[Any]:
+    async def send(found: Found, arrived: float | None = None) -> list[Any]:
         """Each violation to the alerts topic, each finished round to the rounds topic,
         each quarantine row to the refused topic, each observation to the observations
         topic, handed to the producer (which batches them) without waiting for Kafka;
-        returns the futures of their acknowledgements."""
+        returns the futures of their acknowledgements. `arrived`: when the event that
+        raised them arrived (time.monotonic), for the alerts' histogram."""
         acks = [await alerts.send(key=v.table_id.encode(), value=encode_violation(v))
                 for v in found.violations]
+        if arrived is not None:
+            for ack in acks:  # Faust's FutureMessage: an asyncio future, as it is
+                asyncio.ensure_future(ack).add_done_callback(
+                    lambda f: None if f.cancelled() or f.exception()
+                    else metrics.alert_acknowledged(arrived))
         acks += [await rounds.send(key=r.table_id.encode(), value=orjson.dumps(round_row(r)))
                  for r in found.rounds]
         acks += [await refused.send(key=q["table_id"].encode(), value=orjson.dumps(q))
@@ -223,7 +230,7 @@ def create_app(settings: Settings, keys: KeyRegistry | None = None,
                   len(told), LOST_TODO)
 
     async def handle(topic: str, partition: int, offset: int, key: bytes | None,
-                     value: bytes | None, due: Due) -> None:
+                     value: bytes | None, due: Due, arrived: float) -> None:
         """One message of the events topic, in its partition's order: the decode (or a
         dead letter) and the fold; what it found goes to the producer without waiting,
         and a table that wants a snapshot goes into `due`."""
@@ -257,11 +264,12 @@ def create_app(settings: Settings, keys: KeyRegistry | None = None,
                           "resumes from the committed offset)", topic, partition, offset)
             restart_self()
         if found:
-            acks.extend(await send(found))
+            acks.extend(await send(found, arrived))
         if ev.table_id in due or states.due(ev.table_id, ev):
             due[ev.table_id] = (topic, partition, offset)
 
-    async def read_back(topic: str, partition: int, offset: int, due: Due) -> int:
+    async def read_back(topic: str, partition: int, offset: int, due: Due,
+                        arrived: float) -> int:
         """Before the message at `offset`: what the consumer skipped (processors/gaps.py),
         read back from the partition and handled in order. Returns the first offset
         the audit had not handled: the commit may move past it, as past the offsets
@@ -281,7 +289,7 @@ def create_app(settings: Settings, keys: KeyRegistry | None = None,
                         "them from the partition first", topic, partition, unread[0][0],
                         offset - 1)
         for o, key, value in unread:
-            await handle(topic, partition, o, key or None, value, due)
+            await handle(topic, partition, o, key or None, value, due, arrived)
         return unread.start
 
     async def audit(batches: Mapping[TP, Sequence[Any]]) -> dict[TP, tuple[int, int]]:
@@ -292,6 +300,7 @@ def create_app(settings: Settings, keys: KeyRegistry | None = None,
         acknowledgements and one changelog write per table. Returns the offsets handled
         per partition: the group's commit may move past them."""
         handled: dict[TP, tuple[int, int]] = {}
+        arrived = time.monotonic()  # the fetch reached the worker
         async with lock:
             if metrics.refusal is not None:
                 return handled  # not audited, not committed: see refuse()
@@ -305,9 +314,9 @@ def create_app(settings: Settings, keys: KeyRegistry | None = None,
                 first = records[0].offset
                 last = position.get((topic, partition))
                 if last is None or first != last + 1:
-                    first = await read_back(topic, partition, first, due)
+                    first = await read_back(topic, partition, first, due, arrived)
                 for r in records:
-                    await handle(topic, partition, r.offset, r.key, r.value, due)
+                    await handle(topic, partition, r.offset, r.key, r.value, due, arrived)
                 if metrics.refusal is not None:
                     return {}
                 handled[tp] = (first, records[-1].offset)

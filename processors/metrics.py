@@ -16,7 +16,16 @@ processors/web.py from the process's start to its exit):
                        snapshots, offsets lost and losses (rates are the dashboards'
                        job: `rate(pitwatch_events_total[1m])`); gauges of open rounds,
                        refusal, partitions, each readiness check (`pitwatch_up{check}`),
-                       the sink's batch age, and the lag per partition
+                       the sink's batch age, and the lag per partition; histograms
+                       of the seconds from an event's arrival to its alerts
+                       acknowledged (`pitwatch_alert_seconds`) and of the sink's
+                       inserts per table (`pitwatch_sink_insert_seconds`)
+
+`pitwatch_alert_seconds` starts when the fetch that held the event reached the worker
+(one clock, the worker's; the wait in the topic before that is `pitwatch_lag`) and ends
+when Kafka acknowledged the alert; violations of the processing-time rule, which no
+event raises, are not in it. The sink runs in a process of its own: it rewrites its
+metrics to a file in DATA_DIR after each batch (`SinkMetrics`), read at each scrape.
 
 `pitwatch_lag{topic,partition}` is the committed messages not read yet, against each
 partition's last stable offset as the broker says it at the scrape. When the broker
@@ -33,9 +42,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.exposition import choose_encoder
+from prometheus_client.exposition import choose_encoder, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
 
 from .health import ASK_S, PROBE_S, Probe, Readiness
 
@@ -55,6 +65,46 @@ Ends = dict[tuple[str, int], int]
 def sink_heartbeat_file(settings: Settings) -> Path:
     """Where the sink writes the time of its last batch landed in ClickHouse."""
     return Path(settings.data_dir) / "sink-last-batch"
+
+
+#: histogram buckets for seconds-scale alerts and inserts: 10 ms to 5 min
+SECONDS_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+                   120.0, 300.0)
+
+
+def sink_metrics_file(settings: Settings) -> Path:
+    """Where the sink writes its metrics (Prometheus text) after each batch."""
+    return Path(settings.data_dir) / "sink-metrics.prom"
+
+
+class SinkMetrics:
+    """The sink process's metrics, rewritten to `sink_metrics_file` after each batch
+    for the worker's /metrics to read (a restarted sink starts them from 0, as a
+    restarted process's counters do)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.file = sink_metrics_file(settings)
+        self.registry = CollectorRegistry()
+        self.insert_seconds = Histogram(
+            "pitwatch_sink_insert_seconds", "Seconds a landed insert into ClickHouse took, "
+            "per table (the outages it waited out are not in it).", ["table"],
+            buckets=SECONDS_BUCKETS, registry=self.registry)
+
+    def publish(self) -> None:
+        """The metrics to the file, replaced whole (a scrape never reads half)."""
+        tmp = self.file.with_name(self.file.name + ".tmp")
+        tmp.write_bytes(generate_latest(self.registry))
+        tmp.replace(self.file)
+
+
+def sink_families(settings: Settings) -> list[Metric]:
+    """The sink's metrics as it last wrote them (none before its first batch)."""
+    try:
+        text = sink_metrics_file(settings).read_text(encoding="utf-8")
+    except OSError:
+        return []
+    return [f for f in text_string_to_metric_families(text)
+            if not f.name.endswith("_created")]
 
 
 def checks(settings: Settings) -> list[str]:
@@ -85,6 +135,10 @@ class Metrics:
         self.partitions: int | None = None
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(_Collector(self))
+        self.alert_seconds = Histogram(
+            "pitwatch_alert_seconds", "Seconds from an event's arrival at the worker (the "
+            "fetch that held it) to Kafka acknowledging the alert it raised.",
+            buckets=SECONDS_BUCKETS, registry=self.registry)
         #: what the scrape under way measures the lag with (one scrape at a time)
         self._scrape: tuple[NextToRead, Ends | None] = (lambda tp: -1, None)
         self._render = threading.Lock()
@@ -98,6 +152,11 @@ class Metrics:
     def started(self) -> bool:
         """The app runs its timers: its readiness checks have begun."""
         return self.loop is not None
+
+    def alert_acknowledged(self, arrived: float) -> None:
+        """Kafka acknowledged an alert of an event that arrived at `arrived`
+        (time.monotonic)."""
+        self.alert_seconds.observe(time.monotonic() - arrived)
 
     def engine_error(self, _e: EngineError) -> None:
         """An auditor's engine error (logged by the engine): counted."""
@@ -239,4 +298,5 @@ class _Collector:
         if age is not None:
             batch_age.add_metric([], age)
         yield batch_age
+        yield from sink_families(m.settings)
 

@@ -39,7 +39,7 @@ from pitwatch.store.rows import quarantined_event, refused_row, violation_row
 
 from .catch_up import ISOLATION
 from .dead_letters import dead_letter
-from .metrics import sink_heartbeat_file
+from .metrics import SinkMetrics, sink_heartbeat_file
 from .settings import Settings
 
 log = logging.getLogger("pitwatch.sink")
@@ -198,9 +198,12 @@ class Writer:
         self.settings = settings
         self.stopping = stopping
         self.loop = asyncio.get_running_loop()
+        self.metrics = SinkMetrics(settings)
 
     async def _insert(self, table: str, rows: list[dict[str, Any]]) -> None:
+        started = time.monotonic()
         await self.loop.run_in_executor(None, self.store.insert, table, rows)
+        self.metrics.insert_seconds.labels(table).observe(time.monotonic() - started)
 
     async def _answers(self) -> bool:
         try:
@@ -369,6 +372,7 @@ async def run_sink(settings: Settings, store_factory: Callable[[], Store],
                 await _commit(consumer)
                 committed_at = now
                 heartbeat.write_text(f"{time.time():.3f}")
+                writer.metrics.publish()
                 log.info("sink: %d rows in ClickHouse", written)
             elif not len(batches) and consumer.assignment() \
                     and now - committed_at >= settings.sink_batch_seconds:
