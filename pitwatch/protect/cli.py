@@ -25,7 +25,7 @@ from ..terminal import printable
 from .observation import CATALOGUE, Observation
 from .rounds import FloorReader
 from .run import observe
-from .stored import read_stored, store_observations
+from .stored import LIVE, read_stored, store_observations, withdraw_others
 
 
 def _clip(s: str, n: int) -> str:
@@ -139,7 +139,7 @@ examples:
             finally:
                 store.close()
             print(f"stored {n} observations in {args.data} (pitwatch query --data "
-                  f"{args.data} \"SELECT ... FROM observations FINAL\")",
+                  f"{args.data} \"SELECT ... FROM observations FINAL WHERE {LIVE}\")",
                   file=sys.stderr if args.format == "jsonl" else sys.stdout)
         return report(args, found, floor, rep.events, rep.violations,
                       f" ({rejected[0]} malformed records skipped)" if rejected[0] else "")
@@ -172,10 +172,12 @@ examples:
                 return 2
             found = observe(floor.tables, read.violations, floor.seatings, args.site)
             n = store_observations(store, found)
+            gone = withdraw_others(store, found)
         finally:
             store.close()
-        print(printable(f"stored {n} observations in the store (pitwatch query {where} "
-                        "\"SELECT ... FROM observations FINAL\")"),
+        print(printable(f"stored {n} observations in the store, {gone} no longer given "
+                        f"withdrawn (pitwatch query {where} \"SELECT ... FROM observations "
+                        f"FINAL WHERE {LIVE}\")"),
               file=sys.stderr if args.format == "jsonl" else sys.stdout)
         return report(args, found, floor, events, read.violations, "")
 

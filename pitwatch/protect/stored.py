@@ -120,10 +120,21 @@ def store_observations(store: Store, observations: Iterable[Observation]) -> int
     """Write the observations to the store; how many rows were written."""
     rows = [observation_row(o) for o in observations]
     store.insert(TABLE, rows)
-    sync = getattr(store, "sync", None)
-    if sync is not None:
-        sync()
+    store.sync()
     return len(rows)
+
+
+def withdraw_others(store: Store, found: Iterable[Observation]) -> int:
+    """After the store's whole history was judged again: withdraw each stored live
+    observation that judgement no longer gives (one the worker published as a session
+    or hold stood, say), so the store holds exactly `found`; how many were withdrawn."""
+    keep = {o.observation_id for o in found}
+    gone = [withdrawal(str(r["table_id"]), str(r["scope"]), str(r["subject"]),
+                       str(r["code"]), int(r["seat"]) or None)
+            for r in store.query("SELECT observation_id, code, scope, table_id, subject, "
+                                 f"seat FROM {TABLE} FINAL WHERE {LIVE}")
+            if r["observation_id"] not in keep]
+    return store_observations(store, gone) if gone else 0
 
 
 def stored_tables(store: Store) -> list[str]:

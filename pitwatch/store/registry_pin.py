@@ -95,9 +95,7 @@ def pin(store: Store, raw: bytes, signature: bytes | None = None) -> str | None:
                           "registry": text,
                           "signature": "" if signature is None
                           else base64.b64encode(signature).decode()}])
-    sync = getattr(store, "sync", None)
-    if sync is not None:
-        sync()
+    store.sync()
     return None if old is None or old.raw == raw else old.sha256
 
 

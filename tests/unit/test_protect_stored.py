@@ -56,21 +56,32 @@ def test_protect_over_a_store_judges_its_history_as_the_files(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """With no PATH, `pitwatch protect --data DIR` reads the store's history back in its
     order of record and finds what `pitwatch protect` of the same files finds, dealer
-    scopes included, writing them to the store."""
+    scopes included, writing them to the store; a stored observation it no longer gives
+    (a session the worker published flagged as it stood) is withdrawn."""
+    from pitwatch.protect.stored import store_observations
+
     players = {s: make_player(p, 5, s, 0) for s, p in {1: "counter-8", 3: "flat"}.items()}
     write_jsonl(tmp_path / "floor.jsonl", events(SimTable(0, 5, players), 150, 5))
     data = tmp_path / "data"
     assert main(["audit", str(tmp_path / "floor.jsonl"), "--data", str(data)]) in (0, 1)
     capsys.readouterr()
+    stale = Observation("HOLE_CARD_PLAY", "SEAT_SESSION", "SIM-BJ-00000", "stale/3/x", 3,
+                        None, "log_lr", 7.5, None, 1808.0, 0.12, 40, (), True, "m")
+    store = EmbeddedStore(data)
+    try:
+        store_observations(store, [stale])
+    finally:
+        store.close()
     assert main(["protect", str(tmp_path / "floor.jsonl"), "--format", "jsonl"]) == 0
     files = capsys.readouterr().out
     assert main(["protect", "--data", str(data), "--format", "jsonl"]) == 0
     got = capsys.readouterr()
     assert got.out == files and "COUNT_CORRELATED_BETTING" in files
-    assert "stored" in got.err
+    assert "stored" in got.err and "1 no longer given withdrawn" in got.err
     store = EmbeddedStore(data)
     try:
-        rows = store.query("SELECT observation_id FROM observations FINAL")
+        rows = store.query("SELECT observation_id FROM observations FINAL "
+                           "WHERE withdrawn = 0")
     finally:
         store.close()
     assert sorted(r["observation_id"] for r in rows) == sorted(
