@@ -8,13 +8,12 @@ import sys
 import threading
 from typing import Any
 
-from pitwatch.address import host_ports, join_host_port
-from pitwatch.connect import CLICKHOUSE_PORT, add_connection_flags
+from pitwatch.connect import add_connection_flags
 from pitwatch.events.keys import KeyRegistry
 from pitwatch.registry import add_site_public_key_option
-from pitwatch.topics import ensure_topics, replication
+from pitwatch.topics import ensure_topics
 
-from .settings import Settings, env_default
+from .settings import SETTINGS, SettingError, Settings, add_flags, settings_from_args
 
 log = logging.getLogger("pitwatch.worker")
 
@@ -34,9 +33,9 @@ a device ts more than --round-timeout after the round's last event, or when the
 partition is caught up and nothing arrived for the table for --round-timeout seconds
 (docs/procedure.md, "When a round is incomplete").
 
-Every flag but --no-sink and --require-signatures can also be set in the environment as
+Every flag but {switches} can also be set in the environment as
 PITWATCH_<FLAG> (e.g. PITWATCH_KAFKA, PITWATCH_CLICKHOUSE, PITWATCH_ROUND_TIMEOUT,
-PITWATCH_KAFKA_SECURITY); a flag wins over the environment.
+PITWATCH_KAFKA_SECURITY); a flag wins over the environment. Every setting: docs/settings.md.
 Health and Prometheus metrics: http://127.0.0.1:<web-port>/health/live (the process
 answers), /health/ready (= /health: Kafka answers, partitions held, ClickHouse and the
 sink up; 503 naming what is not) and /metrics (processors/metrics.py).
@@ -47,74 +46,22 @@ ClickHouse on 127.0.0.1:19000).
 examples:
   pitwatch worker
   pitwatch worker --kafka 127.0.0.1:19092 --clickhouse 127.0.0.1:19000 --store rocksdb://
-  PITWATCH_KAFKA=kafka:9092 PITWATCH_CLICKHOUSE=clickhouse:9000 pitwatch worker"""
+  PITWATCH_KAFKA=kafka:9092 PITWATCH_CLICKHOUSE=clickhouse:9000 pitwatch worker""".format(
+        switches=" and ".join(s.flag for s in SETTINGS if s.env is None))
 
     def configure(self, p: argparse.ArgumentParser) -> None:
-        d = Settings()
-
-        def env(name: str, default: Any) -> Any:
-            return env_default(name, default)
-
-        p.add_argument("--kafka", default=env("kafka", d.kafka),
-                       help="bootstrap server (env PITWATCH_KAFKA; default %(default)s)")
-        p.add_argument("--clickhouse",
-                       default=env("clickhouse",
-                                   join_host_port(d.clickhouse_host, d.clickhouse_port)),
-                       help="ClickHouse native HOST:PORT, or a list HOST:PORT,HOST:PORT "
-                            "tried in order, an IPv6 address in brackets "
-                            "(env PITWATCH_CLICKHOUSE; default %(default)s)")
-        p.add_argument("--clickhouse-db", default=env("clickhouse_db", d.clickhouse_db),
-                       help="ClickHouse database (created if missing; default %(default)s)")
-        p.add_argument("--app-id", default=env("app_id", d.app_id),
-                       help="consumer group / app id (default %(default)s)")
-        p.add_argument("--topic-prefix", default=env("topic_prefix", ""),
-                       help="prefix for every topic name, the changelog's too (isolated runs)")
-        p.add_argument("--partitions", type=int, default=env("partitions", d.partitions),
-                       help="partitions of table-events when this worker creates it "
-                            "(default %(default)s); an existing topic's count comes from "
-                            "Kafka")
-        p.add_argument("--store", default=env("store", d.store),
-                       help="Faust table store: memory:// or rocksdb:// (default %(default)s)")
-        p.add_argument("--data-dir", default=env("data_dir", d.data_dir),
-                       help="worker state directory (default %(default)s)")
-        p.add_argument("--web-port", type=int, default=env("web_port", d.web_port),
-                       help="health and metrics port, 0 for none (default %(default)s)")
-        p.add_argument("--web-bind", default=env("web_bind", d.web_bind),
-                       help="address of the health and metrics server (default %(default)s)")
-        p.add_argument("--no-sink", action="store_true", help="audit and alert only")
-        p.add_argument("--round-timeout", type=float,
-                       default=env("round_timeout", d.round_timeout_s),
-                       help="seconds before an open round is incomplete (default %(default)s)")
-        p.add_argument("--idle-check", type=float, default=env("idle_check", d.idle_check_s),
-                       help="seconds between checks of the processing-time rule "
-                            "(default %(default)s)")
-        p.add_argument("--session-timeout", type=float,
-                       default=env("session_timeout", d.session_timeout_s),
-                       help="seconds before a silent worker's partitions move "
-                            "(default %(default)s)")
-        p.add_argument("--stall-timeout", type=float,
-                       default=env("stall_timeout", d.stall_timeout_s),
-                       help="seconds a partition with messages waiting may go unread before "
-                            "the worker restarts itself (default %(default)s)")
-        p.add_argument("--sink-max-poll-interval", type=float,
-                       default=env("sink_max_poll_interval", d.sink_max_poll_interval_s),
-                       help="the sink consumer's max.poll.interval in seconds "
-                            "(default %(default)s)")
-        p.add_argument("--keys", metavar="FILE", default=env("keys", ""),
-                       help="device key registry (JSON): a device in it must sign its chain, "
-                       "or SIGNATURE_INVALID (HIGH). Default: $PITWATCH_KEYS, else the one "
-                       "pinned in the ClickHouse store; without one, the worker says at its "
-                       "start that signatures are NOT CHECKED. One named is pinned in the "
-                       "store")
-        p.add_argument("--require-signatures", action="store_true",
-                       help="refuse to start without a key registry (exit 2)")
+        add_flags(p)  # processors/settings.py: the table of the worker's settings
         add_site_public_key_option(p)
-        p.add_argument("--loglevel", default=env("loglevel", "warning"))
         add_connection_flags(p)
 
     def run(self, args: argparse.Namespace) -> int:
         from .web import WebServer
 
+        try:
+            settings = settings_from_args(args)
+        except SettingError as e:
+            print(f"pitwatch worker: {e}", file=sys.stderr)
+            return 2
         web = None
         if args.web_port > 0:  # first: liveness answers from the process's start on
             try:
@@ -145,20 +92,6 @@ examples:
         except KeyRegistryError as e:
             print(f"pitwatch worker: {e}", file=sys.stderr)
             return 2
-        (host, port), *alt = host_ports(args.clickhouse, CLICKHOUSE_PORT)
-        settings = Settings(kafka=args.kafka, clickhouse_host=host, clickhouse_port=port,
-                            clickhouse_alt_hosts=tuple(alt), clickhouse_db=args.clickhouse_db,
-                            app_id=args.app_id,
-                            partitions=args.partitions, store=args.store,
-                            data_dir=args.data_dir, web_port=args.web_port, web_bind=args.web_bind,
-                            sink=not args.no_sink, round_timeout_s=args.round_timeout,
-                            idle_check_s=args.idle_check,
-                            session_timeout_s=args.session_timeout,
-                            stall_timeout_s=args.stall_timeout,
-                            heartbeat_s=min(Settings.heartbeat_s, args.session_timeout / 3),
-                            sink_max_poll_interval_s=args.sink_max_poll_interval,
-                            replication_factor=replication(),
-                            ).with_prefix(args.topic_prefix)
         logging.basicConfig(level=args.loglevel.upper(),
                             format="[%(asctime)s] [%(process)d] [%(levelname)s] %(message)s")
         limit_repeats(logging.getLogger())  # until Faust sets its own handlers up
