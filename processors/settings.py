@@ -249,7 +249,6 @@ def _checked(s: Setting) -> Callable[[str], Any]:
             return s.parse(raw)
         except ValueError as e:
             raise argparse.ArgumentTypeError(f"{raw!r}: {e}") from None
-    flag_value.__name__ = s.type.__name__  # argparse names the type in its message
     return flag_value
 
 
