@@ -21,7 +21,7 @@ from pitwatch.engine.violation import Severity
 from pitwatch.packs.registry import all_packs
 from pitwatch.store import lookup
 from pitwatch.store.base import Store, columns, ddl_statements
-from pitwatch.store.rows import stored_json
+from pitwatch.store.rows import VIOLATION_COLUMNS, stored_json, violation_from_row
 
 from .feed_types import Polled
 from .triage import Change, State, check
@@ -266,29 +266,27 @@ def state_of(change: dict[str, Any]) -> dict[str, Any]:
 
 
 def alert(v: dict[str, Any], jurisdictions: dict[str, str]) -> dict[str, Any]:
-    """A violation as the feed shows it, from a store row or `Violation.to_json()`."""
-    seat = v.get("seat") or None
-    hand = v.get("hand")
-    detected = int(v["detected"]) if "detected" in v else int(v["detected_at"])
+    """A violation as the feed shows it, from `Violation.to_json()`."""
     return {
         "violation_id": v["violation_id"], "code": v["code"], "severity": v["severity"],
-        "table_id": v["table_id"], "round_id": v["round_id"], "seat": seat,
-        "hand": None if hand is None or hand < 0 else hand, "event_id": v["event_id"],
-        "citation": v["citation"], "message": v["message"], "pack": v["pack"],
-        "pack_version": v["pack_version"], "detected_at": detected,
-        "jurisdiction": jurisdictions.get(v["pack"], ""),
+        "table_id": v["table_id"], "round_id": v["round_id"], "seat": v["seat"],
+        "hand": v["hand"], "event_id": v["event_id"], "citation": v["citation"],
+        "message": v["message"], "pack": v["pack"], "pack_version": v["pack_version"],
+        "detected_at": v["detected_at"], "jurisdiction": jurisdictions.get(v["pack"], ""),
     }
+
+
+def stored_alert(row: dict[str, Any], jurisdictions: dict[str, str]) -> dict[str, Any]:
+    """A row of `violations` selected as `VIOLATION_COLUMNS` as the feed shows it, under
+    the id the store keys it by (`violation_from_row`)."""
+    return alert({**violation_from_row(row).to_json(), "violation_id": row["violation_id"]},
+                 jurisdictions)
 
 
 #: Hours of a table's record its page's dealer summary covers: the rounds started in
 #: the hour of its last event and the 23 before it (a table's whole record is its
 #: search, by table and time).
 DEALER_HOURS = 24
-
-
-_VIOLATION_COLS = ("violation_id, code, severity, table_id, round_id, seat, hand, event_id, "
-                   "citation, message, pack, pack_version, "
-                   "toUInt64(detected_at) * 1000 + detected_ms AS detected")
 
 
 class ConsoleData:
@@ -304,7 +302,7 @@ class ConsoleData:
                    since_ms: int | None = None) -> list[dict[str, Any]]:
         """The newest violations that pass the filters (device time at or after
         `since_ms` when given: a poll reads only the recent partitions)."""
-        return [alert(r, self.jurisdictions) for r in self._newest(f, limit, since_ms).rows]
+        return [stored_alert(r, self.jurisdictions) for r in self._newest(f, limit, since_ms).rows]
 
     def _newest(self, f: Filters, want: int, since_ms: int | None = None) -> lookup.Back:
         """The `want` newest violations that pass the filters: a round, dealer or code
@@ -319,10 +317,10 @@ class ConsoleData:
         order = "detected DESC, violation_id"
         if f.round or f.dealer or f.code:
             return lookup.Back(self.store.query(
-                f"SELECT {_VIOLATION_COLS} FROM violations FINAL WHERE {where} "
+                f"SELECT {VIOLATION_COLUMNS} FROM violations FINAL WHERE {where} "
                 f"ORDER BY {order} LIMIT {int(want)}", params), None)
         floor, until = _window_of(f, since_s)
-        return lookup.newest_violations(self.store, _VIOLATION_COLS, where, params, order,
+        return lookup.newest_violations(self.store, VIOLATION_COLUMNS, where, params, order,
                                         want, floor, until)
 
     def found_since(self, since_s: int, limit: int = 1000) -> list[dict[str, Any]]:
@@ -333,11 +331,11 @@ class ConsoleData:
                     "WHERE month >= toStartOfMonth(toDate(toDateTime({s:UInt32}))) "
                     "GROUP BY violation_id HAVING toUInt32(minMerge(found)) >= {s:UInt32}")
         rows = self.store.query(
-            f"SELECT {_VIOLATION_COLS} FROM violations FINAL WHERE (table_id, round_id) IN "
+            f"SELECT {VIOLATION_COLUMNS} FROM violations FINAL WHERE (table_id, round_id) IN "
             f"(SELECT table_id, round_id FROM violation_ids WHERE violation_id IN ({received})) "
             f"AND violation_id IN ({received}) "
             f"ORDER BY detected DESC, violation_id LIMIT {int(limit)}", {"s": since_s})
-        return [alert(r, self.jurisdictions) for r in rows]
+        return [stored_alert(r, self.jurisdictions) for r in rows]
 
     def poll(self, since_s: int | None, triage_after_ms: int | None) -> Polled:
         """What the feed's poller brings: the newest violations (first read) or those
@@ -352,10 +350,10 @@ class ConsoleData:
         vid = checked_id(violation_id, "violation id")
         # its table and round from the index by id, then its row through `violations`'
         # sort key (pitwatch/store/lookup.py)
-        rows = lookup.violations_by_id(self.store, [vid], _VIOLATION_COLS)
+        rows = lookup.violations_by_id(self.store, [vid], VIOLATION_COLUMNS)
         if not rows:
             raise NotFound(f"no violation {vid}")
-        return alert(rows[0], self.jurisdictions)
+        return stored_alert(rows[0], self.jurisdictions)
 
     def search(self, f: Filters, offset: int = 0, limit: int = 50) -> dict[str, Any]:
         """The violations that pass the filters, newest first: counts by severity, a
@@ -366,7 +364,7 @@ class ConsoleData:
         detected since; `exact` False); a search with `until` before it reads on."""
         counts, reached = self._counts(f)
         got = self._newest(f, int(offset) + int(limit))
-        found = [alert(r, self.jurisdictions) for r in got.rows[int(offset):]]
+        found = [stored_alert(r, self.jurisdictions) for r in got.rows[int(offset):]]
         if reached is None and got.reached is not None:
             reached = got.reached
         return {"total": sum(counts.values()),
@@ -416,11 +414,11 @@ class ConsoleData:
             ids -= {r["violation_id"] for r in self.store.query(
                 "SELECT DISTINCT violation_id FROM triage WHERE violation_id IN "
                 "{ids:Array(String)}", {"ids": tuple(sorted(ids))})}
-        rows = sorted(lookup.violations_by_id(self.store, ids, _VIOLATION_COLS),
+        rows = sorted(lookup.violations_by_id(self.store, ids, VIOLATION_COLUMNS),
                       key=lambda r: (-int(r["detected"]), r["violation_id"]))
         rows = [r for r in rows if r["severity"] == "CRITICAL"]
         return {"total": len(rows),
-                "alerts": [alert(r, self.jurisdictions) for r in rows[:int(limit)]]}
+                "alerts": [stored_alert(r, self.jurisdictions) for r in rows[:int(limit)]]}
 
     # --- triage: the workflow's record -----------------------------------------------
 
@@ -682,9 +680,9 @@ class ConsoleData:
             "toUInt64(ended) * 1000 + ended_ms AS ended_at "
             "FROM rounds FINAL WHERE table_id = {t:String} AND round_id = {r:String}",
             {"t": table_id, "r": rid})
-        found = sorted(lookup.violations_of(self.store, [(table_id, rid)], _VIOLATION_COLS),
+        found = sorted(lookup.violations_of(self.store, [(table_id, rid)], VIOLATION_COLUMNS),
                        key=lambda v: (int(v["detected"]), v["violation_id"]))
-        violations = [alert(v, self.jurisdictions) for v in found]
+        violations = [stored_alert(v, self.jurisdictions) for v in found]
         ids = [v["violation_id"] for v in violations]
         return {"round_id": rid, "table_id": table_id, "events": events,
                 "summary": summary[0] if summary else None, "violations": violations,

@@ -33,6 +33,7 @@ from pitwatch.protect.touching import touching
 from pitwatch.store.base import Store
 from pitwatch.store.history import round_span
 from pitwatch.store.lookup import RoundQuery, round_spans, select_rounds, violations_of
+from pitwatch.store.rows import VIOLATION_COLUMNS, violation_from_row
 
 from .rebuild import Fed, Rebuilt, rebuild_span, signature_verdict
 
@@ -264,28 +265,14 @@ def stored_only(store: Store, rounds: list[Rebuilt]) -> dict[str, list[Violation
                - {v.violation_id for v in rb.violations}}
     if not missing:
         return {}
-    rows = [r for r in violations_of(store, ((rb.table_id, rb.round_id) for rb in rounds))
-            if r["violation_id"] in missing]
-    rows.sort(key=lambda r: (r["round_id"], r["detected_at"], r["detected_ms"], r["code"]))
+    found = [violation_from_row(r) for r in violations_of(
+        store, ((rb.table_id, rb.round_id) for rb in rounds), VIOLATION_COLUMNS)
+        if r["violation_id"] in missing]
+    found.sort(key=lambda v: (v.round_id, v.detected_at, v.code))
     out: dict[str, list[Violation]] = {}
-    for r in rows:
-        out.setdefault(r["round_id"], []).append(violation_from_row(r))
+    for v in found:
+        out.setdefault(v.round_id, []).append(v)
     return out
-
-
-def violation_from_row(r: dict[str, Any]) -> Violation:
-    """A stored violation row as the engine's `Violation`."""
-    return Violation(r["code"], r["severity"], r["table_id"], r["round_id"],
-                     int(r["seat"]) or None, None if int(r["hand"]) < 0 else int(r["hand"]),
-                     r["event_id"], tuple(r["evidence"]), r["citation"], r["message"],
-                     r["pack"], r["pack_version"],
-                     _ms(r["detected_at"]) + int(r["detected_ms"]))
-
-
-def _ms(t: Any) -> int:
-    if isinstance(t, datetime):
-        return int(t.replace(tzinfo=UTC).timestamp()) * 1000
-    return int(datetime.fromisoformat(str(t)).replace(tzinfo=UTC).timestamp()) * 1000
 
 
 def sha256(data: bytes) -> str:

@@ -22,9 +22,10 @@ from pitwatch.events.keys import KeyRegistry, KeyRegistryError
 from pitwatch.packs import registry
 from pitwatch.store.base import Store
 from pitwatch.store.lookup import round_spans, violations_of
+from pitwatch.store.rows import VIOLATION_COLUMNS, violation_from_row
 from pitwatch.terminal import printable
 
-from .case import Selection, parse_time, violation_from_row
+from .case import Selection, parse_time
 from .investigate import add_selection_options
 from .keys import add_keys_option, load_keys
 from .rebuild import REFUSAL_CODES, Rebuilt, rebuild_span, signature_verdict
@@ -93,7 +94,7 @@ def rebuild_selection(store: Store, sel: Selection, pack: RulePack | None,
 
 def stored_violations(store: Store, rounds: list[tuple[str, str]]) -> list[Violation]:
     """The stored violations of (table, round) pairs."""
-    return [violation_from_row(r) for r in violations_of(store, rounds)]
+    return [violation_from_row(r) for r in violations_of(store, rounds, VIOLATION_COLUMNS)]
 
 
 def reaudit(store: Store, sel: Selection, pack: RulePack, base: RulePack | None = None,

@@ -1,5 +1,5 @@
 """Rows of the store's tables other than `events` (round summaries, violations, audit
-states, refused events), and events from their `events` rows. Times are split into
+states, refused events), and events and violations from their rows. Times are split into
 DateTime seconds plus a milliseconds column (the subset ClickHouse 18.16 and chDB share).
 An event's own row is defined in `columns.py`; `stored_event` reads it back, and reads a
 row whose body is the whole JSON Lines form (as older stores hold) as it is.
@@ -68,15 +68,53 @@ def round_row(s: RoundSummary) -> dict[str, Any]:
     }
 
 
+#: What to select of `violations` for `violation_from_row` to rebuild each row's
+#: violation (`detected`: its detection time in ms, the order the console reads in).
+VIOLATION_COLUMNS = ("violation_id, code, severity, table_id, round_id, seat, hand, "
+                     "event_id, evidence, citation, message, pack, pack_version, "
+                     "toUInt64(detected_at) * 1000 + detected_ms AS detected")
+#: The `seat` and `hand` a row holds for a violation of no seat or no hand: its columns
+#: are not Nullable (UInt8, Int8), and neither is a seat or hand (seats are 1 on, hands
+#: 0 on). Only `violation_row` and `violation_from_row` know them.
+_NO_SEAT = 0
+_NO_HAND = -1
+_SEATS = range(1, 256)  # UInt8
+_HANDS = range(0, 128)  # Int8
+
+
 def violation_row(v: Violation) -> dict[str, Any]:
+    """A row of `violations` (schemas/clickhouse/003_violations.sql) that reads back as
+    `v` (`violation_from_row`). A ValueError names a seat or hand the row cannot hold as
+    itself (seat 0 would read back as no seat)."""
+    if v.seat is not None and v.seat not in _SEATS:
+        raise ValueError(f"violation {v.violation_id}: seat {v.seat} is not a seat (1 to 255)")
+    if v.hand is not None and v.hand not in _HANDS:
+        raise ValueError(f"violation {v.violation_id}: hand {v.hand} is not a hand (0 to 127)")
     return {
         "violation_id": v.violation_id, "code": v.code, "severity": v.severity,
-        "table_id": v.table_id, "round_id": v.round_id, "seat": v.seat or 0,
-        "hand": -1 if v.hand is None else v.hand, "event_id": v.event_id,
+        "table_id": v.table_id, "round_id": v.round_id,
+        "seat": _NO_SEAT if v.seat is None else v.seat,
+        "hand": _NO_HAND if v.hand is None else v.hand, "event_id": v.event_id,
         "evidence": list(v.evidence), "citation": v.citation, "message": v.message,
         "pack": v.pack, "pack_version": v.pack_version,
         "detected_at": v.detected_at // 1000, "detected_ms": v.detected_at % 1000,
     }
+
+
+def violation_from_row(row: Mapping[str, Any]) -> Violation:
+    """The violation of a row of `violations` selected as `VIOLATION_COLUMNS`: the one
+    `violation_row` was given (no seat and no hand as None). A ValueError names a row
+    `violation_row` does not write (a hand below -1). The row's `violation_id` is the
+    store's key for it: a row `violation_row` wrote holds `violation_id` of the
+    violation; a copy of the floor (producers/history.py) keys its copies apart."""
+    seat, hand = int(row["seat"]), int(row["hand"])
+    if hand < _NO_HAND:
+        raise ValueError(f"violation {row['violation_id']}: hand {hand} is not a hand")
+    return Violation(
+        row["code"], row["severity"], row["table_id"], row["round_id"],
+        None if seat == _NO_SEAT else seat, None if hand == _NO_HAND else hand,
+        row["event_id"], tuple(row["evidence"]), row["citation"], row["message"],
+        row["pack"], row["pack_version"], int(row["detected"]))
 
 
 def state_row(table_id: str, pos: int, clock: Mapping[str, int], state: Mapping[str, Any],

@@ -1,6 +1,7 @@
 """An event's row of `events` and the event rebuilt from it: the row's columns hold the
 envelope, its body the rest (the prev_digest, the payload), and an older row's body the
-whole JSON Lines form; both read back as the event that was stored."""
+whole JSON Lines form; both read back as the event that was stored. A violation's row
+of `violations` reads back as the violation, no seat and no hand as None."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from pitwatch.engine.violation import Violation
 from pitwatch.events.jsonl import InvalidEvent, dumps
 from pitwatch.store import history
 from pitwatch.store.base import column_names
@@ -15,7 +17,13 @@ from pitwatch.store.batch import BatchWriter
 from pitwatch.store.columns import event_values
 from pitwatch.store.embedded import EmbeddedStore
 from pitwatch.store.order import Positions
-from pitwatch.store.rows import EVENT_COLUMNS, stored_event
+from pitwatch.store.rows import (
+    EVENT_COLUMNS,
+    VIOLATION_COLUMNS,
+    stored_event,
+    violation_from_row,
+    violation_row,
+)
 from producers.simulate import Floor
 
 
@@ -68,3 +76,35 @@ def test_a_row_whose_body_is_not_an_event_is_an_invalid_event_naming_it(
     missing = store.query(sql)[0] | {"body": '{"prev_digest":null}'}
     with pytest.raises(InvalidEvent, match=f"{type(ev.payload).__name__}: missing"):
         stored_event(missing)
+
+
+def _violation(seat: int | None, hand: int | None) -> Violation:
+    return Violation("PAYOUT_WRONG", "CRITICAL", "T-1", "T-1-000001", seat, hand, "e-1",
+                     ("e-0", "e-1"), "13:69F-2.17", "paid 10.00, owed 15.00", "nj", "1",
+                     1764460800123)
+
+
+@pytest.mark.parametrize(("seat", "hand"), [(None, None), (1, 0), (7, None), (32, 1),
+                                            (None, 0)])
+def test_a_stored_violation_reads_back_as_the_violation_with_no_seat_or_hand_as_none(
+        store: EmbeddedStore, seat: int | None, hand: int | None) -> None:
+    v = _violation(seat, hand)
+    store.insert("violations", [violation_row(v)])
+    store.sync()
+    rows = store.query(f"SELECT {VIOLATION_COLUMNS} FROM violations FINAL")
+    assert [violation_from_row(r) for r in rows] == [v]
+    assert rows[0]["violation_id"] == v.violation_id
+
+
+@pytest.mark.parametrize(("seat", "hand"), [(0, None), (256, 0), (1, -1), (1, 128)])
+def test_a_seat_or_hand_a_row_cannot_hold_as_itself_is_refused_not_stored_as_none(
+        seat: int, hand: int | None) -> None:
+    """Seat 0 is no seat (seats are 1 on), so it never reads back as "no seat"."""
+    with pytest.raises(ValueError, match="is not a"):
+        violation_row(_violation(seat, hand))
+
+
+def test_a_row_with_a_hand_below_none_is_not_read_as_no_hand() -> None:
+    row = {**violation_row(_violation(1, 0)), "hand": -2, "detected": 1764460800123}
+    with pytest.raises(ValueError, match="hand -2 is not a hand"):
+        violation_from_row(row)
