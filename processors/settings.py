@@ -5,7 +5,7 @@ metadata is a setting of `pitwatch worker`, and from it come the flag (`add_flag
 default from the environment as PITWATCH_<FLAG> (PITWATCH_KAFKA for --kafka,
 PITWATCH_ROUND_TIMEOUT for --round-timeout), typed, a bad value refused naming the
 variable (`settings_from_args`), and the reference in docs/settings.md
-(processors/settings_reference.py). A flag wins over the environment, the environment
+(scripts/settings_reference.py). A flag wins over the environment, the environment
 over the defaults here."""
 
 from __future__ import annotations
