@@ -80,28 +80,34 @@ PARSE: Mapping[type, Callable[[str], Any]] = {
 @dataclass(frozen=True)
 class Settings:
     kafka: str = _flag("127.0.0.1:19092", "--kafka",
-                       "Kafka bootstrap servers, HOST:PORT[,HOST:PORT...]")
+                       "Kafka bootstrap servers", metavar="HOST:PORT[,HOST:PORT...]")
     clickhouse: str = _flag(
         "127.0.0.1:19000", "--clickhouse",
         "ClickHouse native HOST:PORT, or a list HOST:PORT,HOST:PORT tried in order when "
-        "one dies, an IPv6 address in brackets", parse=_servers)
+        "one dies, an IPv6 address in brackets", parse=_servers,
+        metavar="HOST:PORT[,HOST:PORT...]")
     clickhouse_db: str = _flag("pitwatch", "--clickhouse-db",
-                               "ClickHouse database (created if missing)")
+                               "ClickHouse database (created if missing)", metavar="NAME")
     app_id: str = _flag("pitwatch", "--app-id",
                         "consumer group and Faust app id: workers with the same one split "
-                        "the partitions")
+                        "the partitions", metavar="ID")
     topic_prefix: str = _flag("", "--topic-prefix",
-                              "prefix of every topic name, the changelog's too (isolated runs)")
+                              "prefix of every topic name, the changelog's too (isolated runs)",
+                              metavar="PREFIX")
     partitions: int = _flag(PARTITIONS, "--partitions",
                             "partitions of table-events when this worker creates it; an "
                             "existing topic's count comes from Kafka")
     #: Faust table store for the open rounds: memory:// (tests) or rocksdb:// (production)
     store: str = _flag("memory://", "--store",
-                       "Faust table store of the open rounds: memory:// or rocksdb://")
-    data_dir: str = _flag(".run/worker", "--data-dir", "worker state directory")
-    web_port: int = _flag(6066, "--web-port", "health and metrics port, 0 for none")
+                       "Faust table store of the open rounds: memory:// or rocksdb://",
+                       metavar="URL")
+    data_dir: str = _flag(".run/worker", "--data-dir", "worker state directory",
+                          metavar="DIR")
+    web_port: int = _flag(6066, "--web-port", "health and metrics port, 0 for none",
+                         metavar="PORT")
     web_bind: str = _flag("127.0.0.1", "--web-bind",
-                          "address of the health and metrics server")
+                          "address of the health and metrics server",
+                          metavar="ADDRESS")
     sink: bool = _flag(True, "--no-sink", "audit and alert only: no ClickHouse sink",
                        env=False)
     round_timeout_s: float = _flag(900.0, "--round-timeout",
@@ -131,7 +137,8 @@ class Settings:
                                      "refuse to start without a key registry (exit 2)",
                                      env=False)
     loglevel: str = _flag("warning", "--loglevel",
-                          "log level: debug, info, warning, error")
+                          "log level: debug, info, warning, error",
+                          metavar="LEVEL")
     #: the rest follow from the flags or are fixed
     events_topic: str = EVENTS_TOPIC
     alerts_topic: str = ALERTS_TOPIC
@@ -177,8 +184,12 @@ class Setting:
     type: type
     default: Any
     help: str
-    metavar: str | None
+    metavar: str | None  # what its argument is called (None for a switch)
     parse: Callable[[str], Any]
+
+
+#: what a flag's argument is called in --help, by the setting's type
+METAVARS: Mapping[type, str] = {int: "N", float: "SECONDS", str: "TEXT"}
 
 
 def _env_name(flag: str) -> str:
@@ -188,7 +199,7 @@ def _env_name(flag: str) -> str:
 def _table() -> tuple[Setting, ...]:
     hints = typing.get_type_hints(Settings)
     return tuple(Setting(f.name, m.flag, _env_name(m.flag) if m.env else None, hints[f.name],
-                         f.default, m.help, m.metavar,
+                         f.default, m.help, m.metavar or METAVARS.get(hints[f.name]),
                          m.parse or PARSE.get(hints[f.name], str))
                  for f in fields(Settings) if isinstance(m := f.metadata.get("flag"), Flag))
 
@@ -238,7 +249,7 @@ def add_flags(p: argparse.ArgumentParser, environ: Mapping[str, str] | None = No
             default = _BadEnv(str(e))
         shown = "" if s.default == "" else "; default %(default)s"
         p.add_argument(s.flag, dest=s.name, type=_checked(s), default=default,
-                       metavar=s.metavar or s.flag.lstrip("-").upper().replace("-", "_"),
+                       metavar=s.metavar,
                        help=f"{s.help} (env {s.env}{shown})")
 
 

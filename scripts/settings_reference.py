@@ -161,7 +161,8 @@ def markdown() -> str:
     ]
     for s in SETTINGS:
         other = also.get(s.env or "")
-        lines.append(f"| `{s.flag}` | {f'`{s.env}`' if s.env else '(a switch)'} | "
+        flag = f"{s.flag} {s.metavar}" if s.metavar else s.flag
+        lines.append(f"| `{_cell(flag)}` | {f'`{s.env}`' if s.env else '(a switch)'} | "
                      f"{TYPE_NAMES[s.type]} | {_default(s)} | "
                      f"{_cell(s.help)} | {other.read_by if other else ''} |")
     worker = {s.env for s in SETTINGS}
