@@ -254,7 +254,7 @@ def add_flags(p: argparse.ArgumentParser, environ: Mapping[str, str] | None = No
 
 
 def _checked(s: Setting) -> Callable[[str], Any]:
-
+    """`s`'s parser as argparse's type: a bad argument is a usage error saying why."""
     def flag_value(raw: str) -> Any:
         try:
             return s.parse(raw)
