@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from pitwatch.blackjack import allowed_insurance
 from pitwatch.events.model import Rules
 
 from .floor import SWITCH, TableConfig
@@ -75,12 +76,6 @@ def draw_plans(rng: random.Random, cfg: TableConfig) -> list[SeatPlan]:
         plans.append(SeatPlan(seat, main, side, insure, even_money,
                               hands if cfg.game == SWITCH else (0,)))
     return plans
-
-
-def allowed_insurance(initial: int, unit: int) -> int:
-    """The most insurance on an initial wager: half of it, or the next amount in chips
-    when half cannot be bet in chips (13:69F-2A.8(b), 672a.8(b))."""
-    return -(-initial // (2 * unit)) * unit
 
 
 def insurance_amount(main: int, rules: Rules, jurisdiction: str) -> int | None:

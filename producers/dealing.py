@@ -106,14 +106,14 @@ class _Hand:
 
     @property
     def blackjack(self) -> bool:
-        return (not self.split and not self.switched and len(self.cards) == 2
-                and bj.is_blackjack(self.ranks))
+        return bj.is_blackjack(self.ranks, split_hand=self.split, switched=self.switched)
 
     @property
     def live(self) -> bool:
-        """Still needs the dealer's final hand (the engine's notion, state.Hand.live)."""
-        return not (self.bust or self.surrendered or self.even_money or self.blackjack
-                    or self.settled)
+        """Still needs the dealer's final hand (as the audit's state.Hand.live)."""
+        return bj.awaits_dealer(bust=self.bust, blackjack=self.blackjack,
+                                surrendered=self.surrendered, even_money=self.even_money,
+                                settled=self.settled)
 
 
 @dataclass(slots=True, eq=False)

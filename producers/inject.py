@@ -42,7 +42,7 @@ from pitwatch.events.model import (
     WagerReturned,
 )
 
-from .betting import allowed_insurance, chips, insurance_amount, side_amount
+from .betting import chips, insurance_amount, side_amount
 from .dealing import PlayOptions
 from .floor import BLACKJACK, FREE_BET, SWITCH, TableConfig
 from .script import CONSOLE, RFID, SHOE, RoundScript, Step
@@ -219,7 +219,7 @@ def _too_late_anchor(ctx: InjectContext) -> Step | None:
 def _over_limit(ctx: InjectContext, main: int) -> int | None:
     rules = ctx.cfg.rules
     unit = rules.chip_unit
-    amount = allowed_insurance(main, unit) + unit
+    amount = bj.allowed_insurance(main, unit) + unit
     if ctx.cfg.jurisdiction == "NZ":  # keep it a chip multiple of at least the minimum
         amount = max(amount, -(-rules.min_wager // unit) * unit)
     return amount

@@ -1,5 +1,5 @@
-"""Blackjack itself: cards and the shoe, hand totals, the dealer's play, payouts,
-expected settlement and basic strategy.
+"""Blackjack itself: cards and the shoe, hand totals and live hands, the dealer's play,
+the insurance allowed, payouts, expected settlement and basic strategy.
 
 Pure and deterministic: no I/O, no clock, and no randomness except the
 :class:`random.Random` passed to :meth:`Shoe.shuffled`. Money is integer cents.
@@ -21,7 +21,8 @@ from .cards import (
     rank_value,
 )
 from .dealer import dealer_must_draw, dealer_play
-from .hands import hand_total, is_blackjack, is_bust, is_pair, is_soft
+from .hands import awaits_dealer, hand_total, is_blackjack, is_bust, is_pair, is_soft
+from .insurance import allowed_insurance
 from .ratio import (
     CENT_TO_PLAYER,
     EVEN_MONEY,
@@ -105,6 +106,8 @@ __all__ = [
     "Settlement",
     "Shoe",
     "ShoeEmptyError",
+    "allowed_insurance",
+    "awaits_dealer",
     "can_double",
     "card_limit",
     "dealer_must_draw",

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from .cards import RANK_VALUES, TEN_VALUE_RANKS
 
-__all__ = ["hand_total", "is_blackjack", "is_bust", "is_pair", "is_soft"]
+__all__ = ["awaits_dealer", "hand_total", "is_blackjack", "is_bust", "is_pair", "is_soft"]
 
 
 def hand_total(ranks: Sequence[str]) -> tuple[int, bool]:
@@ -67,3 +67,11 @@ def is_pair(ranks: Sequence[str], *, by_value: bool = True) -> bool:
     if a == b:
         return a in RANK_VALUES
     return by_value and a in TEN_VALUE_RANKS and b in TEN_VALUE_RANKS
+
+
+def awaits_dealer(*, bust: bool, blackjack: bool, surrendered: bool, even_money: bool,
+                  settled: bool) -> bool:
+    """Whether a player's hand still needs the dealer's final hand to be settled (a
+    live hand): not bust, not a blackjack, not surrendered, not paid even money, and its
+    wager not settled already. While one does, the dealer plays the hand out."""
+    return not (bust or blackjack or surrendered or even_money or settled)

@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..blackjack import FREE_MARKERS, dealer_must_draw, hand_total, is_blackjack, is_ten_value
+from ..blackjack import (
+    FREE_MARKERS,
+    awaits_dealer,
+    dealer_must_draw,
+    hand_total,
+    is_blackjack,
+    is_ten_value,
+)
 from ..events.model import (
     CardDealt,
     CardsCleared,
@@ -93,8 +100,7 @@ class Hand:
 
     @property
     def blackjack(self) -> bool:
-        return (not self.split and not self.switched and len(self.ranks) == 2
-                and is_blackjack(self.ranks))
+        return is_blackjack(self.ranks, split_hand=self.split, switched=self.switched)
 
     @property
     def base(self) -> Wager | None:
@@ -104,8 +110,9 @@ class Hand:
     @property
     def live(self) -> bool:
         """Still needs the dealer's final hand to be settled."""
-        return not (self.bust or self.surrendered or self.even_money or self.blackjack
-                    or (self.base is not None and self.base.settled))
+        return awaits_dealer(bust=self.bust, blackjack=self.blackjack,
+                             surrendered=self.surrendered, even_money=self.even_money,
+                             settled=self.base is not None and self.base.settled)
 
 
 @dataclass(slots=True)

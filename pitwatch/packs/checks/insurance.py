@@ -6,7 +6,7 @@ NZ Gazette 1996 No 7 §9.
 
 from __future__ import annotations
 
-from ...blackjack import pay, settle_insurance
+from ...blackjack import allowed_insurance, pay, settle_insurance
 from ...engine.rulepack import Finding
 from ...engine.state import Round
 from ...events.model import (
@@ -95,13 +95,6 @@ def too_late(r: Round, ev: Event) -> Finding | None:
            else None)
     return None if why is None else Finding(f"insurance of {dollars(p.amount)} "
                                             f"{why}", p.seat, p.hand)
-
-
-def allowed_insurance(initial: int, chip_unit: int) -> int:
-    """Half the initial wager, or the next amount in chips when half cannot be bet in
-    chips (2,500 in 500 chips: half is 1,250, so up to 1,500)."""
-    unit = max(chip_unit, 1)
-    return -(-initial // (2 * unit)) * unit
 
 
 def over_limit(r: Round, ev: Event) -> Finding | None:
