@@ -166,8 +166,8 @@ class Filters:
             raise ValueError(f"unknown jurisdiction {jur[:10]!r}")
         seat = None
         if q.get("seat", ""):
-            if not q["seat"].isdigit() or int(q["seat"]) > 255:
-                raise ValueError("seat: a number from 0 to 255")
+            if not q["seat"].isdigit() or not 1 <= int(q["seat"]) <= 255:
+                raise ValueError("seat: a number from 1 to 255")
             seat = int(q["seat"])
         times = {k: _ms(q.get(k, ""), k) for k in ("since", "until")}
         return cls(sev, code, ids["table"], jur, ids["round"], ids["dealer"], seat,

@@ -167,6 +167,33 @@ def test_feed_snapshot_is_the_store_newest_first_and_filters_narrow_it(store_dir
     serve(store_dir, check)
 
 
+def test_the_feed_shows_no_seat_and_no_hand_as_none_and_filters_real_seats_only(
+        store_dir: Path) -> None:
+    """A violation of no seat or no hand is shown with none (the page prints nothing
+    for it), never as seat 0 or hand -1; a seat filter names a seat (1 on)."""
+    async def check(client: TestClient[Any, Any]) -> None:
+        shown = {a["violation_id"]: a for a in (await snapshot(client))["alerts"]}
+        store = EmbeddedStore(store_dir)
+        try:
+            rows = {r["violation_id"]: r for r in store.query(
+                "SELECT violation_id, seat, hand FROM violations FINAL")}
+        finally:
+            store.close()
+        assert {a["seat"] is None for a in shown.values()} == {True, False}
+        for vid, a in shown.items():
+            seat, hand = int(rows[vid]["seat"]), int(rows[vid]["hand"])
+            assert a["seat"] == (None if seat == 0 else seat)
+            assert a["hand"] == (None if hand == -1 else hand)
+        seated = next(a for a in shown.values() if a["seat"] is not None)
+        only = (await snapshot(client, f"?seat={seated['seat']}"))["alerts"]
+        assert seated["violation_id"] in {a["violation_id"] for a in only}
+        assert {a["seat"] for a in only} == {seated["seat"]}
+        resp = await client.get("/api/feed?seat=0")
+        assert resp.status == 400 and "seat: a number from 1 to 255" in await resp.text()
+
+    serve(store_dir, check)
+
+
 def test_bad_filters_and_ids_get_a_clear_error(store_dir: Path) -> None:
     async def check(client: TestClient[Any, Any]) -> None:
         resp = await client.get("/api/feed?severity=URGENT")
