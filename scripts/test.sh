@@ -49,7 +49,11 @@ tests/fuzz/sanitize.sh "${FUZZ_SECONDS:-60}" "${FUZZ_SEED:-1}"
 echo "== mypy"; side mypy "$MYPY"
 MYPY=''
 echo "== unit tests"
-$BIN/python -m pytest -q -n auto -m "not integration" -p no:cacheprovider --durations=25
+# worksteal: each worker starts on one contiguous half (a module's tests, and so its
+# module-scoped fixtures, mostly on one worker, built once), and a worker that runs out
+# takes half of what the other has left
+$BIN/python -m pytest -q -n auto --dist worksteal -m "not integration" -p no:cacheprovider \
+    --durations=25
 
 echo "== services"; side services "$SERVICES"
 echo "== integration tests"
