@@ -105,6 +105,8 @@ class Proxy:
             except OSError:
                 client.close()
                 continue
+            for s in (client, server):  # forward each write at once, as a router does
+                s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             with self._lock:
                 self._conns += [client, server]
             for a, b in ((client, server), (server, client)):
