@@ -1,7 +1,7 @@
 """The checkpoint: what is done, in which order, before a consumer's offset is committed.
 
-This is the one description of the order; the worker (processors/app.py) goes through
-the object here.
+This is the one description of the order; the worker (processors/app.py) and the sink
+(processors/sink.py) both go through the objects here.
 
 The worker, for each fetch of the events topic (`Checkpoint.audit`), under one lock:
 
@@ -36,6 +36,13 @@ by `Checkpoint.settle` (under the same lock, only while the audit has not moved 
 The processing-time rule (`Checkpoint.expire_idle`) sends its verdicts at once; they go
 into the table's snapshot with the next fetch of its partition (Faust writes a table
 only while a message of its partition is in hand).
+
+The sink, for each batch (`SinkCheckpoint`): **fold** each message into a row of its
+table (`sink.to_row`); **send** the batch to ClickHouse, which **acknowledges** it by
+answering the inserts (`sink.Writer.write`, retried through outages); there is no
+snapshot (the store is the state); **mark done** is the consumer's position, already
+past the fetched messages; **commit** only then. A batch is never committed before it
+is in ClickHouse, and rows written twice count once (deterministic keys).
 """
 
 from __future__ import annotations
@@ -43,8 +50,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol, cast
 
 import orjson
@@ -433,3 +441,56 @@ class Checkpoint:
                     self.note_lost(tp.topic, tp.partition, stretch.lost)
                 self.skip(tp, last + 1, end - 1)
             await self.consumer.commit()
+
+
+class Batch(Protocol):
+    """The sink's rows waiting for ClickHouse (`sink.Batches`)."""
+
+    def __len__(self) -> int: ...
+
+    def due(self, now: float, max_rows: int, max_wait: float) -> bool: ...
+
+
+class SinkCheckpoint:
+    """The sink's order (the module's docstring): a batch is sent to ClickHouse and
+    acknowledged by it (`write`), then the consumer's offsets are committed
+    (`commit`), then the sink's heartbeat and metrics say so (`landed`). `assigned`
+    says whether the consumer holds partitions (an idle commit needs some)."""
+
+    def __init__(self, batches: Batch, write: Callable[[Any], Awaitable[int]],
+                 commit: Callable[[], Awaitable[None]], assigned: Callable[[], bool],
+                 heartbeat: Path, landed: Callable[[int], None], max_rows: int,
+                 max_wait: float, now: float) -> None:
+        self.batches = batches
+        self.write = write
+        self._commit = commit
+        self.assigned = assigned
+        self.heartbeat = heartbeat
+        self.landed = landed
+        self.max_rows = max_rows
+        self.max_wait = max_wait
+        self.written = 0
+        self.committed_at = now
+
+    async def after_fetch(self, now: float) -> None:
+        """After a fetch was folded into the batch: a batch that is due is written and
+        then committed; with nothing waiting, the position may still have moved past
+        offsets that hold no row (a transaction's marker), which the group commits
+        too, once a batch time."""
+        if self.batches.due(now, self.max_rows, self.max_wait):
+            self.written += await self.write(self.batches)
+            await self._commit()
+            self.committed_at = now
+            self.heartbeat.write_text(f"{time.time():.3f}")
+            self.landed(self.written)
+        elif not len(self.batches) and self.assigned() \
+                and now - self.committed_at >= self.max_wait:
+            await self._commit()
+            self.committed_at = now
+
+    async def close(self) -> None:
+        """On the way out: what is waiting is written, then committed (a write that
+        fails raises, and nothing is committed)."""
+        if len(self.batches):
+            await self.write(self.batches)
+            await self._commit()

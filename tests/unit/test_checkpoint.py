@@ -1,11 +1,12 @@
 """The checkpoint's order (processors/checkpoint.py): "fold, send, acknowledge,
-snapshot, mark done, commit". Fakes record each step; the
+snapshot, mark done, commit", for the worker and the sink. Fakes record each step; the
 worker's fetches go through Faust's consumer (processors/faust_batch.py, never
 connected) as in production, so the marks and the commit are the real ones."""
 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, NamedTuple, cast
 
@@ -15,8 +16,9 @@ from faust.types import TP
 from pitwatch.engine.violation import Violation
 from pitwatch.events.avro import decode_single, encode_single
 from pitwatch.events.model import Event
+from pitwatch.store.base import StoreError
 from processors.catch_up import Stretch
-from processors.checkpoint import Checkpoint, Outputs, Reader
+from processors.checkpoint import Checkpoint, Outputs, Reader, SinkCheckpoint
 from processors.faust_batch import BatchApp, BatchConsumer
 from processors.state import Found, TableStates
 from producers.simulate import Floor
@@ -254,3 +256,65 @@ def test_offsets_holding_no_record_are_settled_marked_then_committed() -> None:
     asyncio.run(c.settle())
     assert calls == ["read 5..9", "mark_done 5..9", "commit"]
     assert c.position[(TOPIC, 0)] == 9
+
+
+class Sink:
+    """A SinkCheckpoint over a batch of `rows` rows (due at 2), a write that fails
+    while `down`, and records of its steps."""
+
+    def __init__(self, tmp_path: Path, rows: int) -> None:
+        self.calls: list[str] = []
+        self.down = False
+        self.rows = rows
+        self.heartbeat = tmp_path / "heartbeat"
+        sink = self
+
+        class Batch:
+            def __len__(self) -> int:
+                return sink.rows
+
+            def due(self, now: float, max_rows: int, max_wait: float) -> bool:
+                return sink.rows >= max_rows
+
+        async def write(batch: Any) -> int:
+            sink.calls.append("write")
+            if sink.down:
+                raise StoreError("ClickHouse away")
+            n, sink.rows = sink.rows, 0
+            return n
+
+        async def commit() -> None:
+            sink.calls.append("commit")
+
+        def landed(written: int) -> None:
+            sink.calls.append(f"landed {written} heartbeat={self.heartbeat.exists()}")
+
+        self.checkpoint = SinkCheckpoint(Batch(), write, commit, lambda: True,
+                                         self.heartbeat, landed, 2, 1.0, 0.0)
+
+
+def test_the_sink_commits_a_batch_only_after_clickhouse_took_it(tmp_path: Path) -> None:
+    s = Sink(tmp_path, rows=3)
+    asyncio.run(s.checkpoint.after_fetch(0.5))
+    assert s.calls == ["write", "commit", "landed 3 heartbeat=True"]
+
+
+def test_a_batch_clickhouse_did_not_take_is_not_committed(tmp_path: Path) -> None:
+    s = Sink(tmp_path, rows=3)
+    s.down = True
+    with pytest.raises(StoreError):
+        asyncio.run(s.checkpoint.after_fetch(0.5))
+    with pytest.raises(StoreError):
+        asyncio.run(s.checkpoint.close())
+    assert s.calls == ["write", "write"] and not s.heartbeat.exists()
+
+
+def test_with_nothing_waiting_the_sink_commits_once_a_batch_time(tmp_path: Path) -> None:
+    """The position may have moved past offsets that hold no row (a transaction's
+    marker): committed once a batch time, with no write."""
+    s = Sink(tmp_path, rows=0)
+    asyncio.run(s.checkpoint.after_fetch(0.5))
+    assert s.calls == []
+    asyncio.run(s.checkpoint.after_fetch(1.0))
+    asyncio.run(s.checkpoint.after_fetch(1.5))
+    assert s.calls == ["commit"]
