@@ -10,7 +10,9 @@ partition), recovers and writes the `open-rounds` table, commits offsets, and ru
 timers and the web server. Only the loop that hands fetched records on is replaced,
 and only for the topics registered with `BatchApp.batches`: their records go, as
 fetched (a list per partition), to one coroutine; every other topic (the changelog
-during recovery, say) takes Faust's own path unchanged.
+during recovery, say) takes Faust's own path unchanged. This module marks done what
+that coroutine returns as handled and never commits by itself: when to commit is the
+checkpoint's (processors/checkpoint.py, which holds the order of the steps).
 
 Committed records only: Faust's consumer reads `read_committed` only under its
 exactly-once guarantee, which would also make every write of the worker transactional.
@@ -22,10 +24,11 @@ counts only what a committed read can reach.
 
 What is private, all here: `Consumer._drain_messages` (the fetch loop, copied from
 faust-streaming 0.15.3 and cut down), `_wait_next_records`, `_read_offset`, `_acked`,
-`_acked_index`, `_n_acked` and `_committed_offset` (the bookkeeping that decides how far
-the group's commit may go), `faust.streams._current_event` (how a table write finds
-its changelog partition), `AIOKafkaConsumerThread._create_worker_consumer`, and
-aiokafka's `AIOKafkaConsumer._isolation_level` and `_fetcher._isolation_level`.
+`_acked_index`, `_n_acked`, `_commit_every` and `_committed_offset` (the bookkeeping
+that decides how far the group's commit may go), `faust.streams._current_event` (how a
+table write finds its changelog partition),
+`AIOKafkaConsumerThread._create_worker_consumer`, and aiokafka's
+`AIOKafkaConsumer._isolation_level` and `_fetcher._isolation_level`.
 """
 
 from __future__ import annotations
@@ -182,10 +185,22 @@ class BatchConsumer(AIOKafkaConsumer):
                 read_offset[tp] = recs[-1].offset
             for tp, (first, last) in handled.items():
                 self.mark_done(tp, first, last)
-            commit_every = self._commit_every
-            if commit_every is not None and self._n_acked >= commit_every:
-                self._n_acked = 0
-                await self.commit()
+            if app.on_commit is not None:  # the checkpoint says when to commit
+                await app.on_commit()
+
+    def commit_due(self) -> bool:
+        """Whether enough offsets were marked done since the last commit due for one
+        (Faust's `broker_commit_every`, as its own acks count them); counts afresh."""
+        commit_every = self._commit_every
+        if commit_every is not None and self._n_acked >= commit_every:
+            self._n_acked = 0
+            return True
+        return False
+
+    def committed(self, tp: TP) -> int | None:
+        """The group's committed offset of `tp` as this consumer knows it (None:
+        unknown)."""
+        return self._committed_offset.get(tp)
 
     def mark_done(self, tp: TP, first: int, last: int) -> None:
         """Offsets `first`..`last` of `tp` were handled: the group's commit may move
@@ -209,13 +224,18 @@ class BatchApp(faust.App):
 
     batches: frozenset[str] = frozenset()
     on_batch: BatchHandler | None = None
+    on_commit: Callable[[], Awaitable[None]] | None = None
 
-    def batch_consume(self, topic: Any, handler: BatchHandler) -> None:
+    def batch_consume(self, topic: Any, handler: BatchHandler,
+                      commit: Callable[[], Awaitable[None]] | None = None) -> None:
         """Subscribe to `topic` (a Faust topic) and hand its records to `handler`, a
-        fetch at a time. Faust still assigns its partitions, commits past what the
-        handler returns as handled, and co-partitions the app's tables with it."""
+        fetch at a time; once the offsets it returns as handled are marked done,
+        `commit` is called (it decides whether to commit: processors/checkpoint.py).
+        Faust still assigns its partitions, commits past what is marked done on its own
+        timer, and co-partitions the app's tables with it."""
         self.batches = self.batches | frozenset(topic.topics)
         self.on_batch = handler
+        self.on_commit = commit
         self.topics.add(topic)
 
     def _new_consumer(self) -> Any:

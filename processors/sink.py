@@ -1,12 +1,12 @@
 """The ClickHouse sink: its own consumer group on the events topic and the topics whose
 messages are rows the worker made (`ROW_TOPICS`: alerts, rounds, refused,
 observations), batches of thousands of rows or about a second, offsets committed only
-after a batch is in ClickHouse. Rows carry deterministic keys (event_id, round_id, violation_id; a
-quarantine row's table, device, seq and event) in ReplacingMergeTree tables, so a
-batch written twice counts once. An event's first copy wins: before each insert the
-sink reads the stored rows of the batch's event ids, drops identical copies and
-dead-letters a different copy of a stored event (`store.first_copy`), so a later copy
-never replaces what the store holds.
+after a batch is in ClickHouse (the order is processors/checkpoint.py's). Rows carry
+deterministic keys (event_id, round_id, violation_id; a quarantine row's table, device,
+seq and event) in ReplacingMergeTree tables, so a batch written twice counts once.
+An event's first copy wins: before each insert the sink reads the stored rows of the
+batch's event ids, drops identical copies and dead-letters a different copy of a stored
+event (`store.first_copy`), so a later copy never replaces what the store holds.
 
 Bad input never stops it: a message on a row topic that is not a row of its table
 (tombstones included) goes to the dead-letter topic with its reason, and so does
@@ -38,6 +38,7 @@ from pitwatch.store.order import Positions
 from pitwatch.store.rows import quarantined_event, refused_row, violation_row
 
 from .catch_up import ISOLATION
+from .checkpoint import SinkCheckpoint
 from .dead_letters import dead_letter
 from .metrics import SinkMetrics, sink_heartbeat_file
 from .settings import Settings
@@ -348,11 +349,18 @@ async def run_sink(settings: Settings, store_factory: Callable[[], Store],
     await producer.start()
     await consumer.start()
     writer = Writer(store, consumer, producer, settings, stopping)
-    heartbeat = sink_heartbeat_file(settings)
     batches = Batches()
     positions = Positions(store, wait_for_store=True)
-    written = 0
-    committed_at = time.monotonic()
+
+    def landed(written: int) -> None:
+        writer.metrics.publish()
+        log.info("sink: %d rows in ClickHouse", written)
+
+    # the order of write and commit is the checkpoint's (processors/checkpoint.py)
+    checkpoint = SinkCheckpoint(
+        batches, writer.write, lambda: _commit(consumer),
+        lambda: bool(consumer.assignment()), sink_heartbeat_file(settings), landed,
+        settings.sink_batch_rows, settings.sink_batch_seconds, time.monotonic())
     try:
         while not stopping():
             records = await consumer.getmany(timeout_ms=200, max_records=settings.sink_batch_rows)
@@ -367,27 +375,13 @@ async def run_sink(settings: Settings, store_factory: Callable[[], Store],
                         continue
                     if row is not None:
                         batches.add(row[0], row[1], src, now)
-            if batches.due(now, settings.sink_batch_rows, settings.sink_batch_seconds):
-                written += await writer.write(batches)
-                await _commit(consumer)
-                committed_at = now
-                heartbeat.write_text(f"{time.time():.3f}")
-                writer.metrics.publish()
-                log.info("sink: %d rows in ClickHouse", written)
-            elif not len(batches) and consumer.assignment() \
-                    and now - committed_at >= settings.sink_batch_seconds:
-                # nothing waiting: the position may still have moved past offsets that
-                # hold no row (a transaction's marker), which the group commits too
-                await _commit(consumer)
-                committed_at = now
+            await checkpoint.after_fetch(now)
     finally:
-        if len(batches):
-            try:
-                await writer.write(batches)
-                await _commit(consumer)
-            except StoreError:
-                log.error("sink stopped with %d rows unwritten; they will be re-read",
-                          len(batches))
+        try:
+            await checkpoint.close()
+        except StoreError:
+            log.error("sink stopped with %d rows unwritten; they will be re-read",
+                      len(batches))
         await consumer.stop()
         await producer.stop()
         store.close()

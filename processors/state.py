@@ -27,8 +27,8 @@ the wrong partition's offsets.
 The consumer can hand the audit a partition with a hole in it: around a rebalance Faust
 drops the records it fetched while the flow was stopped, and resumes from its fetch
 position, not from the committed offset, when the group committed nothing (or 0) there.
-The audit (processors/app.py) reads any such stretch back from the partition and feeds
-it here in order before the message in hand, so nothing is lost.
+The audit (processors/checkpoint.py) reads any such stretch back from the partition and
+feeds it here in order before the message in hand, so nothing is lost.
 """
 
 from __future__ import annotations

@@ -218,7 +218,7 @@ def learn_partitions(settings: Settings) -> Settings:
     n = counts.get(settings.events_topic, settings.partitions)
     kept = counts.get(changelog_topic(settings))
     if kept is not None and kept != n:
-        from .app import MOVED_TODO
+        from .checkpoint import MOVED_TODO
 
         raise PartitionsChanged(
             f"{settings.events_topic} has {n} partitions, but this app's state "

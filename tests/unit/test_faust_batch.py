@@ -144,3 +144,44 @@ def test_a_write_in_hand_takes_the_partition_named() -> None:
         assert (event.message.topic, event.message.partition) == ("ev", 3)
         assert event.message.tp == TP("ev", 3)
     assert current_event() is None
+
+
+#: Faust's and aiokafka's private names the batch path relies on (its docstring's list)
+PRIVATE = frozenset({"_drain_messages", "_wait_next_records", "_read_offset", "_acked",
+                     "_acked_index", "_n_acked", "_commit_every", "_committed_offset",
+                     "_current_event", "_create_worker_consumer", "_isolation_level",
+                     "_fetcher", "_new_offset"})
+
+
+def test_fausts_private_surface_is_used_in_faust_batch_only() -> None:
+    """"Its private surface stays confined to one module": no other module of the
+    stages names what processors/faust_batch.py takes from Faust's internals."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    used: dict[str, set[str]] = {}
+    for path in sorted((root / "processors").glob("*.py")):
+        tree = ast.parse(path.read_text())
+        names = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+        names |= {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                  for a in n.names}
+        names |= {n.value for n in ast.walk(tree)
+                  if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+        if names & PRIVATE:
+            used[path.name] = names & PRIVATE
+    assert set(used) == {"faust_batch.py"}, used
+
+
+def test_the_installed_faust_and_aiokafka_are_the_pinned_versions() -> None:
+    """The batch path is tested against the versions pyproject.toml pins exactly."""
+    import tomllib
+    from importlib.metadata import version
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    deps = project["optional-dependencies"]["stream"]
+    pins = dict(d.split("==") for d in deps if "==" in d)
+    for name in ("faust-streaming", "aiokafka"):
+        assert version(name) == pins[name], name
