@@ -1285,11 +1285,16 @@ static PyTypeObject ClockType = {
     .tp_members = clock_members,
 };
 
-/* `EventBytes.add_at(clock, event)`: `clock.position(event)` and `add(event, position)`
-   in one call, the audit's per-event hand-over (pitwatch/audit/run.py). None when the
-   event was added; else its position, and the event is the caller's, as when `add`
-   gives False. The clock has moved either way. */
-static PyObject *bytes_add_at(EventBytes *b, PyObject *const *args, Py_ssize_t nargs) {
+/* The add method of EventBytes or of EventRows, `add(event, position)`, called as the
+   interpreter calls a method. */
+typedef PyObject *(*AddMethod)(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+
+/* `add_at(clock, event)` of EventBytes and EventRows: `clock.position(event)` and
+   `add(event, position)` in one call, the audit's per-event hand-over
+   (pitwatch/audit/run.py). None when the event was added; else its position, and the
+   event is the caller's, as when `add` gives False. The clock has moved either way. */
+static PyObject *add_at(PyObject *self, AddMethod add, PyObject *const *args,
+                        Py_ssize_t nargs) {
     if (nargs != 2 || !Py_IS_TYPE(args[0], &ClockType)) {
         PyErr_SetString(PyExc_TypeError, "add_at(clock, event): a Clock and an event");
         return NULL;
@@ -1297,7 +1302,7 @@ static PyObject *bytes_add_at(EventBytes *b, PyObject *const *args, Py_ssize_t n
     PyObject *pos = clock_position((Clock *)args[0], args[1]);
     if (pos == NULL) return NULL;
     PyObject *pair[2] = {args[1], pos};
-    PyObject *added = bytes_add(b, pair, 2);
+    PyObject *added = add(self, pair, 2);
     if (added == NULL) {
         Py_DECREF(pos);
         return NULL;
@@ -1309,24 +1314,10 @@ static PyObject *bytes_add_at(EventBytes *b, PyObject *const *args, Py_ssize_t n
     Py_RETURN_NONE;
 }
 
-/* `EventRows.add_at(clock, event)`: `clock.position(event)` and `add(event, position)`
-   in one call, as `EventBytes.add_at`. */
+static PyObject *bytes_add_at(EventBytes *b, PyObject *const *args, Py_ssize_t nargs) {
+    return add_at((PyObject *)b, (AddMethod)(void (*)(void))bytes_add, args, nargs);
+}
+
 static PyObject *rows_add_at(EventRows *r, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 2 || !Py_IS_TYPE(args[0], &ClockType)) {
-        PyErr_SetString(PyExc_TypeError, "add_at(clock, event): a Clock and an event");
-        return NULL;
-    }
-    PyObject *pos = clock_position((Clock *)args[0], args[1]);
-    if (pos == NULL) return NULL;
-    PyObject *pair[2] = {args[1], pos};
-    PyObject *added = rows_add(r, pair, 2);
-    if (added == NULL) {
-        Py_DECREF(pos);
-        return NULL;
-    }
-    int took = added == Py_True;
-    Py_DECREF(added);
-    if (!took) return pos;
-    Py_DECREF(pos);
-    Py_RETURN_NONE;
+    return add_at((PyObject *)r, (AddMethod)(void (*)(void))rows_add, args, nargs);
 }

@@ -798,7 +798,9 @@ def test_event_bytes_keep_this_schemas_bytes_and_hand_the_others_to_the_rows() -
 def test_add_at_is_the_clocks_position_and_add_in_one_call() -> None:
     """`add_at(clock, event)` gives the batch and the clock what `clock.position` then
     `add` give them (C and Python alike); None when the event was taken, else its
-    position, the event left to the caller; a redelivery keeps its position."""
+    position, the event left to the caller; a redelivery keeps its position. The rows'
+    `add_at` takes every event, each at the position `add` would give it."""
+    from pitwatch.store.arrow import event_rows
     from pitwatch.store.order import _PyTableClock, table_clock
     from producers.simulate import Floor
 
@@ -820,6 +822,16 @@ def test_add_at_is_the_clocks_position_and_add_in_one_call() -> None:
                                                             c2.behind)
     with pytest.raises(TypeError, match="a Clock and an event"):
         store_native.event_bytes(None).add_at(_PyTableClock(), evs[0])  # type: ignore[arg-type]
+    # the rows' add_at, the same call: every event taken, each row at its position
+    rows, by_add = event_rows(), event_rows()
+    assert rows is not None and by_add is not None
+    c1, c2 = table_clock(), table_clock()
+    assert c1 is not None and c2 is not None
+    assert [rows.add_at(c1, e) for e in [*evs, other]] == [None] * (len(evs) + 1)
+    assert all(by_add.add(e, c2.position(e)) for e in [*evs, other])
+    assert rows.take() == by_add.take()
+    with pytest.raises(TypeError, match="a Clock and an event"):
+        rows.add_at(_PyTableClock(), evs[0])
 
 
 # --- the store's rows written straight from Avro bytes ---------------------------------
