@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pitwatch.connect import add_connection_flags
+from pitwatch.sitetime import add_site_flags, site_from_flags
 from pitwatch.store.base import Store
 from pitwatch.topics import ALERTS_TOPIC, EVENTS_TOPIC
 
@@ -133,13 +134,7 @@ Host is one it is served as (--allow-host)."""
                        "%(default)s)")
         p.add_argument("--secure-cookies", action="store_true",
                        help="session cookies only over HTTPS (behind a TLS proxy)")
-        p.add_argument("--tz", default="UTC", metavar="ZONE",
-                       help="the site's time zone, IANA (default %(default)s)")
-        p.add_argument("--gaming-day-start", default="06:00", metavar="HH:MM",
-                       help="local time a gaming day starts (default %(default)s)")
-        p.add_argument("--shifts", default="06:00,14:00,22:00", metavar="HH:MM,...",
-                       help="local times the shifts start, the first with the gaming "
-                       "day (default %(default)s)")
+        add_site_flags(p, "the pages' times and the shift summaries")
         p.add_argument("--webhook-file", type=Path, metavar="FILE",
                        help="a file (mode 600) holding the URL each CRITICAL is POSTed to "
                        "as JSON (a paging system; its token makes it a secret, so never on "
@@ -162,6 +157,7 @@ Host is one it is served as (--allow-host)."""
         try:
             webhook = webhook_url(args)
             oidc = oidc_config(args)
+            site = site_from_flags(args)
         except ValueError as e:
             print(f"pitwatch serve: {e}", file=sys.stderr)
             return 2
@@ -204,13 +200,7 @@ Host is one it is served as (--allow-host)."""
         for line in refresh_aggregates(store):
             print(f"pitwatch serve: {line}", file=sys.stderr)
         from .accounts import Accounts
-        from .sitetime import SiteTime
 
-        try:
-            site = SiteTime.make(args.tz, args.gaming_day_start, args.shifts)
-        except ValueError as e:
-            print(f"pitwatch serve: {e}", file=sys.stderr)
-            return 2
         users = args.users or (Path(args.data) / "console-users.json" if not args.clickhouse
                                else Path("pitwatch-users.json"))
         accounts = Accounts(users)

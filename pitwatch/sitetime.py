@@ -3,10 +3,13 @@
 Data stay UTC; only what a page shows and what a summary groups by are the site's local
 time. A gaming day is named by the local date it starts on (a 06:00 start: 05:59 on
 the 5th belongs to the gaming day of the 4th). One definition for every stage: the
-console's shift pages and the hold by shift (`pitwatch.protect.hold`) group by it."""
+console's shift pages and the hold by shift (`pitwatch.protect.hold`) group by it. The
+commands that take it (`pitwatch serve`, `pitwatch protect`) take it with the same flags
+(`add_site_flags`, `site_from_flags`)."""
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -37,8 +40,15 @@ class SiteTime:
         except (ZoneInfoNotFoundError, ValueError) as exc:
             raise ValueError(f"unknown time zone {tz[:40]!r} (an IANA name such as "
                              "America/New_York)") from exc
-        start = parse_hhmm(day_start)
-        starts = tuple(sorted({parse_hhmm(s.strip()) for s in shifts.split(",") if s.strip()}))
+        try:
+            start = parse_hhmm(day_start)
+        except ValueError as exc:
+            raise ValueError(f"the gaming day's start: {exc}") from exc
+        try:
+            starts = tuple(sorted({parse_hhmm(s.strip()) for s in shifts.split(",")
+                                   if s.strip()}))
+        except ValueError as exc:
+            raise ValueError(f"the shifts: {exc}") from exc
         if start not in starts:
             raise ValueError(f"the first shift must start with the gaming day ({day_start})")
         # in gaming-day order: day_start first, those before it (past midnight) last
@@ -98,3 +108,23 @@ class SiteTime:
         if self.tz == "UTC":
             return f"{u:%Y-%m-%d %H:%M:%S} UTC"
         return f"{t:%Y-%m-%d %H:%M:%S} {t.tzname()} ({u:%H:%M:%S} UTC)"
+
+
+def add_site_flags(p: argparse.ArgumentParser, used_for: str) -> None:
+    """The site's time as flags (--tz, --gaming-day-start, --shifts), their defaults
+    `SiteTime()`'s; `used_for` says what the command shows or groups by it."""
+    site = SiteTime()
+    p.add_argument("--tz", default=site.tz, metavar="ZONE",
+                   help=f"the site's time zone, an IANA name such as America/New_York, "
+                   f"for {used_for} (default %(default)s)")
+    p.add_argument("--gaming-day-start", default=f"{site.day_start:%H:%M}", metavar="HH:MM",
+                   help="local time a gaming day starts (default %(default)s)")
+    p.add_argument("--shifts", default=",".join(f"{t:%H:%M}" for t in site.shifts),
+                   metavar="HH:MM,...", help="local times the shifts start, the first with "
+                   "the gaming day (default %(default)s)")
+
+
+def site_from_flags(args: argparse.Namespace) -> SiteTime:
+    """The site's time the flags of `add_site_flags` give, or ValueError saying which
+    part is wrong."""
+    return SiteTime.make(args.tz, args.gaming_day_start, args.shifts)

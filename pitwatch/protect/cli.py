@@ -17,7 +17,7 @@ from ..connect import add_connection_flags
 from ..engine.violation import Violation
 from ..events.files import Rejected, expand, read_files
 from ..events.order import in_record_order
-from ..sitetime import SiteTime
+from ..sitetime import add_site_flags, site_from_flags
 from ..store.base import Store
 from ..store.embedded import holds_store
 from ..store.process import StoreProcess
@@ -94,19 +94,12 @@ examples:
                             "write the observations there")
         p.add_argument("--clickhouse-db", default="pitwatch", metavar="DB",
                        help="its database (default %(default)s)")
-        p.add_argument("--tz", default="UTC", metavar="ZONE",
-                       help="the site's time zone, IANA, for the hold by shift (default "
-                            "%(default)s; as `pitwatch serve`)")
-        p.add_argument("--gaming-day-start", default="06:00", metavar="HH:MM",
-                       help="local time a gaming day starts (default %(default)s)")
-        p.add_argument("--shifts", default="06:00,14:00,22:00", metavar="HH:MM,...",
-                       help="local times the shifts start, the first with the gaming day "
-                            "(default %(default)s)")
+        add_site_flags(p, "the hold by shift, as `pitwatch serve`")
         add_connection_flags(p, kafka=False)
 
     def run(self, args: argparse.Namespace) -> int:
         try:
-            args.site = SiteTime.make(args.tz, args.gaming_day_start, args.shifts)
+            args.site = site_from_flags(args)
         except ValueError as e:
             print(printable(f"pitwatch protect: {e}"), file=sys.stderr)
             return 2
