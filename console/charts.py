@@ -65,6 +65,12 @@ def _svg(chart_id: str, title: str, desc: str, body: str) -> str:
             f'<text class="chart-title" x="{LEFT}" y="20">{e(title)}</text>{body}</svg>')
 
 
+def _empty(chart_id: str, title: str, why: str) -> str:
+    """A chart with nothing to draw: its title, and why in its description and its body."""
+    return _svg(chart_id, title, why, f'<text class="empty" x="{W / 2:.0f}" y="{H / 2:.0f}" '
+                f'text-anchor="middle">{e(why)}</text>')
+
+
 def _axes(f: _Frame, xs: list[float], ys: list[float], x_label: str, y_label: str,
           x_text: object = None, y_text: object = None) -> str:
     out = [f'<line class="axis" x1="{LEFT}" y1="{H - BOTTOM}" x2="{W - RIGHT}" '
@@ -93,9 +99,7 @@ def bet_chart(points: Sequence[BetPoint], weight: Sequence[str], session_id: str
     """The session's bet (dollars) against the true count before each round."""
     title = f"Bet against true count: seat session {session_id}"
     if not points:
-        return _svg("bet-chart", title, "no round of the session has a known true count",
-                    f'<text class="empty" x="{W / 2:.0f}" y="{H / 2:.0f}" '
-                    'text-anchor="middle">no round with a known true count</text>')
+        return _empty("bet-chart", title, "no round of the session has a known true count")
     heavy = set(weight)
     lo = min(-4.0, math.floor(min(p.true_count for p in points)))
     hi = max(4.0, math.ceil(max(p.true_count for p in points)))
@@ -130,9 +134,7 @@ def hold_chart(points: Sequence[HoldPoint], subject: str, when: object = None) -
     first and last round's time."""
     title = f"Hold against theoretical: {subject}"
     if not points:
-        return _svg("hold-chart", title, "no blackjack round with a main wager",
-                    f'<text class="empty" x="{W / 2:.0f}" y="{H / 2:.0f}" '
-                    'text-anchor="middle">no blackjack round with a main wager</text>')
+        return _empty("hold-chart", title, "no blackjack round with a main wager")
     n = len(points)
     lo = min(min(p.low, p.actual) for p in points) / 100
     hi = max(max(p.high, p.actual) for p in points) / 100

@@ -149,6 +149,18 @@ def test_the_band_in_numbers() -> None:
     assert "$15.00 expected, band $9.00 to $21.00 (3 standard deviations)" in svg
 
 
+def test_a_chart_with_nothing_to_draw_says_why_in_its_description_and_its_body() -> None:
+    for svg, chart, why in (
+            (bet_chart([], [], HOSTILE), "bet-chart",
+             "no round of the session has a known true count"),
+            (hold_chart([], HOSTILE), "hold-chart", "no blackjack round with a main wager")):
+        assert svg.startswith(f'<svg class="chart" id="{chart}"') and svg.endswith("</svg>")
+        assert f'<desc id="{chart}-d">{why}</desc>' in svg
+        assert f'<text class="empty" x="360" y="160" text-anchor="middle">{why}</text>' in svg
+        assert "<script>" not in svg and "&lt;script&gt;alert(1)&lt;/script&gt;" in svg
+        assert "<circle" not in svg and "<polyline" not in svg
+
+
 def test_hold_points_leave_out_rounds_with_no_main_wager(
         floor: tuple[Path, list[Any]]) -> None:
     rounds = read_floor(floor[1]).floor.tables[TABLE][:5]
