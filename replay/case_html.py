@@ -5,11 +5,11 @@ can open anywhere. The same case gives the same bytes, except the one element ma
 from __future__ import annotations
 
 from html import escape
-from typing import Any
 
 from pitwatch.events.model import CardDealt
 from pitwatch.money import dollars
 
+from . import case_observations as obs_words
 from .case import Case, Finding, iso_time, software_commit, software_version
 from .present import (
     RED_SUITS,
@@ -152,33 +152,19 @@ def _commit() -> str:
     return "" if commit is None else f", commit {commit}"
 
 
-def _figure(o: dict[str, Any]) -> str:
-    if o["p_value"] is not None:
-        return f"p = {o['p_value']:.2g}"
-    if o["likelihood_ratio"] is not None:
-        return f"likelihood ratio {o['likelihood_ratio']:.3g}"
-    return ""
-
-
 def _observations(case: Case) -> list[str]:
-    """The game-protection observations that touch the rounds (observations.json):
-    evidence to weigh, not findings."""
-    h = ["<h2>Game protection observations</h2>",
-         "<p>Statistical observations of the protection detectors (docs/analytics.md) "
-         "that touch the selected rounds: they name a round among those that carry their "
-         "weight, or are about a round's table, its dealer, or a seat session that began "
-         "with it. Evidence to weigh, not findings of a rule.</p>"]
+    """The game-protection observations that touch the rounds (observations.json), in
+    the words of `case_observations`: evidence to weigh, not findings."""
+    h = [f"<h2>{escape(obs_words.TITLE)}</h2>", f"<p>{escape(obs_words.NOTE)}</p>"]
     if not case.observations:
-        return [*h, "<p>No stored observation touches the selected rounds.</p>"]
-    h.append("<table><tr><th>observation</th><th>about</th><th>statistic</th>"
-             "<th>evidence</th><th>rounds that carry the weight</th><th>what it says</th></tr>")
+        return [*h, f"<p>{escape(obs_words.NONE)}</p>"]
+    h.append("<table><tr>" + "".join(f"<th>{escape(x)}</th>" for x in obs_words.HEADERS)
+             + "</tr>")
     for o in case.observations:
-        weight = ", ".join(escape(r) for r in o["weight_rounds"]) or "none named"
-        h.append(f"<tr><td>{escape(o['code'])}</td><td>{escape(o['scope'].lower())} "
-                 f'<span class="mono">{escape(o["subject"])}</span></td>'
-                 f"<td>{escape(o['statistic'])} = {escape(format(o['value'] or 0.0, '.3g'))}"
-                 f"</td><td>{escape(_figure(o))}</td><td class=\"mono\">{weight}</td>"
-                 f"<td>{escape(o['message'])}</td></tr>")
+        h.append("<tr>" + "".join(
+            f'<td class="mono">{escape(c)}</td>' if i in obs_words.ID_CELLS
+            else f"<td>{escape(c)}</td>"
+            for i, c in enumerate(obs_words.observation_cells(o))) + "</tr>")
     h.append("</table>")
     return h
 

@@ -28,6 +28,7 @@ from reportlab.platypus import (
 from pitwatch.events.model import CardDealt
 from pitwatch.money import dollars
 
+from . import case_observations as obs_words
 from .case import Case, Finding, iso_time, software_commit, software_version
 from .present import (
     RED_SUITS,
@@ -181,6 +182,22 @@ def _round(case: Case, rb: Rebuilt, width: float) -> list[Any]:
     return flow
 
 
+def _observations(case: Case, width: float) -> list[Any]:
+    """The game-protection observations that touch the rounds (observations.json), in
+    the words of `case_observations`, as report.html lists them."""
+    flow: list[Any] = [_p(_e(obs_words.TITLE), H2), _p(_e(obs_words.NOTE), SMALL)]
+    if not case.observations:
+        return [*flow, _p(_e(obs_words.NONE))]
+    rows: list[list[Any]] = [[_p(f"<b>{_e(h)}</b>", SMALL) for h in obs_words.HEADERS]]
+    for o in case.observations:
+        rows.append([_p(_e(c), MONO if i in obs_words.ID_CELLS else SMALL)
+                     for i, c in enumerate(obs_words.observation_cells(o))])
+    cols = [40 * mm, 38 * mm, 24 * mm, 24 * mm, 44 * mm, 40 * mm]
+    t = Table(rows, colWidths=[*cols, width - sum(cols)], repeatRows=1)
+    t.setStyle(GRID)
+    return [*flow, t]
+
+
 def _numbered(title: str) -> type[Canvas]:
     """A canvas that holds its pages until the end, to put "page N of M" and the
     case's title in each footer."""
@@ -262,6 +279,7 @@ def render_pdf(case: Case) -> bytes:
         flow.append(t)
     else:
         flow.append(_p("No finding in the selected rounds."))
+    flow += _observations(case, width)
     for rb in case.rounds:
         flow.append(PageBreak())
         flow += _round(case, rb, width)
