@@ -200,11 +200,11 @@ class _Round:
     def hands_in_order(self) -> list[_Hand]:
         return [h for s in sorted(self.seats) for h in self.seats[s].hands]
 
-    def any_live(self) -> bool:
-        return any(h.live for h in self.hands_in_order())
-
-    def push22_open(self) -> bool:
-        return any(st.has_open("PUSH22") for st in self.seats.values())
+    def dealer_plays_on(self) -> bool:
+        """Whether the dealer completes the hand (as the audit's Round.needs_dealer_cards)."""
+        return bj.dealer_plays_on(
+            hand_in_play=any(h.live for h in self.hands_in_order()),
+            push22_open=any(st.has_open("PUSH22") for st in self.seats.values()))
 
     def bonus_seats(self) -> list[_Seat]:
         """Seats with an open bonus wager, highest first (13:69F-2.25(e))."""
@@ -441,8 +441,8 @@ class _Round:
 
     def draw_while_needed(self) -> None:
         hs17 = self.rules.dealer_hits_soft_17
-        while bj.dealer_must_draw(self.dealer_ranks, hits_soft_17=hs17) and (
-                self.any_live() or self.push22_open()):
+        while (bj.dealer_must_draw(self.dealer_ranks, hits_soft_17=hs17)
+               and self.dealer_plays_on()):
             self.deal_dealer(True, "dealer_draw")
 
     def dealer_turn(self) -> None:
@@ -472,7 +472,7 @@ class _Round:
         self.draw_while_needed()
         total = bj.hand_total(self.dealer_ranks)[0]
         facts.stopped_on_total = (17 <= total <= 21 and not facts.dealer_blackjack
-                                  and (self.any_live() or self.push22_open()))
+                                  and self.dealer_plays_on())
         if self.opts.extra_dealer_card:
             self.deal_dealer(True, "dealer_extra")
             self.draw_while_needed()

@@ -20,7 +20,7 @@ from .cards import (
     is_valid_suit,
     rank_value,
 )
-from .dealer import dealer_must_draw, dealer_play
+from .dealer import dealer_must_draw, dealer_play, dealer_plays_on
 from .hands import awaits_dealer, hand_total, is_blackjack, is_bust, is_pair, is_soft
 from .insurance import allowed_insurance
 from .ratio import (
@@ -113,6 +113,7 @@ __all__ = [
     "dealer_must_draw",
     "dealer_must_draw_third_for_bonus",
     "dealer_play",
+    "dealer_plays_on",
     "decide",
     "free_double_allowed",
     "free_split_allowed",

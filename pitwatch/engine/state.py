@@ -14,6 +14,7 @@ from ..blackjack import (
     FREE_MARKERS,
     awaits_dealer,
     dealer_must_draw,
+    dealer_plays_on,
     hand_total,
     is_blackjack,
     is_ten_value,
@@ -321,9 +322,10 @@ class Round:
         return 0 < p.amount <= left
 
     def needs_dealer_cards(self) -> bool:
-        """Whether the dealer must complete the hand: a hand still in play, or a wager
-        that turns on the dealer's cards (bonus, Push 22) still open."""
-        return any(h.live for h in self.hands.values()) or bool(self.open_side("PUSH22"))
+        """Whether the dealer must complete the hand (`dealer_plays_on`): a hand still in
+        play, or a Push 22 wager still open."""
+        return dealer_plays_on(hand_in_play=any(h.live for h in self.hands.values()),
+                               push22_open=bool(self.open_side("PUSH22")))
 
     def void_standing(self, seat: int, hand: int, kind: str, cause: tuple[str, str]) -> None:
         """A standing wager found void once its stacks were all in (a minimum judged at

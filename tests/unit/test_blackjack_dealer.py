@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pitwatch.blackjack import RANKS, dealer_must_draw, dealer_play, hand_total
+from pitwatch.blackjack import RANKS, dealer_must_draw, dealer_play, dealer_plays_on, hand_total
 
 
 def drawer(ranks: list[str]) -> Callable[[], str]:
@@ -72,3 +72,16 @@ def test_dealer_play_stops_at_the_first_standing_hand(
     for n in range(len(start), len(hand)):
         assert dealer_must_draw(hand[:n], hits_soft_17=h17)
     assert hand_total(hand)[0] >= 17
+
+
+@pytest.mark.parametrize(("hand_in_play", "push22_open", "plays_on"), [
+    (True, False, True), (False, True, True), (True, True, True), (False, False, False)])
+def test_the_dealer_plays_on_while_a_hand_or_a_push22_wager_waits(
+        hand_in_play: bool, push22_open: bool, plays_on: bool) -> None:
+    """docs/procedure.md, step 10:
+
+    > The dealer does not draw when no hand is left in play and no `BONUS` or `PUSH22`
+    > wager is open
+
+    (the bonus wager's third card is `dealer_must_draw_third_for_bonus`)."""
+    assert dealer_plays_on(hand_in_play=hand_in_play, push22_open=push22_open) is plays_on
