@@ -199,14 +199,17 @@ class Filters:
                 and (self.until is None or alert["detected_at"] < self.until)
                 and not (self.unhandled and handled) and not self.dealer)
 
-    def where(self) -> tuple[str, dict[str, Any]]:
+    def where(self, unhandled: bool = True) -> tuple[str, dict[str, Any]]:
         """The SQL condition on `violations` and its parameters. A round, dealer or code
         filter selects its (table, round) pairs from an index table through its sort key
         (schemas/clickhouse/005_lookups.sql: `round_index` by round, `dealer_rounds` by
         dealer, `violation_codes` by severity and code), and `violations` is read
         through its own, (table, round): never a scan of the history. A subquery, not a
         list of the pairs: a dealer's year of rounds is more than a query's text may
-        hold."""
+        hold. Unhandled reads the triage of the violations the other filters select
+        alone, through `triage`'s sort key (violation id), never all of triage; with
+        `unhandled` False it is left to the caller (a read back in time asks the triage
+        of each window's violations: `lookup.newest_violations`)."""
         conds: list[str] = ["1"]
         params: dict[str, Any] = {}
         pairs = "(table_id, round_id) IN (SELECT table_id, round_id FROM "
@@ -238,8 +241,10 @@ class Filters:
         if self.until is not None:
             conds.append("toUInt64(detected_at) * 1000 + detected_ms < {until:UInt64}")
             params["until"] = self.until
-        if self.unhandled:
-            conds.append("violation_id NOT IN (SELECT violation_id FROM triage)")
+        if self.unhandled and unhandled:
+            conds.append("violation_id NOT IN (SELECT violation_id FROM triage WHERE "
+                         "violation_id IN (SELECT violation_id FROM violations WHERE "
+                         f"{' AND '.join(conds)}))")
         return " AND ".join(conds), params
 
 
@@ -309,19 +314,21 @@ class ConsoleData:
         filter selects its rounds through its index table (`Filters.where`); any other
         reads back in windows of detection time (`lookup.newest_violations`), as far as
         its budget of violations examined (`Back.reached`)."""
-        where, params = f.where()
+        indexed = bool(f.round or f.dealer or f.code)
+        where, params = f.where(unhandled=indexed)
         since_s = max(0, since_ms // 1000) if since_ms is not None else None
         if since_s is not None:
             where += " AND detected_at >= toDateTime({since_s:UInt32})"
             params["since_s"] = since_s
         order = "detected DESC, violation_id"
-        if f.round or f.dealer or f.code:
+        if indexed:
             return lookup.Back(self.store.query(
                 f"SELECT {VIOLATION_COLUMNS} FROM violations FINAL WHERE {where} "
                 f"ORDER BY {order} LIMIT {int(want)}", params), None)
         floor, until = _window_of(f, since_s)
         return lookup.newest_violations(self.store, VIOLATION_COLUMNS, where, params, order,
-                                        want, floor, until)
+                                        want, floor, until, table_id=f.table or None,
+                                        unhandled=f.unhandled)
 
     def found_since(self, since_s: int, limit: int = 1000) -> list[dict[str, Any]]:
         """Violations the store received at or after `since_s` (its own clock)."""
@@ -381,7 +388,8 @@ class ConsoleData:
         code, is its sort key; a row a violation), reading what matches; a round, dealer
         or code filter in the rounds its index selects; any other back in windows of
         detection time (`lookup.count_violations`)."""
-        where, params = f.where()
+        indexed = bool(f.round or f.dealer or f.code)
+        where, params = f.where(unhandled=indexed)
         if f.severity and f == Filters(severity=f.severity, code=f.code, table=f.table):
             conds, cparams = ["1"], dict[str, Any]()
             for col, val in (("severity", f.severity), ("code", f.code),
@@ -392,12 +400,13 @@ class ConsoleData:
             return {r["severity"]: int(r["n"]) for r in self.store.query(
                 "SELECT severity, count() AS n FROM violation_codes FINAL WHERE "
                 f"{' AND '.join(conds)} GROUP BY severity", cparams)}, None
-        if f.round or f.dealer or f.code:
+        if indexed:
             return {r["severity"]: int(r["n"]) for r in self.store.query(
                 f"SELECT severity, count() AS n FROM violations FINAL WHERE {where} "
                 "GROUP BY severity", params)}, None
         floor, until = _window_of(f, None)
-        got = lookup.count_violations(self.store, where, params, floor, until)
+        got = lookup.count_violations(self.store, where, params, floor, until,
+                                      table_id=f.table or None, unhandled=f.unhandled)
         return {r["severity"]: int(r["n"]) for r in got.rows}, got.reached
 
     def stored_ids(self, violation_ids: list[str]) -> set[str]:
@@ -480,7 +489,7 @@ class ConsoleData:
 
     def latest_event_ms(self) -> int | None:
         rows = self.store.query("SELECT maxMerge(last_ms) AS m, count() AS n "
-                                "FROM table_activity")
+                                "FROM table_span")
         return int(rows[0]["m"]) if rows and int(rows[0]["n"]) else None
 
     def store_now_ms(self) -> int:
@@ -501,7 +510,7 @@ class ConsoleData:
         activity = self.store.query(
             "SELECT table_id, maxMerge(last_ms) AS last_ms, "
             "argMaxMerge(last_round) AS last_round "
-            "FROM table_activity GROUP BY table_id ORDER BY table_id")
+            "FROM table_span GROUP BY table_id ORDER BY table_id")
         posted = {r["table_id"]: r for r in self.store.query(
             "SELECT table_id, argMaxIfMerge(jurisdiction) AS jurisdiction, "
             "argMaxIfMerge(game) AS game FROM table_posted GROUP BY table_id")}
@@ -567,7 +576,7 @@ class ConsoleData:
 
     def tables(self) -> list[str]:
         return [r["table_id"] for r in self.store.query(
-            "SELECT DISTINCT table_id FROM table_activity ORDER BY table_id")]
+            "SELECT DISTINCT table_id FROM table_span ORDER BY table_id")]
 
     # --- a shift ----------------------------------------------------------------------
 
@@ -634,7 +643,7 @@ class ConsoleData:
         # record (its last event's hour and those before), through `rounds_hourly`'
         # sort key (table, hour): as many rows with a year of the table as with a day
         top = self.store.query("SELECT intDiv(maxMerge(last_ms), 1000) AS m, count() AS n "
-                               "FROM table_activity WHERE table_id = {t:String}", {"t": t})
+                               "FROM table_span WHERE table_id = {t:String}", {"t": t})
         dealers: list[dict[str, Any]] = []
         window: tuple[int, int] | None = None
         if top and int(top[0]["n"]):

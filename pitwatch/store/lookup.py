@@ -40,7 +40,8 @@ MIGRATIONS = {"lookups-1": ("event_positions", "event_marks", "table_devices",
               "lookups-2": ("round_violations",),
               "lookups-3": ("event_ids", "device_seqs"),
               "lookups-4": ("violation_ids", "violation_times"),
-              "lookups-5": ("audit_latest",)}
+              "lookups-5": ("audit_latest",),
+              "lookups-6": ("table_span", "round_start_span", "violation_span")}
 #: Seconds of round starts in the first window `rounds_back` reads (then twice as
 #: many each window further back).
 ROUND_WINDOW = 3600
@@ -560,25 +561,78 @@ class Back:
     reached: int | None
 
 
-class _Windows:
-    """Windows of detection time read back from the store's newest event
-    (`table_activity`), or from `until_s` when given, to `since_s`: the first open above
-    (or ending at `until_s`), each one twice as wide as the one before while the last
-    examined little of the budget, until `since_s` is reached or `budget` violations
-    were examined."""
+@dataclass(frozen=True, slots=True)
+class TimeSpan:
+    """The first and last second of a span index's rows (schemas/clickhouse/
+    022_spans.sql), and how many were written between (a row written again counts
+    twice)."""
 
-    def __init__(self, store: Store, since_s: int, until_s: int | None, budget: int) -> None:
-        top = store.query("SELECT intDiv(max(m), 1000) AS t, count() AS n FROM (SELECT "
-                          "maxMerge(last_ms) AS m FROM table_activity GROUP BY table_id)")
-        self.empty = not top or not int(top[0]["n"])
-        newest = 0 if self.empty else int(top[0]["t"])
-        self.since, self.budget, self.seen = since_s, budget, 0
+    first: int
+    last: int
+    n: int
+
+    def width(self, rows: int) -> int:
+        """Seconds that hold about `rows` of the span's rows, at its mean density (at
+        least `ROUND_WINDOW`): the first window of a read back in time, so that a page
+        is one window whatever the history's length."""
+        return max(ROUND_WINDOW, -(-(self.last - self.first + 1) * rows // max(1, self.n)))
+
+
+def time_span(store: Store, index: str, table_id: str | None = None) -> TimeSpan | None:
+    """The span of `index` (`round_start_span` or `violation_span`), of one casino table
+    or of every one: a row a table, read through its sort key; None for no rows."""
+    rows = store.query(
+        "SELECT toUInt32(min(f)) AS a, toUInt32(max(l)) AS z, sum(c) AS n, count() AS k "
+        "FROM (SELECT table_id, minMerge(first) AS f, maxMerge(last) AS l, countMerge(n) "
+        f"AS c FROM {index}" + ("" if table_id is None else " WHERE table_id = {t:String}")
+        + " GROUP BY table_id)", {"t": table_id or ""})
+    if not rows or not int(rows[0]["k"]):
+        return None
+    return TimeSpan(int(rows[0]["a"]), int(rows[0]["z"]), int(rows[0]["n"]))
+
+
+def _violation_spans(store: Store, table_id: str | None
+                     ) -> tuple[TimeSpan | None, TimeSpan | None]:
+    """The span of the store's violations, and of `table_id`'s (None: no table given,
+    or none of its violations), in one read of `violation_span` (a row a table)."""
+    rows = store.query(
+        "SELECT toUInt32(min(f)) AS a, toUInt32(max(l)) AS z, sum(c) AS n, count() AS k, "
+        "toUInt32(minIf(f, table_id = {t:String})) AS ta, toUInt32(maxIf(l, table_id = "
+        "{t:String})) AS tz, sumIf(c, table_id = {t:String}) AS tn, countIf(table_id = "
+        "{t:String}) AS tk FROM (SELECT table_id, minMerge(first) AS f, maxMerge(last) AS "
+        "l, countMerge(n) AS c FROM violation_span GROUP BY table_id)",
+        {"t": table_id or ""})
+    if not rows or not int(rows[0]["k"]):
+        return None, None
+    r = rows[0]
+    table = TimeSpan(int(r["ta"]), int(r["tz"]), int(r["tn"])) \
+        if table_id is not None and int(r["tk"]) else None
+    return TimeSpan(int(r["a"]), int(r["z"]), int(r["n"])), table
+
+
+class _Windows:
+    """Windows of detection time read back from the newest violation (of `table_id`
+    when given: `violation_span`), or from `until_s` when given, to `since_s` or the
+    oldest violation (of `table_id`), whichever is later: the first ending at the
+    newest (or at `until_s`) and as wide as holds about `rows` of the store's violations
+    at their mean density (`TimeSpan.width`: every table's violations are examined), each
+    next one twice as wide as the one before while the last examined little of the
+    budget, until the start is reached or `budget` violations were examined."""
+
+    def __init__(self, store: Store, since_s: int, until_s: int | None, budget: int,
+                 rows: int, table_id: str | None = None) -> None:
+        every, table = _violation_spans(store, table_id)
+        span = every if table_id is None else table
+        self.empty = span is None
+        newest = 0 if span is None else span.last
+        self.since = since_s if span is None else max(since_s, span.first)
+        self.budget, self.seen = budget, 0
         self.hi: int | None = None if until_s is None else until_s + 1
-        self.width = ROUND_WINDOW
-        self.lo = max(since_s, min(newest, until_s if until_s is not None else newest)
-                      - self.width)
+        self.width = ROUND_WINDOW if every is None else every.width(min(rows, budget))
+        self.lo = max(self.since, min(newest, until_s if until_s is not None else newest)
+                      + 1 - self.width)
         self.reached: int | None = None
-        if self.hi is not None and self.hi <= since_s:
+        if self.hi is not None and self.hi <= self.since:
             self.empty = True
 
     def span(self) -> tuple[str, dict[str, int]]:
@@ -607,51 +661,91 @@ class _Windows:
         return True
 
 
+def _window_rows(span: str) -> str:
+    """The condition on `violations` that selects a window's rows through its sort key:
+    the window's (table, round) pairs from `violation_times`, and its detection times."""
+    return (f"(table_id, round_id) IN (SELECT table_id, round_id FROM violation_times "
+            f"WHERE {span}) AND {span}")
+
+
+def _handled(store: Store, violation_ids: Iterable[str]) -> set[str]:
+    """Which of these violations have a triage change (`triage`, by its sort key: the
+    violation id): what an unhandled read leaves out, read for a window's violations
+    alone, never all of triage."""
+    ids = _ids(violation_ids)
+    if not ids:
+        return set()
+    return {r["violation_id"] for r in store.query(
+        "SELECT DISTINCT violation_id FROM triage WHERE violation_id IN {v:Array(String)}",
+        {"v": ids})}
+
+
 def newest_violations(store: Store, columns: str, where: str, params: dict[str, Any],
                       order: str, want: int, since_s: int = 0, until_s: int | None = None,
-                      budget: int | None = None) -> Back:
+                      budget: int | None = None, table_id: str | None = None,
+                      unhandled: bool = False) -> Back:
     """The `want` newest rows of `violations` (`columns`, in `order`: newest first)
     that meet `where`, detected at or after `since_s` (device seconds, and before
     `until_s` + 1 when given): read back in windows of detection time (`_Windows`), each
     window's (table, round) pairs from `violation_times` and its rows through
-    `violations`' sort key, until `want` are found, the windows reach `since_s`, or
-    `budget` (`BUDGET`) violations were examined."""
-    w = _Windows(store, since_s, until_s, BUDGET if budget is None else budget)
+    `violations`' sort key, until `want` are found, the windows reach `since_s` (or the
+    oldest violation), or `budget` (`BUDGET`) violations were examined. `table_id`:
+    `where` selects that table's alone (the windows start at its newest); `unhandled`:
+    only those without a triage change (`_handled`, asked for each window's)."""
+    w = _Windows(store, since_s, until_s, BUDGET if budget is None else budget, 2 * want,
+                 table_id)
     got: list[dict[str, Any]] = []
     if want <= 0 or w.empty:
         return Back(got, None)
     while True:
         span, sp = w.span()
-        got += store.query(
-            f"SELECT {columns} FROM violations FINAL WHERE (table_id, round_id) IN ("
-            f"SELECT table_id, round_id FROM violation_times WHERE {span}) AND {span} "
-            f"AND {where} ORDER BY {order} LIMIT {int(want - len(got))}", {**params, **sp})
+        rows = store.query(
+            f"SELECT {columns} FROM violations FINAL WHERE {_window_rows(span)} "
+            f"AND {where} ORDER BY {order}"
+            + ("" if unhandled else f" LIMIT {int(want - len(got))}"), {**params, **sp})
+        if unhandled:
+            handled = _handled(store, (r["violation_id"] for r in rows))
+            rows = [r for r in rows if r["violation_id"] not in handled][:want - len(got)]
+        got += rows
         if len(got) >= want or not w.back(w.examined(store)):
             break
     return Back(got, w.reached)
 
 
 def count_violations(store: Store, where: str, params: dict[str, Any], since_s: int = 0,
-                     until_s: int | None = None, budget: int | None = None) -> Back:
+                     until_s: int | None = None, budget: int | None = None,
+                     table_id: str | None = None, unhandled: bool = False) -> Back:
     """How many violations meet `where`, by severity (rows of `severity` and `n`),
     detected at or after `since_s` (and before `until_s` + 1 when given): counted back
     in windows of detection time as `newest_violations` reads them, until the windows
     reach `since_s` or `budget` violations were examined (`Back.reached`: the count is
-    then of those detected since that second; `budget`: `BUDGET`)."""
-    w = _Windows(store, since_s, until_s, BUDGET if budget is None else budget)
+    then of those detected since that second; `budget`: `BUDGET`). `unhandled`: only
+    those without a triage change (`_handled`, asked for each window's)."""
+    budget = BUDGET if budget is None else budget
+    w = _Windows(store, since_s, until_s, budget, budget, table_id)
     counts: dict[str, int] = {}
     if w.empty:
         return Back([], None)
     while True:
         span, sp = w.span()
         seen = 0
-        for r in store.query(
-                f"SELECT severity, countIf({where}) AS n, count() AS seen FROM violations "
-                f"FINAL WHERE (table_id, round_id) IN (SELECT table_id, round_id FROM "
-                f"violation_times WHERE {span}) AND {span} GROUP BY severity",
-                {**params, **sp}):
-            counts[r["severity"]] = counts.get(r["severity"], 0) + int(r["n"])
-            seen += int(r["seen"])
+        if unhandled:  # each matching violation's id, to ask its triage
+            rows = store.query(
+                f"SELECT severity, violation_id, toUInt8({where}) AS ok FROM violations "
+                f"FINAL WHERE {_window_rows(span)}", {**params, **sp})
+            seen = len(rows)
+            ok = [r for r in rows if int(r["ok"])]
+            handled = _handled(store, (r["violation_id"] for r in ok))
+            for r in ok:
+                if r["violation_id"] not in handled:
+                    counts[r["severity"]] = counts.get(r["severity"], 0) + 1
+        else:
+            for r in store.query(
+                    f"SELECT severity, countIf({where}) AS n, count() AS seen FROM "
+                    f"violations FINAL WHERE {_window_rows(span)} GROUP BY severity",
+                    {**params, **sp}):
+                counts[r["severity"]] = counts.get(r["severity"], 0) + int(r["n"])
+                seen += int(r["seen"])
         if not w.back(seen):
             break
     return Back([{"severity": s, "n": n} for s, n in sorted(counts.items())], w.reached)
@@ -660,16 +754,16 @@ def count_violations(store: Store, where: str, params: dict[str, Any], since_s: 
 def rounds_back(store: Store, table_id: str, limit: int) -> list[tuple[str, int, int]]:
     """(round id, start second, start ms) of the table's `limit` latest-started round
     summaries, newest first (ties by round id): `round_starts` read back in windows of
-    start time from the table's last event (`table_activity`), each window twice as wide
-    as the one before, until `limit` are found or the windows reach 1970."""
-    top = store.query("SELECT intDiv(maxMerge(last_ms), 1000) AS m, count() AS n "
-                      "FROM table_activity WHERE table_id = {t:String}", {"t": table_id})
-    if not top or not int(top[0]["n"]) or limit <= 0:
+    start time from the table's last start to its first (`round_start_span`), the first
+    window as wide as holds about twice `limit` starts at the table's mean density, each
+    next one twice as wide, until `limit` are found or the first start is read."""
+    span = time_span(store, "round_start_span", table_id) if limit > 0 else None
+    if span is None:
         return []
     found: set[tuple[str, int, int]] = set()
-    hi, width = int(top[0]["m"]) + 1, ROUND_WINDOW
-    while len(found) < limit and hi > 0:
-        lo = max(0, hi - width)
+    hi, width = span.last + 1, span.width(2 * limit)
+    while len(found) < limit and hi > span.first:
+        lo = max(span.first, hi - width)
         for r in store.query(
                 "SELECT round_id, toUInt32(started) AS s, started_ms AS ms FROM "
                 "round_starts WHERE table_id = {t:String} AND started >= toDateTime("
