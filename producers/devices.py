@@ -30,7 +30,7 @@ from typing import Final
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from pitwatch.events.avro import digest, writer_schema_sha256
+from pitwatch.events.avro import digest, encode, writer_schema_sha256
 from pitwatch.events.keys import (
     CHECKPOINT_EVERY,
     DeviceKey,
@@ -64,8 +64,8 @@ class Device:
     """One device's record: its id, the last seq it used and its last event's digest,
     and when it signs, its key and how many events it sent since its checkpoint."""
 
-    __slots__ = ("device_id", "honest_digest", "key", "key_id", "last", "last_digest", "seq",
-                 "table_id", "unsigned")
+    __slots__ = ("device_id", "honest_digest", "keep_raw", "key", "key_id", "last",
+                 "last_digest", "seq", "table_id", "unsigned")
 
     def __init__(self, table_id: str, device_id: str,
                  key: Ed25519PrivateKey | None = None) -> None:
@@ -79,6 +79,9 @@ class Device:
         self.unsigned = 0
         #: the digest of the device's own last event, when a forger changed what went out
         self.honest_digest: bytes | None = None
+        #: keep each event's Avro bytes as its `raw` (the one encoding its digest needs),
+        #: so a reader in the same process hashes them without encoding the event again
+        self.keep_raw = False
 
     def emit(self, payload: Payload, round_id: str | None, ts: int, event_id: str, *,
              skip_seq: bool = False, bad_digest: bool = False,
@@ -100,6 +103,8 @@ class Device:
                         prev if self.honest_digest is None else self.honest_digest, payload)
             self.honest_digest = digest(own)
         self.last = ev
+        if self.keep_raw:
+            ev.raw = encode(ev)
         self.last_digest = digest(ev)
         if type(ev.payload) is not Checkpoint:
             self.unsigned += 1
@@ -180,13 +185,17 @@ class TableDevices:
 
     def __init__(self, table_id: str, ids: random.Random, clock: random.Random,
                  start_ms: int, *, secret: str | None = None,
-                 checkpoint_every: int = CHECKPOINT_EVERY) -> None:
-        """With a `secret`, every device signs with a key made from it and its id."""
+                 checkpoint_every: int = CHECKPOINT_EVERY, keep_raw: bool = False) -> None:
+        """With a `secret`, every device signs with a key made from it and its id; with
+        `keep_raw`, every event carries its Avro bytes as `raw` (for a reader in the same
+        process: the events must not be changed after)."""
         self.table_id = table_id
         self.devices = {
             kind: Device(table_id, f"{table_id}-{kind}",
                          None if secret is None else device_key(secret, f"{table_id}-{kind}"))
             for kind in DEVICES}
+        for dev in self.devices.values():
+            dev.keep_raw = keep_raw
         self.ids = ids
         self.clock = clock
         self.now = start_ms

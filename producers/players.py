@@ -316,12 +316,14 @@ class SimTable:
             pl.last = won[seat]
 
 
-def events(table: SimTable, rounds: int, seed: int) -> list[Event]:
-    """The table's rounds as events from its devices (unsigned), one round a slot."""
+def events(table: SimTable, rounds: int, seed: int, *, keep_raw: bool = False) -> list[Event]:
+    """The table's rounds as events from its devices (unsigned), one round a slot. With
+    `keep_raw` each event carries its Avro bytes (`TableDevices`'s `keep_raw`), so an
+    audit in the same process hashes them without encoding it again."""
     base = f"pitwatch-players/{seed}/{table.cfg.index}"
     start = epoch_ms(seed)
     devices = TableDevices(table.cfg.table_id, random.Random(base + "/ids"),
-                           random.Random(base + "/clock"), start)
+                           random.Random(base + "/clock"), start, keep_raw=keep_raw)
     out = devices.render(table.opening(), None)
     for k, (round_id, steps) in enumerate(table.rounds(rounds)):
         slot = start + OPENING_MS + k * SLOT_MS
