@@ -48,9 +48,16 @@ from .html import CONTEXT, PageContext
 from .html import context as page_context
 from .oidc import Oidc, OidcConfig
 from .protection import PAGE as PROTECTION_PAGE
-from .protection import ProtectionData, seat_session
+from .protection import ProtectionData, round_seated, seat_session
 from .protection import dealer_view as dealer_view_of
-from .protection_pages import dealer_page, protection_list, protection_section, session_page
+from .protection_pages import (
+    dealer_page,
+    protection_list,
+    protection_section,
+    round_seats,
+    seated_section,
+    session_page,
+)
 from .sessions import SharedSessions
 from .sitetime import SiteTime
 from .triage import Change, Refused, refusal
@@ -359,8 +366,12 @@ async def round_page(request: web.Request) -> web.Response:
         (ev.get("dealer_id") for ev in r["events"] if ev.get("type") == "RoundStarted"), "")
     obs = await held(request, _protection(request).round_observations, r["table_id"],
                      r["round_id"], dealer or "")
-    return _html(pages.round_page(r, cases, protection_section(obs, [dealer] if dealer
-                                                                 else [])))
+    seated = await held_by(request, ("round_seated", f'{r["table_id"]}\x1f{r["round_id"]}'),
+                           lambda: round_seated(request.app[DB].run, asyncio.to_thread,
+                                                _protection(request), r["table_id"],
+                                                r["round_id"]))
+    return _html(pages.round_page(r, cases, protection_section(
+        obs, [dealer] if dealer else [], seated_section(round_seats(r["events"]), seated))))
 
 
 def _protection(request: web.Request) -> ProtectionData:

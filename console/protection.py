@@ -11,11 +11,12 @@ context from the shoe's start, then the stretch of positions the rounds span) an
 by the same fold the detectors read (`pitwatch.protect.rounds.TableReader`), so the
 chart shows the numbers the detectors judged. The events the record took in as refused
 (the store's quarantine) are fed back at their place, as every rebuild does
-(`Quarantine.feed`). Each page reads a bounded stretch: a seat session's rounds, or a
-dealer's latest `DEALER_ROUNDS` rounds. Each read is a short call on the console's
-store thread (`ask`, a chunk of `CHUNK` events at most, with the quarantined events of
-its devices around it) and the fold runs on another thread (`cpu`), so the store's
-health probe is never held back.
+(`Quarantine.feed`). Each page reads a bounded stretch: a seat session's rounds, a
+dealer's latest `DEALER_ROUNDS` rounds, or a round's table back from the round to where
+its seats' sessions began (`SEATED_ROUNDS` rounds at most). Each read is a short call
+on the console's store thread (`ask`, a chunk of `CHUNK` events at most, with the
+quarantined events of its devices around it) and the fold runs on another thread
+(`cpu`), so the store's health probe is never held back.
 """
 
 from __future__ import annotations
@@ -425,6 +426,90 @@ async def seat_session(ask: Ask, cpu: Ask, data: ProtectionData, session_id: str
         "dealers": sorted({r.dealer_id for r in mine}),
         "observations": obs,
     }
+
+
+@dataclass(frozen=True, slots=True)
+class Seated:
+    """A seat session seated in a round: the seat, the session's id (None when it began
+    before the rounds read back, `SEATED_ROUNDS`, so its id is not known), whether it
+    is inferred from the wagers, and the player the seat events name."""
+
+    seat: int
+    session_id: str | None
+    inferred: bool
+    player_id: str | None = None
+    player_kind: str | None = None
+
+
+#: positions read back before a round, first, for where its seats' sessions began
+#: (about 1,000 events), then four times as many each time
+SEATED_BACK: Final = lookup.WINDOW // 4
+#: a round's seat sessions are looked for this many rounds back at most
+SEATED_ROUNDS: Final = SESSION_ROUNDS
+
+
+def round_place(store: Store, table_id: str, round_id: str) -> tuple[int, int, int] | None:
+    """(the table's first position, the round's first and last) through `round_index`;
+    None for a round the table does not hold."""
+    span = lookup.round_spans(store, [round_id]).get(round_id)
+    extent = lookup.table_extent(store, table_id)
+    if span is None or span.table_id != table_id or extent is None:
+        return None
+    return extent[0], span.first, span.last
+
+
+def seated_in(fold: TableFold, round_id: str, from_start: bool, last_try: bool
+              ) -> list[Seated] | None:
+    """The seat sessions seated in the round, from a fold that ends with it, as the
+    detectors and the session page read them (`infer_sessions`): each session whose
+    wagered rounds hold the round, or whose recorded stay does. `from_start`: the fold
+    read from the table's first event. None when one of them may have begun before the
+    fold's first round, unless it is the `last_try` (then such a one is given without
+    its id)."""
+    rounds = fold.kept()
+    at = next((r for r in rounds if r.round_id == round_id), None)
+    if at is None or not fold.rounds:
+        return []
+    first = fold.rounds[0].index
+    seatings = fold.reader.seat_log.seatings
+    out: list[Seated] = []
+    for s in infer_sessions(rounds, seatings=seatings):
+        begin = s.rounds[0].index
+        stay = next((x for x in seatings if not s.inferred and x.seat == s.seat
+                     and x.holds(begin)), None)
+        if not any(r.round_id == round_id for r in s.rounds) and not (
+                stay is not None and stay.holds(at.index)):
+            continue
+        # an inferred run read from its start has GAP_ROUNDS rounds read before it; a
+        # recorded one, its player seated within the rounds read
+        known = from_start or (begin - first >= GAP_ROUNDS if stay is None
+                               else stay.start >= first)
+        if not known and not last_try:
+            return None
+        out.append(Seated(s.seat, s.session_id if known else None, s.inferred,
+                          s.player_id, s.player_kind))
+    return out
+
+
+async def round_seated(ask: Ask, cpu: Ask, data: ProtectionData, table_id: str,
+                       round_id: str) -> list[Seated]:
+    """The seat sessions seated in a round (`seated_in`): the table's rounds read again
+    up to the round from a stretch before it, four times wider each time a session may
+    have begun before it, until the table's first event or `SEATED_ROUNDS` rounds."""
+    place = await ask(round_place, data.store, checked_id(table_id, "table id"),
+                      checked_id(round_id, "round id"))
+    if place is None:
+        return []
+    top, first, last = place
+    width = SEATED_BACK
+    while True:
+        start = max(top, first - width)
+        fold = await fold_rounds(ask, cpu, data.store, table_id, start, last)
+        found: list[Seated] | None = await cpu(seated_in, fold, round_id, start == top,
+                                                len(fold.rounds) >= SEATED_ROUNDS)
+        if found is not None:
+            return sorted(found, key=lambda x: (x.seat, x.session_id or ""))
+        width *= 4
 
 
 async def dealer_view(ask: Ask, cpu: Ask, data: ProtectionData, dealer_id: str

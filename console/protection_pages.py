@@ -5,6 +5,7 @@ link's path segment)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlencode
 
@@ -13,6 +14,7 @@ from pitwatch.protect.observation import CATALOGUE, DEALER, SEAT_SESSION, SHIFT
 
 from .charts import bet_chart, hold_chart
 from .html import context, e, local, page, u
+from .protection import SEATED_ROUNDS, Seated
 
 KINDS = {"RATED": "rated player", "ANONYMOUS": "anonymous session"}
 
@@ -171,9 +173,54 @@ def dealer_page(d: dict[str, Any]) -> str:
     return page(f"Dealer {d['dealer_id']}", body)
 
 
-def protection_section(obs: list[dict[str, Any]], dealers: list[str]) -> str:
-    """For a table or round page: its observations and links to its dealers' pages."""
+def round_seats(events: Iterable[dict[str, Any]]) -> list[int]:
+    """The seats of a round: those its RoundStarted names and those wagered at."""
+    seats: set[int] = set()
+    for ev in events:
+        if ev.get("type") == "RoundStarted":
+            seats.update(int(x) for x in ev.get("seats") or [])
+        elif ev.get("type") == "WagerPlaced" and ev.get("seat"):
+            seats.add(int(ev["seat"]))
+    return sorted(seats)
+
+
+def _seated_who(x: Seated) -> str:
+    if x.player_id:
+        return (f'{e(KINDS.get(x.player_kind or "", x.player_kind or ""))} '
+                f'<b class="id">{e(x.player_id)}</b>')
+    return "inferred from the wagers" if x.inferred else "from the seat events"
+
+
+def seated_section(seats: Iterable[int], seated: list[Seated]) -> str:
+    """For a round page: each seat of the round and every seat session seated in it,
+    linked to its page, whether or not an observation names it; a seat with none says
+    so."""
+    rows = []
+    for seat in sorted(set(seats) | {x.seat for x in seated}):
+        mine = [x for x in seated if x.seat == seat]
+        if not mine:
+            rows.append(f'<tr data-seat="{e(seat)}"><td class="n">{e(seat)}</td>'
+                        '<td class="none" colspan="2">none: no main wager at the seat in '
+                        "a round the detectors read, and no recorded stay holds it</td></tr>")
+        for x in mine:
+            link = (f'<a class="id" href="/sessions/{u(x.session_id)}">{e(x.session_id)}</a>'
+                    if x.session_id is not None else
+                    f"began more than {e(SEATED_ROUNDS)} rounds before this one (not read "
+                    "back that far, so not linked)")
+            rows.append(f'<tr data-seat="{e(seat)}"><td class="n">{e(seat)}</td>'
+                        f"<td>{link}</td><td>{_seated_who(x)}</td></tr>")
+    if not rows:
+        return '<p class="note">Seat sessions: no seat in this round.</p>'
+    return ('<div class="scroll"><table class="seated"><caption>seat sessions seated in '
+            "this round</caption><thead><tr><th>seat</th><th>seat session</th><th>who</th>"
+            f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
+
+
+def protection_section(obs: list[dict[str, Any]], dealers: list[str], seated: str = ""
+                       ) -> str:
+    """For a table or round page: its observations and links to its dealers' pages
+    (and, for a round, `seated`: its `seated_section`)."""
     links = ", ".join(f'<a class="id" href="/dealers/{u(d)}">{e(d)}</a>' for d in dealers)
     return ("<h2>Game protection</h2>"
             + (f'<p class="dealer-links">dealer pages: {links}</p>' if links else "")
-            + observations_table(obs, "observations"))
+            + seated + observations_table(obs, "observations"))

@@ -1,0 +1,152 @@
+"""The round page names every seat session seated in the round (console/protection.py
+`round_seated`, protection_pages.py `seated_section`), linked to its page, whether or
+not an observation of it touches the round: "the round page links a seat session only
+when one of its observations touches the round" no more. A seat of the round with no
+session says none. Read over an embedded store with no observation stored: the
+sessions come from the table's rounds read again, back from the round until where its
+seats' sessions began."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+from aiohttp.test_utils import TestClient
+
+import console.protection as protection
+from console.protection import ProtectionData, Seated, round_seated, seat_session
+from console.protection_pages import round_seats, seated_section
+from pitwatch.audit.run import audit_events
+from pitwatch.events.model import RoundStarted
+from pitwatch.store.embedded import EmbeddedStore
+from producers.players import SimTable, events, make_player
+
+from .test_console_views import serve
+
+INFERRED, RECORDED = "SIM-BJ-00000", "SIM-BJ-00001"
+#: the round of INFERRED whose RoundStarted names seat 6, where nobody wagers
+EMPTY_SEAT_ROUND = 6
+HOSTILE = '"><script>alert(1)</script>/&amp;'
+
+
+class EmptySeat(SimTable):
+    """A table whose round EMPTY_SEAT_ROUND names seat 6 as in play, with no wager."""
+
+    def rounds(self, n: int) -> Iterator[tuple[str, list[Any]]]:
+        for k, (round_id, steps) in enumerate(super().rounds(n), 1):
+            for s in steps:
+                if k == EMPTY_SEAT_ROUND and isinstance(s.payload, RoundStarted):
+                    s.payload.seats = (*s.payload.seats, 6)
+            yield round_id, steps
+
+
+async def _direct(fn: Any, *args: Any) -> Any:
+    """The store thread and the fold's thread as direct calls."""
+    return fn(*args)
+
+
+@pytest.fixture(scope="module")
+def store_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """INFERRED: 60 rounds, no seat events, flat bettors at seats 1 and 3; RECORDED: 30
+    rounds with seat events, a flat bettor at seat 2 (an anonymous session). No
+    observation stored."""
+    path = tmp_path_factory.mktemp("round-seated")
+    inferred = EmptySeat(0, 11, {s: make_player("flat", 11, s, 0) for s in (1, 3)})
+    recorded = SimTable(1, 11, {2: make_player("flat", 11, 2, 1)}, seated=True)
+    store = EmbeddedStore(path)
+    try:
+        store.setup()
+        audit_events(events(inferred, 60, 11) + events(recorded, 30, 11), store=store)
+        store.dedupe()
+        assert not store.query("SELECT observation_id FROM observations")
+    finally:
+        store.close()
+    return path
+
+
+@pytest.fixture(scope="module")
+def data(store_path: Path) -> Iterator[ProtectionData]:
+    store = EmbeddedStore(store_path)
+    yield ProtectionData(store)
+    store.close()
+
+
+def _seated(data: ProtectionData, table_id: str, round_id: str) -> list[Seated]:
+    return asyncio.run(round_seated(_direct, _direct, data, table_id, round_id))
+
+
+def test_a_session_no_observation_names_is_found_back_to_its_first_round(
+        data: ProtectionData, monkeypatch: pytest.MonkeyPatch) -> None:
+    reads: list[int] = []
+    fold = protection.fold_rounds
+
+    async def counted(*args: Any) -> Any:
+        reads.append(args[4])
+        return await fold(*args)
+
+    monkeypatch.setattr(protection, "fold_rounds", counted)
+    got = _seated(data, INFERRED, f"{INFERRED}-000050")
+    assert got == [Seated(1, f"{INFERRED}/1/{INFERRED}-000001", True),
+                   Seated(3, f"{INFERRED}/3/{INFERRED}-000001", True)]
+    assert len(reads) == 2  # the first stretch back began within the sessions
+    assert data.round_observations(INFERRED, f"{INFERRED}-000050", "") == []
+    # the id is the one the session page reads
+    s = asyncio.run(seat_session(_direct, _direct, data, got[0].session_id or ""))
+    assert s["rounds"][0] == f"{INFERRED}-000001" and len(s["rounds"]) == 60
+
+
+def test_a_recorded_stay_names_its_player(data: ProtectionData) -> None:
+    got = _seated(data, RECORDED, f"{RECORDED}-000020")
+    assert len(got) == 1
+    x = got[0]
+    assert (x.seat, x.session_id, x.inferred, x.player_kind) == (
+        2, f"{RECORDED}/2/{RECORDED}-000001", False, "ANONYMOUS")
+    assert x.player_id
+
+
+def test_a_seat_with_no_session_shows_none(data: ProtectionData) -> None:
+    rid = f"{INFERRED}-{EMPTY_SEAT_ROUND:06d}"
+    got = _seated(data, INFERRED, rid)
+    assert [x.seat for x in got] == [1, 3]
+    r = data.store.query("SELECT seats FROM rounds FINAL WHERE round_id = {r:String}",
+                         {"r": rid})
+    html = seated_section([int(s) for s in r[0]["seats"]] + [6], got)
+    assert '<tr data-seat="6"><td class="n">6</td><td class="none" colspan="2">none' in html
+    for seat in (1, 3):
+        assert f'href="/sessions/{quote(f"{INFERRED}/{seat}/{INFERRED}-000001", safe="")}"' \
+            in html
+    # a round the table does not hold, or an unknown table: no session
+    assert _seated(data, RECORDED, rid) == []
+    assert _seated(data, "NO-SUCH-TABLE", rid) == []
+
+
+def test_the_round_page_links_every_session_seated_in_it(store_path: Path) -> None:
+    rid = f"{INFERRED}-{EMPTY_SEAT_ROUND:06d}"
+
+    async def check(client: TestClient[Any, Any]) -> None:
+        page = await (await client.get(f"/rounds/{rid}")).text()
+        assert "seat sessions seated in this round" in page
+        for seat in (1, 3):
+            sid = quote(f"{INFERRED}/{seat}/{INFERRED}-000001", safe="")
+            assert f'href="/sessions/{sid}"' in page
+        assert '<tr data-seat="6">' in page and "none: no main wager" in page
+
+    serve(store_path, check, user="viewer")
+
+
+def test_the_seats_of_a_round_and_hostile_ids_escaped() -> None:
+    evs: list[dict[str, Any]] = [
+        {"type": "RoundStarted", "seats": [2, 5]},
+        {"type": "WagerPlaced", "seat": 7, "hand": 0, "kind": "MAIN", "amount": 500},
+        {"type": "CardDealt", "seat": None}]
+    assert round_seats(evs) == [2, 5, 7]
+    html = seated_section([2], [Seated(2, HOSTILE, False, HOSTILE, HOSTILE),
+                                Seated(4, None, True)])
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert f'href="/sessions/{quote(HOSTILE, safe="")}"' in html
+    assert "began more than 2000 rounds before this one" in html
+    assert seated_section([], []).endswith("no seat in this round.</p>")
