@@ -11,7 +11,7 @@ n rounds is judged against Poisson(n x that rate): the p-value is P(X >= k).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import dataclass
 from typing import Final
 
@@ -61,14 +61,46 @@ def flagged(t: DealerTest) -> bool:
     return t.errors >= MIN_ERRORS and t.p_value < P_THRESHOLD
 
 
+class Dealt:
+    """Each dealer's rounds dealt and the ids of those with an error, added a table's
+    rounds at a time (a dealer's run across tables): what the test needs, never the
+    rounds themselves."""
+
+    def __init__(self) -> None:
+        self.rounds: dict[str, int] = {}
+        self.errors: dict[str, list[str]] = {}
+
+    def add(self, rounds: Iterable[RoundView], bad: Container[str]) -> None:
+        """Rounds in record order, `bad` the ids of rounds with a dealer's error."""
+        for r in rounds:
+            self.rounds[r.dealer_id] = self.rounds.get(r.dealer_id, 0) + 1
+            at = self.errors.setdefault(r.dealer_id, [])
+            if r.round_id in bad:
+                at.append(r.round_id)
+
+    def observations(self) -> list[Observation]:
+        return dealer_observations(
+            {d: (n, tuple(self.errors[d])) for d, n in self.rounds.items()})
+
+
+def dealer_errors(violations: Iterable[Violation]) -> set[str]:
+    """The rounds with an error of the dealer's: a violation not of the record."""
+    return {v.round_id for v in violations if v.code not in RECORD_CODES}
+
+
 def detect_dealer_errors(tables: dict[str, list[RoundView]],
                          violations: Iterable[Violation]) -> list[Observation]:
-    bad = {v.round_id for v in violations if v.code not in RECORD_CODES}
-    dealt: dict[str, list[str]] = {}
+    dealt = Dealt()
+    bad = dealer_errors(violations)
     for rounds in tables.values():
-        for r in rounds:
-            dealt.setdefault(r.dealer_id, []).append(r.round_id)
-    tallies = {d: (len(ids), tuple(r for r in ids if r in bad)) for d, ids in dealt.items()}
+        dealt.add(rounds, bad)
+    return dealt.observations()
+
+
+def dealer_observations(tallies: dict[str, tuple[int, tuple[str, ...]]]
+                        ) -> list[Observation]:
+    """The dealers flagged, from each one's rounds dealt and the ids of those with an
+    error (`dealer_tests`)."""
     out = []
     for t in dealer_tests(tallies):
         if not flagged(t):

@@ -114,27 +114,46 @@ def shift_id(site: SiteTime, ms: int) -> str:
     return f"{day.isoformat()}/{n + 1}"
 
 
+class HoldTallies:
+    """Hold tallies by table, dealer and shift of `site` (by default UTC with shifts at
+    06:00, 14:00 and 22:00), added to a table's rounds at a time: a dealer's and a
+    shift's run across tables, each round added in the order it is given."""
+
+    def __init__(self, site: SiteTime | None = None) -> None:
+        self.site = SiteTime() if site is None else site
+        self.by_table: dict[str, HoldTally] = {}
+        self.by_dealer: dict[str, HoldTally] = {}
+        self.by_shift: dict[str, HoldTally] = {}
+
+    def add(self, table_id: str, rounds: Iterable[RoundView]) -> None:
+        """A table's rounds (in record order) added; its blackjack rounds alone count."""
+        for r in rounds:
+            if r.game != BLACKJACK:
+                continue
+            seats = seat_expectations(r)
+            self.by_table.setdefault(table_id, HoldTally(TABLE, table_id, table_id)).add(
+                r, seats)
+            self.by_dealer.setdefault(r.dealer_id, HoldTally(DEALER, r.dealer_id, "")).add(
+                r, seats)
+            if r.start_ms is not None:
+                shift = shift_id(self.site, r.start_ms)
+                self.by_shift.setdefault(shift, HoldTally(SHIFT, shift, "")).add(r, seats)
+
+    def tallies(self) -> list[HoldTally]:
+        """Tables first, then dealers, then shifts, each group sorted by its id."""
+        return [g[k] for g in (self.by_table, self.by_dealer, self.by_shift)
+                for k in sorted(g)]
+
+
 def hold_tallies(tables: dict[str, list[RoundView]], site: SiteTime | None = None
                  ) -> list[HoldTally]:
     """One tally per table, one per dealer (across tables) and one per shift of `site`
     (across tables; by default UTC with shifts at 06:00, 14:00 and 22:00): tables
     first, then dealers, then shifts, each group sorted by its id."""
-    site = SiteTime() if site is None else site
-    by_table: dict[str, HoldTally] = {}
-    by_dealer: dict[str, HoldTally] = {}
-    by_shift: dict[str, HoldTally] = {}
+    held = HoldTallies(site)
     for table_id, rounds in sorted(tables.items()):
-        for r in rounds:
-            if r.game != BLACKJACK:
-                continue
-            seats = seat_expectations(r)
-            by_table.setdefault(table_id, HoldTally(TABLE, table_id, table_id)).add(r, seats)
-            by_dealer.setdefault(r.dealer_id, HoldTally(DEALER, r.dealer_id, "")).add(r, seats)
-            if r.start_ms is not None:
-                shift = shift_id(site, r.start_ms)
-                by_shift.setdefault(shift, HoldTally(SHIFT, shift, "")).add(r, seats)
-    return ([by_table[k] for k in sorted(by_table)] + [by_dealer[k] for k in sorted(by_dealer)]
-            + [by_shift[k] for k in sorted(by_shift)])
+        held.add(table_id, rounds)
+    return held.tallies()
 
 
 def detect_hold(tallies: Iterable[HoldTally]) -> list[Observation]:
