@@ -6,15 +6,14 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import orjson
 
 from ..audit.run import audit_events
 from ..connect import add_connection_flags
-from ..engine.violation import Violation
 from ..events.files import Rejected, expand, read_files
 from ..events.order import in_record_order
 from ..sitetime import add_site_flags, site_from_flags
@@ -25,7 +24,7 @@ from ..terminal import printable
 from .observation import CATALOGUE, Observation
 from .rounds import FloorReader
 from .run import observe
-from .stored import LIVE, read_stored, store_observations, withdraw_others
+from .stored import LIVE, judge_stored, store_observations, stored_tables, withdraw_others
 
 
 def _clip(s: str, n: int) -> str:
@@ -95,6 +94,8 @@ examples:
         p.add_argument("--clickhouse-db", default="pitwatch", metavar="DB",
                        help="its database (default %(default)s)")
         add_site_flags(p, "the hold by shift, as `pitwatch serve`")
+        p.add_argument("--quiet", action="store_true",
+                       help="no progress bar (judging a store: tables done of all)")
         add_connection_flags(p, kafka=False)
 
     def run(self, args: argparse.Namespace) -> int:
@@ -134,7 +135,9 @@ examples:
             print(f"stored {n} observations in {args.data} (pitwatch query --data "
                   f"{args.data} \"SELECT ... FROM observations FINAL WHERE {LIVE}\")",
                   file=sys.stderr if args.format == "jsonl" else sys.stdout)
-        return report(args, found, floor, rep.events, rep.violations,
+        return report(args, found, len(floor.tables),
+                      sum(len(v) for v in floor.tables.values()), rep.events,
+                      len(rep.violations),
                       f" ({rejected[0]} malformed records skipped)" if rejected[0] else "")
 
     def _stored(self, args: argparse.Namespace) -> int:
@@ -157,13 +160,19 @@ examples:
             return 2
         try:
             store.setup()
-            read, events = read_stored(store)
-            floor = read.floor
-            if events == 0:
+            tables = stored_tables(store)
+            bar = _bar(len(tables), not args.quiet and sys.stderr.isatty())
+            try:
+                judged = judge_stored(store, args.site, tables,
+                                      None if bar is None else _tick(bar))
+            finally:
+                if bar is not None:
+                    bar.close()
+            if judged.events == 0:
                 print(printable(f"pitwatch protect: nothing read: the store ({where}) "
                                 "holds no events"), file=sys.stderr)
                 return 2
-            found = observe(floor.tables, read.violations, floor.seatings, args.site)
+            found = judged.observations
             n = store_observations(store, found)
             gone = withdraw_others(store, found)
         finally:
@@ -172,11 +181,33 @@ examples:
                         f"withdrawn (pitwatch query {where} \"SELECT ... FROM observations "
                         f"FINAL WHERE {LIVE}\")"),
               file=sys.stderr if args.format == "jsonl" else sys.stdout)
-        return report(args, found, floor, events, read.violations, "")
+        return report(args, found, judged.tables, judged.rounds, judged.events,
+                      judged.violations, "")
 
 
-def report(args: argparse.Namespace, found: list[Observation], floor: FloorReader,
-           events: int, violations: list[Violation], note: str) -> int:
+def _bar(tables: int, shown: bool) -> Any:
+    """A progress bar on stderr of the tables judged, when `shown` (a terminal)."""
+    if not shown:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=tables, unit=" tables", file=sys.stderr, desc="protect",
+                mininterval=0.5)
+
+
+def _tick(bar: Any) -> Callable[[str, int], None]:
+    """`judge_stored`'s `on_table`: a table done, its events counted on the bar."""
+    events = [0]
+
+    def done(_table: str, read: int) -> None:
+        events[0] += read
+        bar.set_postfix_str(f"{events[0]:,} events", refresh=False)
+        bar.update(1)
+    return done
+
+
+def report(args: argparse.Namespace, found: list[Observation], tables: int, rounds: int,
+           events: int, violations: int, note: str) -> int:
     """The observations in the chosen format: one JSON object a line, or a summary and
     a table."""
     out = sys.stdout
@@ -184,10 +215,9 @@ def report(args: argparse.Namespace, found: list[Observation], floor: FloorReade
         for o in found:
             out.buffer.write(orjson.dumps(o.to_json()) + b"\n")
         return 0
-    rounds = sum(len(v) for v in floor.tables.values())
     by_code = Counter(o.code for o in found)
-    print(f"{events:,} events, {rounds:,} rounds at {len(floor.tables)} tables, "
-          f"{len(violations):,} violations; {len(found)} observations{note}", file=out)
+    print(f"{events:,} events, {rounds:,} rounds at {tables} tables, "
+          f"{violations:,} violations; {len(found)} observations{note}", file=out)
     for code in CATALOGUE:
         if by_code[code]:
             print(f"  {code:<32} {by_code[code]:>5}  {CATALOGUE[code]}", file=out)

@@ -5,28 +5,36 @@ observations of the same record again changes nothing and a newer value replaces
 older. The worker publishes the same row on the observations topic
 (`observation_message`), and the sink reads it back (`message_row`).
 
-`read_stored` reads a store's whole history back, table by table in its order of
-record (with the events it quarantined, fed back at their place), through the audit's
-fold and its watcher, as `read_floor` reads files: what `pitwatch protect` judges over a
-store, for the scopes that need every table (a dealer's error rate and hold)."""
+`judge_stored` judges a store's history (what `pitwatch protect` with no PATH does, for
+the scopes that need every table: a dealer's error rate and hold): table by table in its
+order of record, each table's events read in windows of positions through the sort key
+(with the events it quarantined fed back at their place) through the audit's fold and
+its watcher, as `read_floor` reads files; a table's rounds are judged and let go before
+the next is read, and the floor-wide scopes keep running tallies alone (`FloorJudge`),
+so what it holds does not grow with the number of tables. `read_stored` reads the same
+history into one `ReadFloor`, every table's rounds held (for tests and small stores)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from ..engine.auditor import TableAuditor
+from ..engine.state import Round
 from ..engine.violation import Violation
+from ..events.model import Event
 from ..events.schema import released_writers
 from ..packs.registry import select
+from ..sitetime import SiteTime
 from ..store.base import Store
 from ..store.history import Quarantine, stream
 from .observation import Observation
 from .rounds import FloorReader, ReadFloor
+from .run import Findings, FloorJudge
 
 TABLE = "observations"
 
@@ -150,25 +158,72 @@ def read_stored(store: Store, tables: Iterable[str] | None = None,
     fold, table by table in its order of record, each quarantined event fed back at its
     place (`store.history.Quarantine`): every table's completed rounds and seat stays,
     the audit's violations, and how many events were read. `on_table(table, events)`
-    is told as each table is done."""
+    is told as each table is done. It holds every table's rounds: `judge_stored` judges
+    a store of any size."""
     floor = FloorReader()
     found: list[Violation] = []
     n = 0
     for table_id in stored_tables(store) if tables is None else tables:
-        auditor = TableAuditor(table_id, select, found.append, lambda _: None,
-                               released=released_writers())
-        auditor.watch = floor.watch
-        held = Quarantine(store, table_id)
-        rounds: set[str] = {""}
-        read = 0
-        for st in stream(store, table_id, 0):
-            held.feed(auditor, st.event)
-            rounds.add(st.event.round_id or "")
-            read += 1
-        for q in held.trailing(rounds):
-            auditor.refused(q, q.refused or "")
-        auditor.finish()
+        read = read_table(store, table_id, floor.watch, found.append)
         n += read
         if on_table is not None:
             on_table(table_id, read)
     return ReadFloor(floor, found), n
+
+
+def read_table(store: Store, table_id: str, watch: Callable[[Event, Round | None], None],
+               on_violation: Callable[[Violation], None]) -> int:
+    """One table's history audited again (nothing stored), its events read in windows
+    of positions through the sort key (`store.history.stream`), each quarantined event
+    fed back at its place: the fold's events go to `watch`, its violations to
+    `on_violation`. How many events were read."""
+    auditor = TableAuditor(table_id, select, on_violation, lambda _: None,
+                           released=released_writers())
+    auditor.watch = watch
+    held = Quarantine(store, table_id)
+    rounds: set[str] = {""}
+    read = 0
+    for st in stream(store, table_id, 0):
+        held.feed(auditor, st.event)
+        rounds.add(st.event.round_id or "")
+        read += 1
+    for q in held.trailing(rounds):
+        auditor.refused(q, q.refused or "")
+    auditor.finish()
+    return read
+
+
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """A store's history judged (`judge_stored`): the observations, and what was read."""
+
+    observations: list[Observation]
+    events: int
+    tables: int
+    rounds: int
+    violations: int
+
+
+def judge_stored(store: Store, site: SiteTime | None = None,
+                 tables: Sequence[str] | None = None,
+                 on_table: Callable[[str, int], None] | None = None) -> Judged:
+    """The store's history judged as `observe` judges the rounds `read_stored` reads,
+    one table at a time (`read_table`, `FloorJudge`): what is held is one table's
+    rounds and violations, and the floor-wide scopes' running tallies (a dealer's and a
+    shift's hold, a dealer's rounds dealt and errors). `tables`: those to judge (by
+    default every stored table, in order); `on_table(table, events)` is told as each
+    table is done."""
+    judge = FloorJudge(site)
+    events = violations = 0
+    for table_id in stored_tables(store) if tables is None else tables:
+        floor = FloorReader()
+        found: list[Violation] = []
+        read = read_table(store, table_id, floor.watch, found.append)
+        if table_id in floor.readers:
+            judge.add(table_id, floor.tables[table_id], Findings.of(found),
+                      floor.seatings[table_id])
+        events += read
+        violations += len(found)
+        if on_table is not None:
+            on_table(table_id, read)
+    return Judged(judge.observations(), events, judge.tables, judge.rounds, violations)
