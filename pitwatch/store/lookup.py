@@ -707,7 +707,7 @@ def newest_violations(store: Store, columns: str, where: str, params: dict[str, 
             handled = _handled(store, (r["violation_id"] for r in rows))
             rows = [r for r in rows if r["violation_id"] not in handled][:want - len(got)]
         got += rows
-        if len(got) >= want or not w.back(w.examined(store)):
+        if len(got) >= want or w.lo <= w.since or not w.back(w.examined(store)):
             break
     return Back(got, w.reached)
 
