@@ -9,7 +9,7 @@ span index (schemas/clickhouse/022_spans.sql) is migrated in place."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -77,7 +77,7 @@ def _finer_triage(monkeypatch: pytest.MonkeyPatch) -> None:
     own, and the rows read tell a read of those ids from a read of all of triage."""
     from pitwatch.store import embedded
 
-    made = embedded.ddl_statements
+    made: Callable[[], list[str]] = embedded.__dict__["ddl_statements"]  # as `_fine` made it
     monkeypatch.setattr(embedded, "ddl_statements", lambda: [
         s.replace("SETTINGS index_granularity = 32", "SETTINGS index_granularity = 4")
         if s.startswith("CREATE TABLE IF NOT EXISTS triage ") else s for s in made()])
