@@ -196,15 +196,9 @@ def reaudit(folder: Path, doc: dict[str, Any], out: Outcome) -> Case:
         if f["status"] != "rebuilt only" and rb is not None:
             rb.stored_violation_ids.add(f["violation_id"])
         if f["status"] == "stored only":
-            stored.setdefault(f["round_id"], []).append(_violation(f))
+            stored.setdefault(f["round_id"], []).append(Violation.from_json(f))
     rounds = [rebuilt[r] for r in wanted if r in rebuilt]
     return Case(Selection(), "", rounds, stored, keys=keys)
-
-
-def _violation(f: dict[str, Any]) -> Violation:
-    return Violation(f["code"], f["severity"], f["table_id"], f["round_id"], f["seat"],
-                     f["hand"], f["event_id"], tuple(f["evidence"]), f["citation"],
-                     f["message"], f["pack"], f["pack_version"], int(f["detected_at"]))
 
 
 def compare(doc: dict[str, Any], case: Case, out: Outcome) -> None:

@@ -547,7 +547,7 @@ class TableAuditor:
             whole, counts_known = bool(rec["whole"]), bool(rec["counts_known"])
             cut_at = None if rec["cut_at"] is None else int(rec["cut_at"])
             cut_next = None if rec["cut_next"] is None else str(rec["cut_next"])
-            held = [_violation_from_json(v) for v in rec["held"]]
+            held = [Violation.from_json(v) for v in rec["held"]]
             order = TableOrder.from_json(state.get("order"))
             writers = {str(d): {bytes.fromhex(x) for x in ws}  # absent before: none known
                        for d, ws in (state.get("writers") or {}).items()}
@@ -944,7 +944,7 @@ class TableAuditor:
     def _fill_from_json(self, d: dict[str, Any]) -> Backfill:
         fill = Backfill(self._fold(d["fold"]),
                         {str(k): Hole.from_json(h) for k, h in d["holes"].items()},
-                        None if d["loss"] is None else _violation_from_json(d["loss"]))
+                        None if d["loss"] is None else Violation.from_json(d["loss"]))
         if len(fill.holes) > MAX_DEVICES:
             raise ValueError("more holes than devices")
         return fill
@@ -1177,16 +1177,6 @@ def _violation_to_json(v: Violation) -> dict[str, Any]:
     d = v.to_json()
     del d["violation_id"]
     return d
-
-
-def _violation_from_json(d: dict[str, Any]) -> Violation:
-    seat, hand = d["seat"], d["hand"]
-    return Violation(str(d["code"]), str(d["severity"]), str(d["table_id"]),
-                     str(d["round_id"]), None if seat is None else int(seat),
-                     None if hand is None else int(hand), str(d["event_id"]),
-                     tuple(str(x) for x in d["evidence"]), str(d["citation"]),
-                     str(d["message"]), str(d["pack"]), str(d["pack_version"]),
-                     int(d["detected_at"]))
 
 
 def _seqs(first: int, last: int) -> str:

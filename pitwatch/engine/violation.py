@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
 from enum import StrEnum
 from typing import Any
 
@@ -49,3 +50,45 @@ class Violation:
             "citation": self.citation, "message": self.message, "pack": self.pack,
             "pack_version": self.pack_version, "detected_at": self.detected_at,
         }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Violation:
+        """The violation whose `to_json` is `d` (the alerts topic's, a case's, an
+        audit state's). Its `violation_id` is not read: it follows from the fields. A
+        field missing or holding another type is a ValueError naming it; no value is
+        converted."""
+        values: list[Any] = []
+        for f in fields(cls):
+            if f.name not in d:
+                raise ValueError(f"a violation with no {f.name!r}")
+            holds, what = _JSON_FIELDS.get(f.name, (_is_text, "text"))
+            if not holds(d[f.name]):
+                raise ValueError(f"a violation's {f.name!r} is not {what}: "
+                                 f"{str(d[f.name])[:40]!r}")
+            values.append(tuple(d[f.name]) if f.name == "evidence" else d[f.name])
+        return cls(*values)
+
+
+def _is_text(v: object) -> bool:
+    return type(v) is str
+
+
+def _is_whole(v: object) -> bool:
+    return type(v) is int  # not a bool, not a float
+
+
+def _is_number_or_none(v: object) -> bool:
+    return v is None or _is_whole(v)
+
+
+def _is_ids(v: object) -> bool:
+    return isinstance(v, list | tuple) and all(_is_text(x) for x in v)
+
+
+#: The fields of a violation's JSON form that are not text: what each holds.
+_JSON_FIELDS: dict[str, tuple[Callable[[object], bool], str]] = {
+    "seat": (_is_number_or_none, "a seat number or none"),
+    "hand": (_is_number_or_none, "a hand number or none"),
+    "evidence": (_is_ids, "a list of event ids"),
+    "detected_at": (_is_whole, "a time in ms"),
+}

@@ -39,6 +39,4 @@ def decode_violation(msg: bytes) -> Violation:
     if msg[:10] != _header():
         raise ValueError("not a pitwatch.alerts.Violation (single-object header)")
     d: Any = fastavro.schemaless_reader(io.BytesIO(msg[10:]), _schema(), None)
-    return Violation(d["code"], d["severity"], d["table_id"], d["round_id"], d["seat"],
-                     d["hand"], d["event_id"], tuple(d["evidence"]), d["citation"],
-                     d["message"], d["pack"], d["pack_version"], d["detected_at"])
+    return Violation.from_json(d)
