@@ -5,19 +5,27 @@ targets.
     nice .venv/bin/python bench/protection.py [--tables 2000] [--seed 37] [--jobs 2] [--quick]
 
 - Counter tables (`--tables`, 300 rounds each): seat 1 a Hi-Lo counter with a 1-8 ramp,
-  seat 4 the same with 30% camouflage, seat 7 a 1-4 ramp; seats 2, 3, 5, 6 honest
-  (flat, random sizes, paroli, martingale). One session of each counter per table.
-- Flashing tables (`--tables`, 100 rounds each, the dealer flashing the hole card on
-  `--flash` of the rounds): seat 4 a hole-card player, the other six honest.
+  seat 4 the same with 30% camouflage, seat 7 a 1-4 ramp; no one else. One session of
+  each counter per table: two counters without camouflage at one table would bet the
+  same on every round (their bets are the shared count's), one session twice.
+- Flashing tables (`--hole-tables`, 100 rounds each, the dealer flashing the hole card
+  on `--flash` of the rounds): seats 1, 3, 5, 7 hole-card players, seats 2, 4, 6 honest.
 - Honest floor (`--honest-tables`, 300 rounds each, seven honest seats, a new dealer
-  every 40 rounds): the hold's |z| > 3 share by table and by dealer, and more honest
+  every 40 rounds): the hold's |z| > 3 share by table and by dealer, and the honest
   sessions "over a shift".
+
+Sessions at one table share its shoe, its dealer and (flashing) its flashed rounds, so
+they are correlated: each share's 95% interval is taken over tables (the sessions of a
+table one cluster: `clustered`), not over sessions as if independent.
 - Dealer error rates (`--floors` floors of 50 dealers dealing 300 rounds at the floor's
   rate of 1 per 100, and one dealer at 3x or 5x): a model of the error counts, not
   dealt rounds.
 
 The counts are seat sessions; each flag is the detector's shipped threshold. `--quick`
-runs 12 tables of each kind (a smoke test, not a measurement).
+runs 2 tables of each kind (a smoke test, not a measurement).
+
+Each table's events carry their device's Avro bytes (`events(keep_raw=True)`), so the
+audit hashes them without encoding each event again; what it judges is the same.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from __future__ import annotations
 import argparse
 import math
 import multiprocessing
+import os
 import random
 import re
 import sys
@@ -41,10 +50,9 @@ from pitwatch.protect.sessions import infer_sessions
 from pitwatch.protect.stats import normal_two_sided
 from producers.players import DealerProfile, SimTable, events, make_player
 
-COUNTER_SEATS = {1: "counter-8", 2: "flat", 3: "random", 4: "counter-8-camo", 5: "paroli",
-                 6: "martingale", 7: "counter-4"}
-HOLE_SEATS = {1: "flat", 2: "random", 3: "paroli", 4: "holecard", 5: "martingale",
-              6: "flat", 7: "random"}
+COUNTER_SEATS = {1: "counter-8", 4: "counter-8-camo", 7: "counter-4"}
+HOLE_SEATS = {1: "holecard", 2: "flat", 3: "holecard", 4: "random", 5: "holecard",
+              6: "paroli", 7: "holecard"}
 #: a counter at each camouflage level (a share of bets drawn at random within the ramp)
 CAMO_SEATS = {1: "counter-8-camo0", 2: "counter-8-camo5", 3: "counter-8-camo10",
               4: "counter-8-camo15", 5: "counter-8-camo20", 6: "counter-8-camo30",
@@ -54,12 +62,20 @@ HONEST_SEATS = {1: "flat", 2: "random", 3: "paroli", 4: "martingale", 5: "flat",
 DETECTORS = (("count", detect_count_betting), ("hole", detect_hole_card_play))
 
 
+#: what a table's sessions of one label count: sessions, then flagged by each of these
+COUNTED = ("count", "hole", "any")
+
+
 class Tally:
-    """Sessions per profile and label, and how many each detector flagged."""
+    """Sessions per profile and label, and how many each detector flagged; and the same
+    by table (`tables`: each table's label -> (sessions, flagged by each of `COUNTED`),
+    in table order), for intervals that allow for the sessions of a table being
+    correlated."""
 
     def __init__(self) -> None:
         self.sessions: Counter[str] = Counter()
         self.flags: Counter[tuple[str, str]] = Counter()
+        self.tables: list[dict[str, tuple[int, ...]]] = []
 
     def session(self, label: str, hits: set[str]) -> None:
         self.sessions[label] += 1
@@ -68,9 +84,33 @@ class Tally:
         if hits:
             self.flags[(label, "any")] += 1
 
+    def table(self, sessions: list[tuple[str, set[str]]]) -> None:
+        """One table's sessions (label, detectors that flagged it), each counted."""
+        per: dict[str, list[set[str]]] = {}
+        for label, hits in sessions:
+            self.session(label, hits)
+            per.setdefault(label, []).append(hits)
+        self.tables.append({
+            label: (len(all_hits), *(sum(1 for h in all_hits if (h if name == "any"
+                                                                  else name in h))
+                                     for name in COUNTED))
+            for label, all_hits in per.items()})
+
     def merge(self, other: Tally) -> None:
         self.sessions.update(other.sessions)
         self.flags.update(other.flags)
+        self.tables.extend(other.tables)
+
+    def by_table(self, labels: list[str], name: str) -> list[tuple[int, int]]:
+        """Each table's (sessions, flagged by `name`) of `labels` together, for every
+        table with a session of one of them."""
+        at = 1 + COUNTED.index(name)
+        out: list[tuple[int, int]] = []
+        for table in self.tables:
+            rows = [table[lb] for lb in labels if lb in table]
+            if rows:
+                out.append((sum(r[0] for r in rows), sum(r[at] for r in rows)))
+        return out
 
     def share(self, label: str, name: str) -> float:
         n = self.sessions[label]
@@ -96,12 +136,11 @@ def deal(kind: str, start: int, stop: int, rounds: int, seed: int, flash: float 
         players = {s: make_player(p, seed, s, index) for s, p in seats.items()}
         table = SimTable(index, seed, players, flash=flash)
         # the table's events, audited: the detectors read the engine's fold of them
-        rounds_read = rounds_by_table(events(table, rounds, seed))[table.cfg.table_id]
-        for session in infer_sessions(rounds_read):
-            profile = seats[session.seat]
-            label = f"{profile} ({kind} table, {rounds} rounds)"
-            hits = {name for name, detect in DETECTORS if detect(session) is not None}
-            tally.session(label, hits)
+        rounds_read = rounds_by_table(events(table, rounds, seed, keep_raw=True)
+                                      )[table.cfg.table_id]
+        tally.table([(f"{seats[session.seat]} ({kind} table, {rounds} rounds)",
+                      {name for name, detect in DETECTORS if detect(session) is not None})
+                     for session in infer_sessions(rounds_read)])
         if hold:
             floor[table.cfg.table_id] = rounds_read
     return tally, hold_tallies(floor) if hold else []
@@ -145,7 +184,7 @@ def natural(label: str) -> tuple[tuple[int, str], ...]:
     return tuple((int(x), "") if x.isdigit() else (-1, x) for x in re.split(r"(\d+)", label))
 
 
-def wilson(k: int, n: int) -> tuple[float, float]:
+def wilson(k: float, n: float) -> tuple[float, float]:
     """A 95% interval for a share k/n (Wilson)."""
     if n == 0:
         return 0.0, 1.0
@@ -154,6 +193,28 @@ def wilson(k: int, n: int) -> tuple[float, float]:
     mid = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
     return max(0.0, mid - half), min(1.0, mid + half)
+
+
+def clustered(rows: list[tuple[int, int]]) -> tuple[float, float, float]:
+    """A 95% interval for the share sum(k)/sum(n) of sessions flagged, the sessions of a
+    table (a row (n, k)) one cluster, and the design effect: Wilson's interval at the
+    effective sample size n / deff, where deff is the ratio of the between-table
+    (ratio-estimator) variance to the binomial one. At a share of 0 or 1 there is no
+    spread to measure, and deff is taken as the most sessions a table holds (as if a
+    table's sessions were one)."""
+    n = sum(r[0] for r in rows)
+    k = sum(r[1] for r in rows)
+    m = len(rows)
+    if n == 0:
+        return 0.0, 1.0, 1.0
+    p = k / n
+    if 0 < k < n and m > 1:
+        var = m / (m - 1) * sum((ki - p * ni) ** 2 for ni, ki in rows) / (n * n)
+        deff = max(1.0, var / (p * (1 - p) / n))
+    else:
+        deff = float(max(r[0] for r in rows))
+    lo, hi = wilson(p * n / deff, n / deff)
+    return lo, hi, deff
 
 
 def dealer_bench(floors: int, seed: int, factor: float) -> tuple[int, int, int, int]:
@@ -175,13 +236,22 @@ def dealer_bench(floors: int, seed: int, factor: float) -> tuple[int, int, int, 
     return hit, floors, false, honest
 
 
+def child_cpu() -> float:
+    """CPU seconds of this process's finished children (the worker processes)."""
+    t = os.times()
+    return t.children_user + t.children_system
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tables", type=int, default=2000,
-                    help="counter tables and flashing tables, each (default 2,000)")
-    ap.add_argument("--honest-tables", type=int, default=1000,
-                    help="honest floor tables for the hold (default 1,000)")
+                    help="counter tables, one session of each counter (default 2,000)")
+    ap.add_argument("--hole-tables", type=int, default=500,
+                    help="flashing tables, four hole-card players each (default 500)")
+    ap.add_argument("--honest-tables", type=int, default=500,
+                    help="honest floor tables for the hold and the honest sessions over a "
+                         "shift (default 500)")
     ap.add_argument("--floors", type=int, default=2000,
                     help="simulated floors for the dealer error rate (default 2,000)")
     ap.add_argument("--camo-tables", type=int, default=0,
@@ -192,13 +262,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=37)
     ap.add_argument("--jobs", type=int, default=2,
                     help="worker processes (default 2); the figures do not depend on it")
-    ap.add_argument("--quick", action="store_true", help="12 tables of each kind (a smoke test)")
+    ap.add_argument("--quick", action="store_true", help="2 tables of each kind (a smoke test)")
     args = ap.parse_args(argv)
     if args.quick:
-        args.tables, args.honest_tables, args.floors = 12, 12, 100
+        args.tables, args.hole_tables, args.honest_tables, args.floors = 2, 2, 2, 50
+    cpu0 = time.process_time()
     t0 = time.perf_counter()
     jobs = (chunks("counter", args.tables, 300, args.seed)
-            + chunks("hole", args.tables, 100, args.seed, flash=args.flash)
+            + chunks("hole", args.hole_tables, 100, args.seed, flash=args.flash)
             + chunks("honest", args.honest_tables, 300, args.seed, hold=True)
             + chunks("camo", args.camo_tables, 300, args.seed))
     tally, tallies = deal_all(jobs, args.jobs)
@@ -217,6 +288,12 @@ def main(argv: list[str] | None = None) -> int:
     shift = [lb for lb in honest_labels if "300 rounds" in lb]
     sn = sum(tally.sessions[lb] for lb in shift)
     sk = sum(tally.flags[(lb, "any")] for lb in shift)
+
+    def interval(labels: list[str], name: str) -> str:
+        rows = tally.by_table(labels, name)
+        lo, hi, deff = clustered(rows)
+        return (f"95% CI {100 * lo:.2f}-{100 * hi:.2f}% over {len(rows):,} tables, "
+                f"design effect {deff:.2f}")
 
     flagged_hold = detect_hold(tallies)
     nominal = normal_two_sided(Z_THRESHOLD)
@@ -251,24 +328,26 @@ def main(argv: list[str] | None = None) -> int:
     c8 = next(lb for lb in tally.sessions if lb.startswith("counter-8 "))
     hc = next(lb for lb in tally.sessions if lb.startswith("holecard"))
     p8, ph = tally.share(c8, "count"), tally.share(hc, "hole")
-    lo, hi = wilson(hk, hn)
     share = (ft + fd) / max(1, len(tables) + len(dealers))
     results = [
         target("counters with a 1-8 ramp detected in >= 95% of 300-round sessions",
-               p8 >= 0.95, f"{100 * p8:.1f}% of {tally.sessions[c8]:,}"),
+               p8 >= 0.95, f"{100 * p8:.1f}% of {tally.sessions[c8]:,} "
+               f"({interval([c8], 'count')})"),
         target("hole-card players detected in >= 95% of 100-round sessions at a flashing "
-               "table", ph >= 0.95, f"{100 * ph:.1f}% of {tally.sessions[hc]:,}"),
+               "table", ph >= 0.95, f"{100 * ph:.1f}% of {tally.sessions[hc]:,} "
+               f"({interval([hc], 'hole')})"),
         target("<= 1% of honest seat sessions over a shift flagged by any detector",
                sn > 0 and sk / sn <= 0.01,
                f"{100 * sk / max(1, sn):.3f}% of {sn:,} 300-round sessions "
-               f"({100 * hk / max(1, hn):.3f}% of all {hn:,} honest sessions, "
-               f"95% CI {100 * lo:.3f}-{100 * hi:.3f}%)"),
+               f"({interval(shift, 'any')}); {100 * hk / max(1, hn):.3f}% of all "
+               f"{hn:,} honest sessions ({interval(honest_labels, 'any')})"),
         target("hold |z| > 3 share on honest floors within 2x nominal",
                share <= 2 * nominal,
                f"{100 * share:.3f}% of {len(tables) + len(dealers):,} tables and dealers "
                f"(nominal {100 * nominal:.3f}%)"),
     ]
-    print(f"dealt and judged in {t1 - t0:.0f} s on {args.jobs} worker(s)")
+    print(f"dealt and judged in {t1 - t0:.0f} s on {args.jobs} worker(s) "
+          f"(CPU {time.process_time() - cpu0 + child_cpu():.0f} s)")
     return 0 if all(results) or args.quick else 1
 
 
