@@ -458,6 +458,54 @@ def round_place(store: Store, table_id: str, round_id: str) -> tuple[int, int, i
     return extent[0], span.first, span.last
 
 
+def runs_began(store: Store, table_id: str, round_id: str) -> int | None:
+    """Where to read back from for the round's seats' sessions, from the round
+    summaries alone (a hint: `seated_in` judges): the first position of the round
+    GAP_ROUNDS + 1 rounds before where the runs of rounds naming each of the round's
+    seats (RoundStarted's seats) began, walking back through `round_starts` (table,
+    start) in widening windows of time and `rounds` by its sort key. The round
+    SEATED_ROUNDS rounds back when they go back further; 0 when they go back to the
+    table's first round; None when the round has no summary or no seat."""
+    me = store.query("SELECT seats, toUInt32(started) AS s, started_ms AS ms FROM rounds "
+                     "FINAL WHERE table_id = {t:String} AND round_id = {r:String}",
+                     {"t": table_id, "r": round_id})
+    low = store.query("SELECT toUInt32(min(started)) AS s, count() AS n FROM round_starts "
+                      "WHERE table_id = {t:String}", {"t": table_id})
+    if not me or not int(low[0]["n"]):
+        return None
+    at, floor = (int(me[0]["s"]), int(me[0]["ms"]), round_id), int(low[0]["s"])
+    missing = {int(x): 0 for x in me[0]["seats"]}
+    hi, width, seen = at[0], lookup.ROUND_WINDOW, 0
+    while missing and seen < SEATED_ROUNDS and hi >= floor:
+        lo = max(floor, hi - width)
+        starts = [r for r in store.query(
+            "SELECT DISTINCT round_id, toUInt32(started) AS s, started_ms AS ms FROM "
+            "round_starts WHERE table_id = {t:String} AND started >= toDateTime({a:UInt32}) "
+            "AND started <= toDateTime({b:UInt32})", {"t": table_id, "a": lo, "b": hi})
+            if (int(r["s"]), int(r["ms"]), r["round_id"]) < at]
+        starts.sort(key=lambda r: (int(r["s"]), int(r["ms"]), r["round_id"]), reverse=True)
+        seats = {r["round_id"]: {int(x) for x in r["seats"]} for r in store.query(
+            "SELECT round_id, seats FROM rounds FINAL WHERE table_id = {t:String} AND "
+            "round_id IN {r:Array(String)}",
+            {"t": table_id, "r": tuple(sorted({r["round_id"] for r in starts}))})
+        } if starts else {}
+        for r in starts:
+            seen += 1
+            here = seats.get(r["round_id"], set())
+            for seat in list(missing):
+                missing[seat] = 0 if seat in here else missing[seat] + 1
+                if missing[seat] > GAP_ROUNDS:
+                    del missing[seat]
+            if not missing or seen >= SEATED_ROUNDS:
+                span = lookup.round_spans(store, [r["round_id"]]).get(r["round_id"])
+                return span.first if span is not None and span.table_id == table_id else None
+        if starts:
+            last = starts[-1]
+            at = (int(last["s"]), int(last["ms"]), last["round_id"])
+        hi, width = lo - 1, width * 2
+    return 0 if missing else None  # every round read back to the table's first
+
+
 def seated_in(fold: TableFold, round_id: str, from_start: bool, last_try: bool
               ) -> list[Seated] | None:
     """The seat sessions seated in the round, from a fold that ends with it, as the
@@ -494,14 +542,16 @@ def seated_in(fold: TableFold, round_id: str, from_start: bool, last_try: bool
 async def round_seated(ask: Ask, cpu: Ask, data: ProtectionData, table_id: str,
                        round_id: str) -> list[Seated]:
     """The seat sessions seated in a round (`seated_in`): the table's rounds read again
-    up to the round from a stretch before it, four times wider each time a session may
+    up to the round from a stretch before it (from where the summaries say the seats'
+    runs began, `runs_began`, where they say), four times wider each time a session may
     have begun before it, until the table's first event or `SEATED_ROUNDS` rounds."""
     place = await ask(round_place, data.store, checked_id(table_id, "table id"),
                       checked_id(round_id, "round id"))
     if place is None:
         return []
     top, first, last = place
-    width = SEATED_BACK
+    hint = await ask(runs_began, data.store, table_id, round_id)
+    width = SEATED_BACK if hint is None else max(SEATED_BACK, first - hint)
     while True:
         start = max(top, first - width)
         fold = await fold_rounds(ask, cpu, data.store, table_id, start, last)

@@ -85,17 +85,27 @@ def test_a_session_no_observation_names_is_found_back_to_its_first_round(
     fold = protection.fold_rounds
 
     async def counted(*args: Any) -> Any:
-        reads.append(args[4])
+        reads.append(args[4])  # the position the fold reads from
         return await fold(*args)
 
     monkeypatch.setattr(protection, "fold_rounds", counted)
-    got = _seated(data, INFERRED, f"{INFERRED}-000050")
-    assert got == [Seated(1, f"{INFERRED}/1/{INFERRED}-000001", True),
-                   Seated(3, f"{INFERRED}/3/{INFERRED}-000001", True)]
-    assert len(reads) == 2  # the first stretch back began within the sessions
-    assert data.round_observations(INFERRED, f"{INFERRED}-000050", "") == []
+    rid = f"{INFERRED}-000050"
+    want = [Seated(1, f"{INFERRED}/1/{INFERRED}-000001", True),
+            Seated(3, f"{INFERRED}/3/{INFERRED}-000001", True)]
+    top = protection.round_place(data.store, INFERRED, rid)
+    assert top is not None
+    # the summaries say the runs go back to the table's first round: one read from there
+    assert protection.runs_began(data.store, INFERRED, rid) == 0
+    assert _seated(data, INFERRED, rid) == want and reads == [top[0]]
+    # without the summaries' hint: a stretch back that began within the sessions, then
+    # one four times as wide, which reaches the table's first event
+    reads.clear()
+    monkeypatch.setattr(protection, "runs_began", lambda *_: None)
+    assert _seated(data, INFERRED, rid) == want
+    assert len(reads) == 2 and reads[0] > top[0] == reads[1]
+    assert data.round_observations(INFERRED, rid, "") == []
     # the id is the one the session page reads
-    s = asyncio.run(seat_session(_direct, _direct, data, got[0].session_id or ""))
+    s = asyncio.run(seat_session(_direct, _direct, data, want[0].session_id or ""))
     assert s["rounds"][0] == f"{INFERRED}-000001" and len(s["rounds"]) == 60
 
 
