@@ -13,7 +13,7 @@ from ..sitetime import SiteTime
 from .counting import detect_count_betting
 from .dealer_errors import RECORD_CODES, Dealt, dealer_errors
 from .hold import HoldTallies, detect_hold
-from .holecard import detect_hole_card_play
+from .holecard import basic_play, detect_hole_card_play
 from .observation import Observation
 from .rounds import RoundView, read_floor
 from .seating import Seating
@@ -51,6 +51,17 @@ def suspend_rounds(rounds: Sequence[RoundView], broken: Container[str]
             in_break = False
         kept.append(r)
     return kept
+
+
+def slim(view: RoundView) -> RoundView:
+    """The round as the detectors read it: its seats with a main wager, and the
+    decisions there that departed from basic strategy (a seat without a wager or a
+    basic play weighs nothing in `infer_sessions`, `count_test`, `departure` or
+    `seat_expectations`): what a table's rounds are held as until the table is judged."""
+    seats = {s: sr for s, sr in view.seats.items() if sr.main > 0}
+    spots = [sp for sp in view.spots
+             if sp.seat in seats and sp.decision != basic_play(sp, view.rules)]
+    return replace(view, seats=seats, spots=spots)
 
 
 @dataclass(frozen=True, slots=True)

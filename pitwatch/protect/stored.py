@@ -33,8 +33,8 @@ from ..sitetime import SiteTime
 from ..store.base import Store
 from ..store.history import Quarantine, stream
 from .observation import Observation
-from .rounds import FloorReader, ReadFloor
-from .run import Findings, FloorJudge
+from .rounds import FloorReader, ReadFloor, RoundView, TableReader
+from .run import Findings, FloorJudge, slim
 
 TABLE = "observations"
 
@@ -193,6 +193,23 @@ def read_table(store: Store, table_id: str, watch: Callable[[Event, Round | None
     return read
 
 
+class _SlimRounds:
+    """One table's completed rounds as the detectors read them (`slim`, as each
+    completes) and its seat stays, from the audit's fold (`TableReader`)."""
+
+    def __init__(self, table_id: str) -> None:
+        self.reader = TableReader(table_id)
+        self.rounds: list[RoundView] = []
+        #: the fold took an event of the table
+        self.watched = False
+
+    def watch(self, ev: Event, r: Round | None) -> None:
+        self.watched = True
+        done = self.reader.watch(ev, r)
+        if done is not None:
+            self.rounds.append(slim(done))
+
+
 @dataclass(frozen=True, slots=True)
 class Judged:
     """A store's history judged (`judge_stored`): the observations, and what was read."""
@@ -212,16 +229,17 @@ def judge_stored(store: Store, site: SiteTime | None = None,
     rounds and violations, and the floor-wide scopes' running tallies (a dealer's and a
     shift's hold, a dealer's rounds dealt and errors). `tables`: those to judge (by
     default every stored table, in order); `on_table(table, events)` is told as each
-    table is done."""
+    table is done. A table's rounds are held as the detectors read them (`slim`) until
+    it is judged."""
     judge = FloorJudge(site)
     events = violations = 0
     for table_id in stored_tables(store) if tables is None else tables:
-        floor = FloorReader()
+        table = _SlimRounds(table_id)
         found: list[Violation] = []
-        read = read_table(store, table_id, floor.watch, found.append)
-        if table_id in floor.readers:
-            judge.add(table_id, floor.tables[table_id], Findings.of(found),
-                      floor.seatings[table_id])
+        read = read_table(store, table_id, table.watch, found.append)
+        if table.watched:
+            judge.add(table_id, table.rounds, Findings.of(found),
+                      table.reader.seat_log.seatings)
         events += read
         violations += len(found)
         if on_table is not None:
