@@ -288,6 +288,10 @@ def stored_alert(row: dict[str, Any], jurisdictions: dict[str, str]) -> dict[str
                  jurisdictions)
 
 
+#: The triage changes the feed's first read brings besides those of the violations it
+#: shows: those of the last day (ms, the store's clock), from which its poller goes on.
+FIRST_TRIAGE_MS = 24 * 3_600_000
+
 #: Hours of a table's record its page's dealer summary covers: the rounds started in
 #: the hour of its last event and the 23 before it (a table's whole record is its
 #: search, by table and time).
@@ -346,12 +350,20 @@ class ConsoleData:
 
     def poll(self, since_s: int | None, triage_after_ms: int | None) -> Polled:
         """What the feed's poller brings: the newest violations (first read) or those
-        received since `since_s`, the triage changes after `triage_after_ms`, and the
-        store's clock."""
-        now_s = self.store_now_ms() // 1000
+        received since `since_s`, the triage changes after `triage_after_ms` (none
+        given: those of the violations it brings, by their ids, and those of the last
+        `FIRST_TRIAGE_MS`, never all of triage), and the store's clock."""
+        now_ms = self.store_now_ms()
         alerts = (self.violations(Filters(), 200) if since_s is None
                   else self.found_since(since_s))
-        return Polled(alerts, self.triage(limit=1000, after_ms=triage_after_ms), now_s)
+        if triage_after_ms is not None:
+            return Polled(alerts, self.triage(limit=1000, after_ms=triage_after_ms),
+                          now_ms // 1000)
+        changes = {c["change_id"]: c for c in [
+            *self.triage([a["violation_id"] for a in alerts], limit=1000),
+            *self.triage(limit=1000, after_ms=now_ms - FIRST_TRIAGE_MS)]}
+        return Polled(alerts, sorted(changes.values(), key=lambda c: (-c["at"], c["change_id"])),
+                      now_ms // 1000)
 
     def violation(self, violation_id: str) -> dict[str, Any]:
         vid = checked_id(violation_id, "violation id")
@@ -447,9 +459,10 @@ class ConsoleData:
             # IN, which reads through `triage`'s sort key (violation id) on 18.16 too
             conds.append("violation_id IN {ids:Array(String)}")
             params["ids"] = tuple(sorted(set(ids)))
-        if after_ms is not None:
-            conds.append("toUInt64(ts) * 1000 + ts_ms > {after:UInt64}")
-            params["after"] = after_ms
+        if after_ms is not None:  # the seconds first: the months' partitions alone
+            conds.append("ts >= toDateTime({after_s:UInt32}) "
+                         "AND toUInt64(ts) * 1000 + ts_ms > {after:UInt64}")
+            params["after"], params["after_s"] = after_ms, max(0, after_ms // 1000)
         rows = self.store.query(
             f"SELECT {self._CHANGE_COLS} FROM triage WHERE {' AND '.join(conds)} "
             f"ORDER BY at DESC, change_id LIMIT {int(limit)}", params)

@@ -28,8 +28,8 @@ from .test_console_lookups import _MONTH, FEED_BOUND, _fine
 from .test_store_lookups import COPIES, SERVER, _bounded
 
 #: Store calls a first page may make: the feed's first poll (its clock, the span, one
-#: window, the triage), a table's page, an unhandled search (span, counts, rows and the
-#: triage each asks).
+#: window, the triage of what it shows and of the last day), a table's page, an
+#: unhandled search (span, counts, rows and the triage each asks).
 MOST_CALLS = 12
 
 
@@ -167,6 +167,14 @@ def test_the_unhandled_filter_reads_the_triage_of_what_it_examines_alone(
     assert sum(counted.values()) and got["total"] < store.query(
         "SELECT count() AS n FROM violations")[0]["n"] // 2
     assert [a["violation_id"] for a in got["alerts"]] == _newest(store, where, 5)
+    # the feed's first read brings the changes of the violations it shows (by their
+    # ids: these were made days before the store's clock), not the newest of all triage
+    polled = data.poll(None, None)
+    shown = tuple(sorted({a["violation_id"] for a in polled.alerts}))
+    assert polled.changes and {c["change_id"] for c in polled.changes} == {
+        r["change_id"] for r in store.query(
+            "SELECT change_id FROM triage WHERE violation_id IN {v:Array(String)}",
+            {"v": shown})}
 
 
 def test_a_store_made_before_the_span_index_is_migrated_with_nothing_lost(
