@@ -506,18 +506,23 @@ def runs_began(store: Store, table_id: str, round_id: str) -> int | None:
     return 0 if missing else None  # every round read back to the table's first
 
 
+class BeganEarlier(Exception):
+    """A seat session seated in the round may have begun before the rounds read."""
+
+
 def seated_in(fold: TableFold, round_id: str, from_start: bool, last_try: bool
               ) -> list[Seated] | None:
     """The seat sessions seated in the round, from a fold that ends with it, as the
     detectors and the session page read them (`infer_sessions`): each session whose
     wagered rounds hold the round, or whose recorded stay does. `from_start`: the fold
-    read from the table's first event. None when one of them may have begun before the
-    fold's first round, unless it is the `last_try` (then such a one is given without
-    its id)."""
+    read from the table's first event. None when the detectors do not read the round
+    (open, or a break in its record: judgement suspended). BeganEarlier when one of
+    them may have begun before the fold's first round, unless it is the `last_try`
+    (then such a one is given without its id)."""
     rounds = fold.kept()
     at = next((r for r in rounds if r.round_id == round_id), None)
     if at is None or not fold.rounds:
-        return []
+        return None
     first = fold.rounds[0].index
     seatings = fold.reader.seat_log.seatings
     out: list[Seated] = []
@@ -533,33 +538,37 @@ def seated_in(fold: TableFold, round_id: str, from_start: bool, last_try: bool
         known = from_start or (begin - first >= GAP_ROUNDS if stay is None
                                else stay.start >= first)
         if not known and not last_try:
-            return None
+            raise BeganEarlier(s.session_id)
         out.append(Seated(s.seat, s.session_id if known else None, s.inferred,
                           s.player_id, s.player_kind))
     return out
 
 
 async def round_seated(ask: Ask, cpu: Ask, data: ProtectionData, table_id: str,
-                       round_id: str) -> list[Seated]:
-    """The seat sessions seated in a round (`seated_in`): the table's rounds read again
-    up to the round from a stretch before it (from where the summaries say the seats'
-    runs began, `runs_began`, where they say), four times wider each time a session may
-    have begun before it, until the table's first event or `SEATED_ROUNDS` rounds."""
+                       round_id: str) -> list[Seated] | None:
+    """The seat sessions seated in a round (`seated_in`; None when the detectors do not
+    read the round, or the table does not hold it): the table's rounds read again up to
+    the round from a stretch before it (from where the summaries say the seats' runs
+    began, `runs_began`, where they say), four times wider each time a session may have
+    begun before it, until the table's first event or `SEATED_ROUNDS` rounds."""
     place = await ask(round_place, data.store, checked_id(table_id, "table id"),
                       checked_id(round_id, "round id"))
     if place is None:
-        return []
+        return None
     top, first, last = place
     hint = await ask(runs_began, data.store, table_id, round_id)
     width = SEATED_BACK if hint is None else max(SEATED_BACK, first - hint)
     while True:
         start = max(top, first - width)
         fold = await fold_rounds(ask, cpu, data.store, table_id, start, last)
-        found: list[Seated] | None = await cpu(seated_in, fold, round_id, start == top,
-                                                len(fold.rounds) >= SEATED_ROUNDS)
-        if found is not None:
-            return sorted(found, key=lambda x: (x.seat, x.session_id or ""))
-        width *= 4
+        try:
+            found: list[Seated] | None = await cpu(
+                seated_in, fold, round_id, start == top, len(fold.rounds) >= SEATED_ROUNDS)
+        except BeganEarlier:
+            width *= 4
+            continue
+        return None if found is None else sorted(found, key=lambda x: (x.seat,
+                                                                        x.session_id or ""))
 
 
 async def dealer_view(ask: Ask, cpu: Ask, data: ProtectionData, dealer_id: str

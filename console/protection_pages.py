@@ -191,10 +191,14 @@ def _seated_who(x: Seated) -> str:
     return "inferred from the wagers" if x.inferred else "from the seat events"
 
 
-def seated_section(seats: Iterable[int], seated: list[Seated]) -> str:
+def seated_section(seats: Iterable[int], seated: list[Seated] | None) -> str:
     """For a round page: each seat of the round and every seat session seated in it,
     linked to its page, whether or not an observation names it; a seat with none says
-    so."""
+    so. `seated` None: the detectors do not read the round."""
+    if seated is None:
+        return ('<p class="note seated">Seat sessions: not read for this round. It is '
+                "open, or its record has a break, and the detectors suspend judgement on "
+                "it until the record decides it.</p>")
     rows = []
     for seat in sorted(set(seats) | {x.seat for x in seated}):
         mine = [x for x in seated if x.seat == seat]

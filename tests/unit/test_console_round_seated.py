@@ -21,7 +21,7 @@ import console.protection as protection
 from console.protection import ProtectionData, Seated, round_seated, seat_session
 from console.protection_pages import round_seats, seated_section
 from pitwatch.audit.run import audit_events
-from pitwatch.events.model import RoundStarted
+from pitwatch.events.model import RoundStarted, WagerPlaced
 from pitwatch.store.embedded import EmbeddedStore
 from producers.players import SimTable, events, make_player
 
@@ -30,17 +30,22 @@ from .test_console_views import serve
 INFERRED, RECORDED = "SIM-BJ-00000", "SIM-BJ-00001"
 #: the round of INFERRED whose RoundStarted names seat 6, where nobody wagers
 EMPTY_SEAT_ROUND = 6
+#: the round of INFERRED whose record has a break (a seq skipped: events lost)
+BROKEN_ROUND = 58
 HOSTILE = '"><script>alert(1)</script>/&amp;'
 
 
 class EmptySeat(SimTable):
-    """A table whose round EMPTY_SEAT_ROUND names seat 6 as in play, with no wager."""
+    """A table whose round EMPTY_SEAT_ROUND names seat 6 as in play, with no wager, and
+    whose round BROKEN_ROUND loses an event before its first wager."""
 
     def rounds(self, n: int) -> Iterator[tuple[str, list[Any]]]:
         for k, (round_id, steps) in enumerate(super().rounds(n), 1):
             for s in steps:
                 if k == EMPTY_SEAT_ROUND and isinstance(s.payload, RoundStarted):
                     s.payload.seats = (*s.payload.seats, 6)
+            if k == BROKEN_ROUND:
+                next(s for s in steps if isinstance(s.payload, WagerPlaced)).skip_seq = True
             yield round_id, steps
 
 
@@ -75,7 +80,7 @@ def data(store_path: Path) -> Iterator[ProtectionData]:
     store.close()
 
 
-def _seated(data: ProtectionData, table_id: str, round_id: str) -> list[Seated]:
+def _seated(data: ProtectionData, table_id: str, round_id: str) -> list[Seated] | None:
     return asyncio.run(round_seated(_direct, _direct, data, table_id, round_id))
 
 
@@ -106,12 +111,13 @@ def test_a_session_no_observation_names_is_found_back_to_its_first_round(
     assert data.round_observations(INFERRED, rid, "") == []
     # the id is the one the session page reads
     s = asyncio.run(seat_session(_direct, _direct, data, want[0].session_id or ""))
-    assert s["rounds"][0] == f"{INFERRED}-000001" and len(s["rounds"]) == 60
+    assert s["rounds"][0] == f"{INFERRED}-000001" and len(s["rounds"]) == 59
+    assert f"{INFERRED}-{BROKEN_ROUND:06d}" not in s["rounds"]
 
 
 def test_a_recorded_stay_names_its_player(data: ProtectionData) -> None:
     got = _seated(data, RECORDED, f"{RECORDED}-000020")
-    assert len(got) == 1
+    assert got is not None and len(got) == 1
     x = got[0]
     assert (x.seat, x.session_id, x.inferred, x.player_kind) == (
         2, f"{RECORDED}/2/{RECORDED}-000001", False, "ANONYMOUS")
@@ -121,7 +127,7 @@ def test_a_recorded_stay_names_its_player(data: ProtectionData) -> None:
 def test_a_seat_with_no_session_shows_none(data: ProtectionData) -> None:
     rid = f"{INFERRED}-{EMPTY_SEAT_ROUND:06d}"
     got = _seated(data, INFERRED, rid)
-    assert [x.seat for x in got] == [1, 3]
+    assert got is not None and [x.seat for x in got] == [1, 3]
     r = data.store.query("SELECT seats FROM rounds FINAL WHERE round_id = {r:String}",
                          {"r": rid})
     html = seated_section([int(s) for s in r[0]["seats"]] + [6], got)
@@ -129,9 +135,18 @@ def test_a_seat_with_no_session_shows_none(data: ProtectionData) -> None:
     for seat in (1, 3):
         assert f'href="/sessions/{quote(f"{INFERRED}/{seat}/{INFERRED}-000001", safe="")}"' \
             in html
-    # a round the table does not hold, or an unknown table: no session
-    assert _seated(data, RECORDED, rid) == []
-    assert _seated(data, "NO-SUCH-TABLE", rid) == []
+    # a round the table does not hold, or an unknown table: not read
+    assert _seated(data, RECORDED, rid) is None
+    assert _seated(data, "NO-SUCH-TABLE", rid) is None
+
+
+def test_a_round_with_a_break_in_its_record_is_not_read(data: ProtectionData) -> None:
+    """"A record that is not continuous ... checks that need the missing part suspend
+    judgement": the round's seats are not judged, and the page says why."""
+    assert _seated(data, INFERRED, f"{INFERRED}-{BROKEN_ROUND:06d}") is None
+    html = seated_section([1, 3], None)
+    assert "not read for this round" in html and "suspend judgement" in html
+    assert "/sessions/" not in html
 
 
 def test_the_round_page_links_every_session_seated_in_it(store_path: Path) -> None:
