@@ -175,3 +175,46 @@ def test_the_seats_of_a_round_and_hostile_ids_escaped() -> None:
     assert f'href="/sessions/{quote(HOSTILE, safe="")}"' in html
     assert "began more than 2000 rounds before this one" in html
     assert seated_section([], []).endswith("no seat in this round.</p>")
+
+
+class Summaries:
+    """A store that answers `runs_began`'s reads from round summaries: round k (1..n)
+    started at second 100 k, at positions 1,000 k and on, naming `seats[k]`."""
+
+    def __init__(self, seats: dict[int, set[int]]) -> None:
+        self.seats = seats
+
+    def query(self, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        rid = {f"T-{k:06d}": k for k in self.seats}
+        if "min(started)" in sql:
+            return [{"s": 100, "n": len(self.seats)}]
+        if "round_id = {r:String}" in sql:
+            k = rid[params["r"]]
+            return [{"seats": sorted(self.seats[k]), "s": 100 * k, "ms": 0}]
+        if "FROM round_starts" in sql:
+            return [{"round_id": f"T-{k:06d}", "s": 100 * k, "ms": 0} for k in self.seats
+                    if params["a"] <= 100 * k <= params["b"]]
+        return [{"round_id": r, "seats": sorted(self.seats[rid[r]])} for r in params["r"]]
+
+
+def test_the_summaries_say_where_the_seats_runs_began(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """GAP_ROUNDS (3) rounds in a row without a seat end its run: the read starts the
+    round after 4 rounds without it, so the fold sees the run begin."""
+    from pitwatch.store import lookup
+
+    monkeypatch.setattr(lookup, "round_spans", lambda _, ids: {
+        r: lookup.Span("T", 1000 * int(r[2:]), 1000 * int(r[2:]) + 999) for r in ids})
+    # seat 2: rounds 1-10, then 15-30 (rounds 11-14 without it); seat 5: 1-30
+    seats = {k: ({2} if k <= 10 or k >= 15 else set()) | {5} for k in range(1, 31)}
+    store: Any = Summaries(seats)
+    assert protection.runs_began(store, "T", "T-000030") == 0  # seat 5: from the start
+    for k in seats:
+        seats[k].discard(5)
+    assert protection.runs_began(store, "T", "T-000030") == 11_000
+    assert protection.runs_began(store, "T", "T-000008") == 0
+    seats[8] = set()
+    assert protection.runs_began(store, "T", "T-000008") is None  # no seat named
+    # runs longer than SEATED_ROUNDS: the read starts that many rounds back
+    monkeypatch.setattr(protection, "SEATED_ROUNDS", 5)
+    assert protection.runs_began(store, "T", "T-000030") == 25_000
