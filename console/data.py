@@ -524,12 +524,18 @@ class ConsoleData:
             "SELECT table_id, maxMerge(last_ms) AS last_ms, "
             "argMaxMerge(last_round) AS last_round "
             "FROM table_span GROUP BY table_id ORDER BY table_id")
+        # a row a table each (schemas/clickhouse/022_spans.sql), not a table and month
         posted = {r["table_id"]: r for r in self.store.query(
             "SELECT table_id, argMaxIfMerge(jurisdiction) AS jurisdiction, "
-            "argMaxIfMerge(game) AS game FROM table_posted GROUP BY table_id")}
+            "argMaxIfMerge(game) AS game FROM table_opened GROUP BY table_id")}
         arrived = {r["table_id"]: int(r["a"]) * 1000 for r in self.store.query(
-            "SELECT table_id, toUInt32(maxMerge(arrived)) AS a FROM table_arrival "
+            "SELECT table_id, toUInt32(maxMerge(arrived)) AS a FROM table_arrived "
             "GROUP BY table_id")}
+        before = sorted({r["table_id"] for r in activity} - arrived.keys())
+        if before:  # rows that arrived before `table_arrived` was: by their days
+            arrived.update({r["table_id"]: int(r["a"]) * 1000 for r in self.store.query(
+                "SELECT table_id, toUInt32(maxMerge(arrived)) AS a FROM table_arrival "
+                "WHERE table_id IN {t:Array(String)} GROUP BY table_id", {"t": tuple(before)})})
         latest = [(r["table_id"], r["last_round"]) for r in activity]
         finished = self._closed(latest)
         today: dict[str, dict[str, int]] = {}
@@ -677,7 +683,7 @@ class ConsoleData:
             r["started_at"] = int(r["started_at"])
         posted = self.store.query(
             "SELECT argMaxIfMerge(jurisdiction) AS jurisdiction, argMaxIfMerge(game) AS game "
-            "FROM table_posted WHERE table_id = {t:String}", {"t": t})
+            "FROM table_opened WHERE table_id = {t:String}", {"t": t})
         return {"table_id": t, "rounds": rounds, "dealers": dealers,
                 "dealers_window": window,
                 "jurisdiction": posted[0]["jurisdiction"] if posted else "",

@@ -41,7 +41,8 @@ MIGRATIONS = {"lookups-1": ("event_positions", "event_marks", "table_devices",
               "lookups-3": ("event_ids", "device_seqs"),
               "lookups-4": ("violation_ids", "violation_times"),
               "lookups-5": ("audit_latest",),
-              "lookups-6": ("table_span", "round_start_span", "violation_span")}
+              "lookups-6": ("table_span", "round_start_span", "violation_span",
+                            "table_opened")}
 #: Seconds of round starts in the first window `rounds_back` reads (then twice as
 #: many each window further back).
 ROUND_WINDOW = 3600

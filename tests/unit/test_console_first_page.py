@@ -179,9 +179,10 @@ def test_the_unhandled_filter_reads_the_triage_of_what_it_examines_alone(
 
 def test_a_store_made_before_the_span_index_is_migrated_with_nothing_lost(
         tmp_path: Path) -> None:
-    spans = ("table_span", "round_start_span", "violation_span")
-    old = [s for s in ddl_statements() if not any(f" {t}" in s for t in spans)]
-    assert len(old) == len(ddl_statements()) - 6
+    spans = ("table_span", "round_start_span", "violation_span", "table_opened")
+    old = [s for s in ddl_statements()
+           if not any(f" {t} " in s for t in (*spans, "table_arrived"))]
+    assert len(old) == len(ddl_statements()) - 10
     store = EmbeddedStore(tmp_path / "data")
     try:
         for stmt in old:
@@ -200,6 +201,12 @@ def test_a_store_made_before_the_span_index_is_migrated_with_nothing_lost(
         assert shown["table"] == [r["round_id"] for r in store.query(
             "SELECT round_id FROM rounds FINAL WHERE table_id = {t:String} ORDER BY "
             "started DESC, started_ms DESC, round_id LIMIT 20", {"t": table})]
+        posted = store.query("SELECT table_id, argMaxIfMerge(jurisdiction) AS j, "
+                             "argMaxIfMerge(game) AS g FROM table_posted GROUP BY table_id "
+                             "ORDER BY table_id")
+        assert posted and [(r["table_id"], r["jurisdiction"], r["game"]) for r in ConsoleData(
+            store).floor(0, 60_000, 0, clock="store")] == [
+            (r["table_id"], r["j"], r["g"]) for r in posted]
         spans_now = [store.query(f"SELECT count() AS n FROM {t}")[0]["n"] for t in spans]
         store.setup()  # again: nothing more to migrate, nothing written twice
         assert lookup.migrate(store) == []
