@@ -43,8 +43,8 @@ MIGRATIONS = {"lookups-1": ("event_positions", "event_marks", "table_devices",
               "lookups-5": ("audit_latest",),
               "lookups-6": ("table_span", "round_start_span", "violation_span",
                             "table_opened")}
-#: Seconds of round starts in the first window `rounds_back` reads (then twice as
-#: many each window further back).
+#: Seconds of a first window back in time that no span index sizes (then twice as many
+#: each window further back).
 ROUND_WINDOW = 3600
 
 
@@ -573,10 +573,10 @@ class TimeSpan:
     n: int
 
     def width(self, rows: int) -> int:
-        """Seconds that hold about `rows` of the span's rows, at its mean density (at
-        least `ROUND_WINDOW`): the first window of a read back in time, so that a page
-        is one window whatever the history's length."""
-        return max(ROUND_WINDOW, -(-(self.last - self.first + 1) * rows // max(1, self.n)))
+        """Seconds that hold about `rows` of the span's rows, at its mean density (one at
+        least): the first window of a read back in time, so that a page is one window
+        whatever the history's length."""
+        return max(1, -(-(self.last - self.first + 1) * rows // max(1, self.n)))
 
 
 def time_span(store: Store, index: str, table_id: str | None = None) -> TimeSpan | None:
