@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 import orjson
 from aiohttp import web
 
+from pitwatch.events.limits import MAX_ID, MAX_SEAT
 from pitwatch.store.base import Store, StoreError
 from pitwatch.topics import ALERTS_TOPIC, EVENTS_TOPIC
 
@@ -48,13 +49,14 @@ from .html import CONTEXT, PageContext
 from .html import context as page_context
 from .oidc import Oidc, OidcConfig
 from .protection import PAGE as PROTECTION_PAGE
-from .protection import ProtectionData, round_seated, seat_session
+from .protection import ProtectionData, round_seat, seat_session
 from .protection import dealer_view as dealer_view_of
 from .protection_pages import (
     dealer_page,
     protection_list,
     protection_section,
     round_seats,
+    seat_sessions_page,
     seated_section,
     session_page,
 )
@@ -366,12 +368,29 @@ async def round_page(request: web.Request) -> web.Response:
         (ev.get("dealer_id") for ev in r["events"] if ev.get("type") == "RoundStarted"), "")
     obs = await held(request, _protection(request).round_observations, r["table_id"],
                      r["round_id"], dealer or "")
-    seated = await held_by(request, ("round_seated", f'{r["table_id"]}\x1f{r["round_id"]}'),
-                           lambda: round_seated(request.app[DB].run, asyncio.to_thread,
-                                                _protection(request), r["table_id"],
-                                                r["round_id"]))
+    # the seats link to round_seat_view: the fold that finds their sessions runs only
+    # when one is followed, so this page stays a read through sort keys
     return _html(pages.round_page(r, cases, protection_section(
-        obs, [dealer] if dealer else [], seated_section(round_seats(r["events"]), seated))))
+        obs, [dealer] if dealer else [],
+        seated_section(r["round_id"], round_seats(r["events"])))))
+
+
+async def round_seat_view(request: web.Request) -> web.Response:
+    """A seat's session in a round, found when asked: 303 to its page when there is
+    one whose id is known, else a page that says why not. A round or seat that is not
+    one (a seat outside 1..MAX_SEAT, an id the contract does not allow): 404."""
+    from urllib.parse import quote
+
+    rid, seat = request.match_info["round_id"], request.match_info["seat"]
+    if not (seat.isascii() and seat.isdigit() and len(seat) <= 2
+            and 1 <= int(seat) <= MAX_SEAT) or not 1 <= len(rid) <= MAX_ID:
+        raise NotFound("no such seat of a round")
+    db = request.app[DB]
+    got = await held_by(request, ("round_seat", f"{rid}\x1f{seat}"), lambda: round_seat(
+        db.run, asyncio.to_thread, _protection(request), rid, int(seat)))
+    if got.sessions is not None and len(got.sessions) == 1 and got.sessions[0].session_id:
+        raise web.HTTPSeeOther("/sessions/" + quote(got.sessions[0].session_id, safe=""))
+    return _html(seat_sessions_page(got))
 
 
 def _protection(request: web.Request) -> ProtectionData:
@@ -721,6 +740,8 @@ def make_app(store: Store, settings: Settings) -> web.Application:
     app.router.add_get("/", feed_page)
     app.router.add_get("/floor", floor_page)
     app.router.add_get("/tables/{table_id:.+}", table_page)
+    # before /rounds/{round_id:.+}, which would take it: a round id's "/" comes as %2F
+    app.router.add_get("/rounds/{round_id}/seats/{seat}/session", round_seat_view)
     app.router.add_get("/rounds/{round_id:.+}", round_page)
     app.router.add_get("/protection", protection_page)
     app.router.add_get("/sessions/{session_id:.+}", session_view)

@@ -12,8 +12,9 @@ by the same fold the detectors read (`pitwatch.protect.rounds.TableReader`), so 
 chart shows the numbers the detectors judged. The events the record took in as refused
 (the store's quarantine) are fed back at their place, as every rebuild does
 (`Quarantine.feed`). Each page reads a bounded stretch: a seat session's rounds, a
-dealer's latest `DEALER_ROUNDS` rounds, or a round's table back from the round to where
-its seats' sessions began (`SEATED_ROUNDS` rounds at most). Each read is a short call
+dealer's latest `DEALER_ROUNDS` rounds, or, for a seat of a round when it is asked
+(`round_seat`, never for the round page itself), the round's table back from the round
+to where its seats' sessions began (`SEATED_ROUNDS` rounds at most). Each read is a short call
 on the console's store thread (`ask`, a chunk of `CHUNK` events at most, with the
 quarantined events of its devices around it) and the fold runs on another thread
 (`cpu`), so the store's health probe is never held back.
@@ -569,6 +570,37 @@ async def round_seated(ask: Ask, cpu: Ask, data: ProtectionData, table_id: str,
             continue
         return None if found is None else sorted(found, key=lambda x: (x.seat,
                                                                         x.session_id or ""))
+
+
+@dataclass(frozen=True, slots=True)
+class SeatSessions:
+    """The seat sessions at one seat of a round (`round_seat`); `sessions` None when
+    the detectors do not read the round (open, or a break in its record)."""
+
+    table_id: str
+    round_id: str
+    seat: int
+    sessions: list[Seated] | None
+
+
+def round_table(store: Store, round_id: str) -> str | None:
+    """The table whose events carry the round (`round_index`); None for none."""
+    span = lookup.round_spans(store, [round_id]).get(round_id)
+    return None if span is None else span.table_id
+
+
+async def round_seat(ask: Ask, cpu: Ask, data: ProtectionData, round_id: str, seat: int
+                     ) -> SeatSessions:
+    """The seat sessions at a seat of a round (`round_seated`, its fold), read only when
+    asked: the round page links each of its seats here and reads no fold itself.
+    NotFound for a round the store does not hold."""
+    rid = checked_id(round_id, "round id")
+    table_id = await ask(round_table, data.store, rid)
+    if table_id is None:
+        raise NotFound(f"no round {rid} in the store")
+    found = await round_seated(ask, cpu, data, table_id, rid)
+    return SeatSessions(table_id, rid, seat, None if found is None
+                        else [x for x in found if x.seat == seat])
 
 
 async def dealer_view(ask: Ask, cpu: Ask, data: ProtectionData, dealer_id: str

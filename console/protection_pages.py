@@ -14,7 +14,7 @@ from pitwatch.protect.observation import CATALOGUE, DEALER, SEAT_SESSION, SHIFT
 
 from .charts import bet_chart, hold_chart
 from .html import context, e, local, page, u
-from .protection import SEATED_ROUNDS, Seated
+from .protection import SEATED_ROUNDS, Seated, SeatSessions
 
 KINDS = {"RATED": "rated player", "ANONYMOUS": "anonymous session"}
 
@@ -191,33 +191,53 @@ def _seated_who(x: Seated) -> str:
     return "inferred from the wagers" if x.inferred else "from the seat events"
 
 
-def seated_section(seats: Iterable[int], seated: list[Seated] | None) -> str:
-    """For a round page: each seat of the round and every seat session seated in it,
-    linked to its page, whether or not an observation names it; a seat with none says
-    so. `seated` None: the detectors do not read the round."""
-    if seated is None:
-        return ('<p class="note seated">Seat sessions: not read for this round. It is '
-                "open, or its record has a break, and the detectors suspend judgement on "
-                "it until the record decides it.</p>")
-    rows = []
-    for seat in sorted(set(seats) | {x.seat for x in seated}):
-        mine = [x for x in seated if x.seat == seat]
-        if not mine:
-            rows.append(f'<tr data-seat="{e(seat)}"><td class="n">{e(seat)}</td>'
-                        '<td class="none" colspan="2">none: no main wager at the seat in '
-                        "a round the detectors read, and no recorded stay holds it</td></tr>")
-        for x in mine:
-            link = (f'<a class="id" href="/sessions/{u(x.session_id)}">{e(x.session_id)}</a>'
-                    if x.session_id is not None else
-                    f"began more than {e(SEATED_ROUNDS)} rounds before this one (not read "
-                    "back that far, so not linked)")
-            rows.append(f'<tr data-seat="{e(seat)}"><td class="n">{e(seat)}</td>'
-                        f"<td>{link}</td><td>{_seated_who(x)}</td></tr>")
+def round_seat_path(round_id: str, seat: int) -> str:
+    """The link that finds a seat's session in a round when it is followed (the route
+    `/rounds/{round}/seats/{seat}/session`), ready for an HTML attribute."""
+    return f"/rounds/{u(round_id)}/seats/{e(int(seat))}/session"
+
+
+def seated_section(round_id: str, seats: Iterable[int]) -> str:
+    """For a round page: each seat of the round (from its own events) linked to where
+    its seat session is found when asked, so the page itself reads no fold."""
+    rows = "".join(
+        f'<tr data-seat="{e(seat)}"><td class="n">{e(seat)}</td><td><a class="id" '
+        f'href="{round_seat_path(round_id, seat)}">seat session at seat {e(seat)}</a>'
+        "</td></tr>" for seat in sorted(set(seats)))
     if not rows:
         return '<p class="note">Seat sessions: no seat in this round.</p>'
-    return ('<div class="scroll"><table class="seated"><caption>seat sessions seated in '
-            "this round</caption><thead><tr><th>seat</th><th>seat session</th><th>who</th>"
-            f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")
+    return ('<div class="scroll"><table class="seated"><caption>seat sessions: each seat '
+            "of this round, its session found when the link is followed (the table's "
+            f"rounds read again back to where it began, {e(SEATED_ROUNDS)} rounds at "
+            "most)</caption><thead><tr><th>seat</th><th>seat session</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table></div>")
+
+
+def seat_sessions_page(x: SeatSessions) -> str:
+    """The resolver's page when it does not lead straight to one session's page: the
+    round is not read (judgement suspended), the seat has no session, its session began
+    before the rounds read back, or more than one session sat there in the round."""
+    head = (f'<h1>Seat {e(x.seat)} in round <a class="id" href="/rounds/{u(x.round_id)}">'
+            f'{e(x.round_id)}</a></h1><p>table <a class="id" href="/tables/'
+            f'{u(x.table_id)}">{e(x.table_id)}</a></p>')
+    if x.sessions is None:
+        body = ('<p class="note seated">Seat sessions: not read for this round. It is '
+                "open, or its record has a break, and the detectors suspend judgement on "
+                "it until the record decides it.</p>")
+    elif not x.sessions:
+        body = ('<p class="none seated">Seat session: none. No main wager at the seat in '
+                "a round the detectors read, and no recorded stay holds it.</p>")
+    else:
+        rows = "".join(
+            "<tr><td>" + (f'<a class="id" href="/sessions/{u(s.session_id)}">'
+                          f"{e(s.session_id)}</a>" if s.session_id is not None else
+                          f"began more than {e(SEATED_ROUNDS)} rounds before this one "
+                          "(not read back that far, so not linked)")
+            + f"</td><td>{_seated_who(s)}</td></tr>" for s in x.sessions)
+        body = ('<div class="scroll"><table class="seated"><caption>seat sessions seated '
+                "at this seat in this round</caption><thead><tr><th>seat session</th>"
+                f"<th>who</th></tr></thead><tbody>{rows}</tbody></table></div>")
+    return page(f"Seat {x.seat} in round {x.round_id}", head + body)
 
 
 def protection_section(obs: list[dict[str, Any]], dealers: list[str], seated: str = ""

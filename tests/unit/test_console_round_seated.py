@@ -1,10 +1,11 @@
-"""The round page names every seat session seated in the round (console/protection.py
-`round_seated`, protection_pages.py `seated_section`), linked to its page, whether or
-not an observation of it touches the round: "the round page links a seat session only
-when one of its observations touches the round" no more. A seat of the round with no
-session says none. Read over an embedded store with no observation stored: the
-sessions come from the table's rounds read again, back from the round until where its
-seats' sessions began."""
+"""A round's seat sessions (console/protection.py `round_seated`, `round_seat`), found
+when asked: the round page lists the round's seats from its own events, each linked to
+`/rounds/{round}/seats/{seat}/session` (protection_pages.py `seated_section`), and reads
+no fold; the link reads the table's rounds again, back from the round until where its
+seats' sessions began, and leads to the session's page (303), or says why it does not
+(`seat_sessions_page`): a seat with no session, a round the detectors do not read, a
+session that began before the rounds read back. Read over an embedded store with no
+observation stored, so no observation names the sessions."""
 
 from __future__ import annotations
 
@@ -18,8 +19,16 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 import console.protection as protection
-from console.protection import ProtectionData, Seated, round_seated, seat_session
-from console.protection_pages import round_seats, seated_section
+from console.data import NotFound
+from console.protection import (
+    ProtectionData,
+    Seated,
+    SeatSessions,
+    round_seat,
+    round_seated,
+    seat_session,
+)
+from console.protection_pages import round_seats, seat_sessions_page, seated_section
 from pitwatch.audit.run import audit_events
 from pitwatch.events.model import RoundStarted, WagerPlaced
 from pitwatch.store.embedded import EmbeddedStore
@@ -124,41 +133,123 @@ def test_a_recorded_stay_names_its_player(data: ProtectionData) -> None:
     assert x.player_id
 
 
+def _at_seat(data: ProtectionData, round_id: str, seat: int) -> SeatSessions:
+    return asyncio.run(round_seat(_direct, _direct, data, round_id, seat))
+
+
 def test_a_seat_with_no_session_shows_none(data: ProtectionData) -> None:
     rid = f"{INFERRED}-{EMPTY_SEAT_ROUND:06d}"
     got = _seated(data, INFERRED, rid)
     assert got is not None and [x.seat for x in got] == [1, 3]
-    r = data.store.query("SELECT seats FROM rounds FINAL WHERE round_id = {r:String}",
-                         {"r": rid})
-    html = seated_section([int(s) for s in r[0]["seats"]] + [6], got)
-    assert '<tr data-seat="6"><td class="n">6</td><td class="none" colspan="2">none' in html
-    for seat in (1, 3):
-        assert f'href="/sessions/{quote(f"{INFERRED}/{seat}/{INFERRED}-000001", safe="")}"' \
-            in html
-    # a round the table does not hold, or an unknown table: not read
+    none = _at_seat(data, rid, 6)
+    assert none == SeatSessions(INFERRED, rid, 6, [])
+    html = seat_sessions_page(none)
+    assert "Seat session: none. No main wager at the seat" in html
+    assert "/sessions/" not in html
+    one = _at_seat(data, rid, 3)
+    assert one.sessions == [Seated(3, f"{INFERRED}/3/{INFERRED}-000001", True)]
+    # a round the table does not hold, or an unknown table: not read; an unknown round:
+    # not found
     assert _seated(data, RECORDED, rid) is None
     assert _seated(data, "NO-SUCH-TABLE", rid) is None
+    with pytest.raises(NotFound):
+        _at_seat(data, "NO-SUCH-ROUND", 1)
 
 
 def test_a_round_with_a_break_in_its_record_is_not_read(data: ProtectionData) -> None:
     """"A record that is not continuous ... checks that need the missing part suspend
     judgement": the round's seats are not judged, and the page says why."""
-    assert _seated(data, INFERRED, f"{INFERRED}-{BROKEN_ROUND:06d}") is None
-    html = seated_section([1, 3], None)
+    rid = f"{INFERRED}-{BROKEN_ROUND:06d}"
+    assert _seated(data, INFERRED, rid) is None
+    got = _at_seat(data, rid, 1)
+    assert got == SeatSessions(INFERRED, rid, 1, None)
+    html = seat_sessions_page(got)
     assert "not read for this round" in html and "suspend judgement" in html
     assert "/sessions/" not in html
 
 
-def test_the_round_page_links_every_session_seated_in_it(store_path: Path) -> None:
+def _counted_folds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    reads: list[int] = []
+    fold = protection.fold_rounds
+
+    async def counted(*args: Any) -> Any:
+        reads.append(args[4])
+        return await fold(*args)
+
+    monkeypatch.setattr(protection, "fold_rounds", counted)
+    return reads
+
+
+def test_the_round_page_links_each_seat_and_reads_no_fold(
+        store_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The round page is a read through sort keys: each of its seats links to where its
+    session is found, and the fold runs only when a link is followed."""
+    folds = _counted_folds(monkeypatch)
     rid = f"{INFERRED}-{EMPTY_SEAT_ROUND:06d}"
 
     async def check(client: TestClient[Any, Any]) -> None:
         page = await (await client.get(f"/rounds/{rid}")).text()
-        assert "seat sessions seated in this round" in page
-        for seat in (1, 3):
-            sid = quote(f"{INFERRED}/{seat}/{INFERRED}-000001", safe="")
-            assert f'href="/sessions/{sid}"' in page
-        assert '<tr data-seat="6">' in page and "none: no main wager" in page
+        assert "seat sessions: each seat of this round" in page
+        for seat in (1, 3, 6):
+            assert f'<tr data-seat="{seat}">' in page
+            assert f'href="/rounds/{rid}/seats/{seat}/session"' in page
+        assert folds == []
+        # followed: 303 to the session's page, the id the session page reads
+        resp = await client.get(f"/rounds/{rid}/seats/3/session", allow_redirects=False)
+        sid = quote(f"{INFERRED}/3/{INFERRED}-000001", safe="")
+        assert resp.status == 303 and resp.headers["Location"] == f"/sessions/{sid}"
+        assert folds
+        resp = await client.get(f"/rounds/{rid}/seats/6/session", allow_redirects=False)
+        assert resp.status == 200 and "Seat session: none" in await resp.text()
+        broken = f"{INFERRED}-{BROKEN_ROUND:06d}"
+        resp = await client.get(f"/rounds/{broken}/seats/1/session", allow_redirects=False)
+        assert resp.status == 200 and "suspend judgement" in await resp.text()
+
+    serve(store_path, check, user="viewer")
+
+
+def test_a_hostile_round_or_seat_in_the_link_is_not_found(
+        store_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folds = _counted_folds(monkeypatch)
+    rid = f"{INFERRED}-{EMPTY_SEAT_ROUND:06d}"
+    hostile = quote(HOSTILE, safe="")
+
+    async def check(client: TestClient[Any, Any]) -> None:
+        for path in (f"/rounds/{hostile}/seats/1/session",
+                     f"/rounds/{rid}/seats/{hostile}/session",
+                     f"/rounds/{rid}/seats/0/session", f"/rounds/{rid}/seats/33/session",
+                     f"/rounds/{rid}/seats/-1/session", f"/rounds/{rid}/seats/%C2%B2/session",
+                     f"/rounds/{rid}/seats/1e3/session", f"/rounds/{'x' * 129}/seats/1/session"):
+            resp = await client.get(path, allow_redirects=False)
+            text = await resp.text()
+            assert resp.status == 404, path
+            assert "<script>" not in text and "Traceback" not in text
+        assert folds == []
+
+    serve(store_path, check, user="viewer")
+    # the same access as the session page: not logged in, to the login page
+
+    async def anonymous(client: TestClient[Any, Any]) -> None:
+        for path in (f"/rounds/{rid}/seats/1/session", f"/sessions/{INFERRED}"):
+            resp = await client.get(path, allow_redirects=False)
+            assert resp.status == 302 and resp.headers["Location"].startswith("/login?")
+
+    serve(store_path, anonymous, user=None)
+
+
+def test_a_session_begun_before_the_rounds_read_back_is_named_not_linked(
+        store_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SEATED_ROUNDS cap: a session that began further back is given without its
+    id, and the seat's link says so instead of leading to a page."""
+    monkeypatch.setattr(protection, "SEATED_ROUNDS", 10)
+    monkeypatch.setattr(protection, "runs_began", lambda *_: None)
+    rid = f"{INFERRED}-000050"
+
+    async def check(client: TestClient[Any, Any]) -> None:
+        resp = await client.get(f"/rounds/{rid}/seats/1/session", allow_redirects=False)
+        text = await resp.text()
+        assert resp.status == 200 and "began more than 2000 rounds before" in text
+        assert "/sessions/" not in text
 
     serve(store_path, check, user="viewer")
 
@@ -169,12 +260,17 @@ def test_the_seats_of_a_round_and_hostile_ids_escaped() -> None:
         {"type": "WagerPlaced", "seat": 7, "hand": 0, "kind": "MAIN", "amount": 500},
         {"type": "CardDealt", "seat": None}]
     assert round_seats(evs) == [2, 5, 7]
-    html = seated_section([2], [Seated(2, HOSTILE, False, HOSTILE, HOSTILE),
-                                Seated(4, None, True)])
-    assert "<script>" not in html and "&lt;script&gt;" in html
-    assert f'href="/sessions/{quote(HOSTILE, safe="")}"' in html
-    assert "began more than 2000 rounds before this one" in html
-    assert seated_section([], []).endswith("no seat in this round.</p>")
+    html = seated_section(HOSTILE, [5, 2])
+    assert "<script>" not in html
+    assert html.index('data-seat="2"') < html.index('data-seat="5"')
+    assert f'href="/rounds/{quote(HOSTILE, safe="")}/seats/2/session"' in html
+    assert seated_section("R", []).endswith("no seat in this round.</p>")
+    page = seat_sessions_page(SeatSessions(HOSTILE, HOSTILE, 2, [
+        Seated(2, HOSTILE, False, HOSTILE, HOSTILE), Seated(2, None, True)]))
+    assert "<script>" not in page and "&lt;script&gt;" in page
+    assert f'href="/sessions/{quote(HOSTILE, safe="")}"' in page
+    assert f'href="/rounds/{quote(HOSTILE, safe="")}"' in page
+    assert "began more than 2000 rounds before this one" in page
 
 
 class Summaries:
