@@ -427,10 +427,10 @@ class ConsoleData:
 
     def pinned(self, limit: int = 50) -> dict[str, Any]:
         """Unhandled CRITICALs (no triage change yet), newest first, and how many."""
-        # the CRITICALs through `violation_codes` (severity is its first key), those
-        # with a triage change through `triage`'s (violation id), then their rows by id:
-        # what matches, never a scan of `violations`
-        ids = lookup.violations_of_severity(self.store, "CRITICAL")
+        # the CRITICALs not yet taken out of `pinned_open` (what is pinned, a row each
+        # once merged), those of them with a triage change through `triage`'s sort key
+        # (violation id), then their rows by id: never every CRITICAL of the history
+        ids = lookup.pinned_open(self.store)
         if ids:
             ids -= {r["violation_id"] for r in self.store.query(
                 "SELECT DISTINCT violation_id FROM triage WHERE violation_id IN "

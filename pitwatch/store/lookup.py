@@ -42,7 +42,8 @@ MIGRATIONS = {"lookups-1": ("event_positions", "event_marks", "table_devices",
               "lookups-4": ("violation_ids", "violation_times"),
               "lookups-5": ("audit_latest",),
               "lookups-6": ("table_span", "round_start_span", "violation_span",
-                            "table_opened")}
+                            "table_opened"),
+              "lookups-7": ("pinned_open",)}
 #: Seconds of a first window back in time that no span index sizes (then twice as many
 #: each window further back).
 ROUND_WINDOW = 3600
@@ -76,13 +77,14 @@ def _ids(values: Iterable[str]) -> tuple[str, ...]:
 # ---------------------------------------------------------------- migration
 
 
-def backfills() -> dict[str, str]:
-    """Each index table's backfill: its view's SELECT, as an INSERT into it."""
-    out: dict[str, str] = {}
+def backfills() -> dict[str, list[str]]:
+    """Each index table's backfill: each of its views' SELECT (in file order), as an
+    INSERT into it."""
+    out: dict[str, list[str]] = {}
     for stmt in ddl_statements():
         m = VIEW.match(stmt)
         if m is not None:
-            out[m.group(2)] = f"INSERT INTO {m.group(2)} {m.group(3)}"
+            out.setdefault(m.group(2), []).append(f"INSERT INTO {m.group(2)} {m.group(3)}")
     return out
 
 
@@ -120,7 +122,8 @@ def migrate(store: Store) -> list[str]:
         if name in done:
             continue
         for t in tables:
-            store.query(fills[t])
+            for fill in fills[t]:
+                store.query(fill)
         store.query("INSERT INTO store_migrations (name, done) SELECT {n:String}, now()",
                     {"n": name})
         ran.append(name)
@@ -510,6 +513,15 @@ def violations_of_severity(store: Store, severity: str) -> set[str]:
     return {r["violation_id"] for r in store.query(
         "SELECT DISTINCT violation_id FROM violation_codes WHERE severity = {s:String}",
         {"s": severity})}
+
+
+def pinned_open(store: Store) -> set[str]:
+    """The ids of the CRITICAL violations no triage change has taken out of `pinned_open`
+    (schemas/clickhouse/023_pinned.sql): a row each once merged, whatever the history's
+    length. A few may have a change all the same (stored again after it): the caller asks
+    `triage` of these."""
+    return {r["violation_id"] for r in store.query(
+        "SELECT violation_id FROM pinned_open GROUP BY violation_id HAVING sum(sign) > 0")}
 
 
 def round_violation_ids(store: Store, table_id: str, round_id: str) -> set[str]:
