@@ -59,7 +59,7 @@ def floor_file(events: int) -> Path:
     """A whole simulated floor of about `events` events, 2% of its rounds faulty, and
     beside it the truth of its faults (cached in .cache/bench)."""
     from pitwatch.events.avro import write_container
-    from producers.simulate import Floor
+    from pitwatch.producers.simulate import Floor
 
     rounds = max(1, round(events / (TABLES * EVENTS_PER_ROUND)))
     path = CACHE / f"floor-{TABLES}x{rounds}.avro"

@@ -21,7 +21,7 @@ from pitwatch.engine.errors import EngineError
 from pitwatch.engine.violation import Violation
 from pitwatch.events.schema import released_writers
 from pitwatch.packs.registry import select
-from producers.simulate import Floor
+from pitwatch.producers.simulate import Floor
 
 
 def main(argv: list[str] | None = None) -> int:

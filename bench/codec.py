@@ -21,7 +21,7 @@ import fastavro
 from pitwatch.events import avro as codec
 from pitwatch.events import jsonl
 from pitwatch.events.schema import plain_schema, raw_schema, strip_logical
-from producers.simulate import Floor
+from pitwatch.producers.simulate import Floor
 
 
 def rate(n: int, fn: Callable[[], Any], repeat: int = 3) -> float:

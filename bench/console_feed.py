@@ -26,7 +26,7 @@ import orjson  # noqa: E402
 from aiohttp import ClientSession, web  # noqa: E402
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition  # noqa: E402
 
-from console.app import Settings, make_app  # noqa: E402
+from pitwatch.console.app import Settings, make_app  # noqa: E402
 from pitwatch.engine.violation import Violation  # noqa: E402
 from pitwatch.events.violation_avro import decode_violation, encode_violation  # noqa: E402
 from pitwatch.store.embedded import EmbeddedStore  # noqa: E402

@@ -40,6 +40,7 @@ import sys
 import time
 from collections import Counter
 
+from pitwatch.producers.players import DealerProfile, SimTable, events, make_player
 from pitwatch.protect.counting import detect_count_betting
 from pitwatch.protect.dealer_errors import dealer_tests, flagged
 from pitwatch.protect.hold import Z_THRESHOLD, HoldTally, detect_hold, hold_tallies
@@ -48,7 +49,6 @@ from pitwatch.protect.observation import DEALER, SHIFT, TABLE
 from pitwatch.protect.rounds import RoundView, rounds_by_table
 from pitwatch.protect.sessions import infer_sessions
 from pitwatch.protect.stats import normal_two_sided
-from producers.players import DealerProfile, SimTable, events, make_player
 
 COUNTER_SEATS = {1: "counter-8", 4: "counter-8-camo", 7: "counter-4"}
 HOLE_SEATS = {1: "holecard", 2: "flat", 3: "holecard", 4: "random", 5: "holecard",

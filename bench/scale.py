@@ -35,11 +35,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pitwatch.address import host_port, host_ports
 from pitwatch.audit.run import audit_events
+from pitwatch.producers.history import copy_floor, extent
+from pitwatch.producers.simulate import simulate_floor
+from pitwatch.replay.case import Selection, build_case
+from pitwatch.replay.rebuild import rebuild
 from pitwatch.store.base import Store
-from producers.history import copy_floor, extent
-from producers.simulate import simulate_floor
-from replay.case import Selection, build_case
-from replay.rebuild import rebuild
 
 #: Copies stored in one statement: an insert's rows stay a few hundred thousand.
 COPIES_A_STATEMENT = 10

@@ -24,7 +24,7 @@ from pitwatch.audit.run import audit_events
 from pitwatch.events.avro import decode_single, encode_single
 from pitwatch.events.keys import KeyRegistry
 from pitwatch.events.model import Checkpoint, Event
-from producers.simulate import Floor
+from pitwatch.producers.simulate import Floor
 
 
 def best(repeat: int, runs: list[Callable[[], object]]) -> list[float]:

@@ -132,7 +132,7 @@ def services_up() -> bool:
 def floor_events(n: int, tables: int = 40, seed: int = 3, inject: float = 0.02) -> list[Event]:
     """The first n events of a simulated floor (unsigned: a restamped chain keeps no
     device signature)."""
-    from producers.simulate import Floor
+    from pitwatch.producers.simulate import Floor
 
     return [ev for ev, _ in zip(Floor(tables, 100_000, seed=seed, inject=inject,
                                       sign=False).events(), range(n), strict=False)]

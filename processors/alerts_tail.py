@@ -1,6 +1,7 @@
 """Watch the alerts topic: each violation as one line, as it arrives.
 
-    python -m processors.alerts_tail [--kafka 127.0.0.1:19092] [--topic alerts] [--from-start]
+    python -m pitwatch.processors.alerts_tail [--kafka 127.0.0.1:19092] [--topic alerts]
+        [--from-start]
 """
 
 from __future__ import annotations

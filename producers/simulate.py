@@ -263,7 +263,7 @@ command = _Simulate()
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -c 'from producers.simulate import main; main()'`: the command alone,
+    """`python -c 'from pitwatch.producers.simulate import main; main()'`: the command alone,
     without the rest of the `pitwatch` CLI."""
     parser = argparse.ArgumentParser(prog="pitwatch simulate", description=command.description,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)

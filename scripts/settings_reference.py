@@ -1,5 +1,5 @@
 """Writes docs/settings.md, the reference of every PITWATCH_* variable the code reads:
-the worker's settings from their table (`processors.settings.SETTINGS`), the others
+the worker's settings from their table (`pitwatch.processors.settings.SETTINGS`), the others
 from `OTHERS` below, each name once.
 
     .venv/bin/python scripts/settings_reference.py          # print it
@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from processors.settings import SETTINGS, Setting  # noqa: E402
+from pitwatch.processors.settings import SETTINGS, Setting  # noqa: E402
 
 OUT = ROOT / "docs" / "settings.md"
 WORKER = "`pitwatch worker`"
@@ -38,7 +38,7 @@ class Variable:
 #: the variables the code reads besides the worker's settings (or read by other
 #: commands too: then the worker's row says so)
 OTHERS: tuple[Variable, ...] = (
-    Variable("PITWATCH_KAFKA", "`pitwatch produce`, `python -m processors.alerts_tail`",
+    Variable("PITWATCH_KAFKA", "`pitwatch produce`, `python -m pitwatch.processors.alerts_tail`",
              "Kafka bootstrap servers (flag `--kafka`)"),
     Variable("PITWATCH_TOPIC_PREFIX", "`pitwatch produce`",
              "prefix of every topic name (flag `--topic-prefix`)"),

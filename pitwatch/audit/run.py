@@ -425,7 +425,7 @@ def taken(auditor: Auditor | TableAuditor, ev: Event) -> bool:
     """Whether `ev`, refused, was taken into its device's record (`TableAuditor.refused`:
     its seq holds its digest there), not merely refused as a copy or out of place: the
     condition for its quarantine row, in the embedded audit and the streaming worker
-    (`processors.state`) alike. `auditor`: the tables' auditor, or `ev`'s table's."""
+    (`pitwatch.processors.state`) alike. `auditor`: the tables' auditor, or `ev`'s table's."""
     table = auditor if isinstance(auditor, TableAuditor) else auditor.tables.get(ev.table_id)
     dev = None if table is None else table.devices.get(ev.device_id)
     return dev is not None and dev.seen and dev.known(ev.seq, digest(ev)[:PREFIX])

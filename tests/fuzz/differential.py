@@ -465,7 +465,7 @@ def run(seconds: float, seed: int) -> dict[str, int]:
 def make_corpus(seed: int) -> None:
     """Write the kept corpus: one body of each payload type, a few schemas with their
     records, two small container files."""
-    from producers.simulate import Floor
+    from pitwatch.producers.simulate import Floor
 
     r = random.Random(seed)
     (CORPUS / "events").mkdir(parents=True, exist_ok=True)

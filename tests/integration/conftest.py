@@ -26,10 +26,10 @@ from pitwatch.events.keys import KeyRegistry
 from pitwatch.events.model import Event
 from pitwatch.events.schema import released_writers
 from pitwatch.packs.registry import select
+from pitwatch.producers.kafka_out import make_producer, send_events
+from pitwatch.producers.simulate import Floor
 from pitwatch.store.server import ServerStore
 from pitwatch.topics import ensure_topics
-from producers.kafka_out import make_producer, send_events
-from producers.simulate import Floor
 
 ROOT = Path(__file__).resolve().parents[2]
 KAFKA = os.environ.get("PITWATCH_KAFKA", "127.0.0.1:19092")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pitwatch.address import host_port
 from pitwatch.events.model import Event
-from producers.kafka_out import Pacing, make_producer, send_events
+from pitwatch.producers.kafka_out import Pacing, make_producer, send_events
 
 from .conftest import KAFKA, ROOT, Expected, Pipeline, wait_until
 from .test_streaming import _assert_alerts, _assert_same

@@ -29,10 +29,10 @@ from typing import Any
 import pytest
 
 from pitwatch.events.model import Event
+from pitwatch.producers.kafka_out import Pacing, make_producer, send_events
 from pitwatch.store.base import StoreError
 from pitwatch.store.server import ServerStore
 from pitwatch.topics import ensure_topics
-from producers.kafka_out import Pacing, make_producer, send_events
 
 from . import conftest
 from .conftest import (

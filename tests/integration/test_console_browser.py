@@ -31,13 +31,13 @@ from urllib.parse import quote
 import orjson
 import pytest
 
-from console.accounts import Accounts
-from console.sitetime import SiteTime
 from pitwatch.audit.run import audit_events
+from pitwatch.console.accounts import Accounts
+from pitwatch.console.sitetime import SiteTime
 from pitwatch.engine.violation import Violation
 from pitwatch.events.violation_avro import encode_violation
+from pitwatch.producers.simulate import Floor
 from pitwatch.store.server import ServerStore
-from producers.simulate import Floor
 
 from .conftest import wait_until
 
@@ -771,8 +771,8 @@ def test_oidc_sign_in_in_the_browser(browser: Any, tmp_path: Path) -> None:
 
     from aiohttp import web
 
-    from console.app import Settings, make_app
-    from console.oidc import OidcConfig, parse_roles
+    from pitwatch.console.app import Settings, make_app
+    from pitwatch.console.oidc import OidcConfig, parse_roles
     from pitwatch.store.embedded import EmbeddedStore
     from tests.unit.test_console_oidc import CLIENT, IdP
 

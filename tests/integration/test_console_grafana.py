@@ -11,8 +11,8 @@ from collections.abc import Iterator
 import pytest
 
 from pitwatch.audit.run import audit_events
+from pitwatch.producers.simulate import Floor
 from pitwatch.store.server import ServerStore
-from producers.simulate import Floor
 from tests.unit.test_grafana_sql import check_provisioning, money_in_dollars
 
 pytestmark = pytest.mark.integration

@@ -15,9 +15,9 @@ from urllib.parse import quote
 import pytest
 
 from pitwatch.audit.run import audit_events
+from pitwatch.producers.players import SimTable, events, make_player
 from pitwatch.protect.run import protect
 from pitwatch.protect.stored import store_observations
-from producers.players import SimTable, events, make_player
 
 from .test_console_browser import (  # noqa: F401 (fixtures, used by name)
     Serve,

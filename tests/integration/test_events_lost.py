@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from producers.simulate import Floor
+from pitwatch.producers.simulate import Floor
 
 from .conftest import (
     KAFKA,

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 from pitwatch.events.model import RoundEnded
+from pitwatch.replay.rebuild import rebuild, rebuild_span
 from pitwatch.store.order import Positions
-from replay.rebuild import rebuild, rebuild_span
 
 from .conftest import CH_HOST, CH_PORT, Expected, Pipeline
 
@@ -65,9 +65,9 @@ def test_a_streamed_store_replays_every_round_as_stored(pipeline: Pipeline, floo
 def test_selections_and_reaudit_on_the_clickhouse_server(pipeline: Pipeline) -> None:
     from pitwatch.audit.run import audit_events
     from pitwatch.packs.registry import get
-    from producers.simulate import simulate_floor
-    from replay.case import Selection
-    from replay.reaudit import reaudit
+    from pitwatch.producers.simulate import simulate_floor
+    from pitwatch.replay.case import Selection
+    from pitwatch.replay.reaudit import reaudit
 
     store = pipeline.store
     events, _ = simulate_floor(2, 15, 26, 0.3)

@@ -15,11 +15,11 @@ import pytest
 from pitwatch.cli import main
 from pitwatch.events.avro import digest
 from pitwatch.events.model import Event, PayoutMade, RoundStarted
+from pitwatch.producers.players import SimTable, events, make_player
 from pitwatch.protect.observation import DEALER, SEAT_SESSION, TABLE, Observation
 from pitwatch.protect.rounds import read_floor
 from pitwatch.protect.run import observe
 from pitwatch.protect.stored import observation_row
-from producers.players import SimTable, events, make_player
 
 from .conftest import CH_HOST, CH_PORT, Expected, Pipeline, wait_until
 

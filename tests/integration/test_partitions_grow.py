@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 
-from producers.simulate import Floor
+from pitwatch.producers.simulate import Floor
 
 from .conftest import KAFKA, PARTITIONS, ROOT, Pipeline, committed, end_offsets, wait_until
 from .test_streaming import _get

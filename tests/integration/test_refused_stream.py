@@ -16,8 +16,8 @@ from pathlib import Path
 import orjson
 
 from pitwatch.events.model import Event
-from producers.simulate import Floor
-from replay.rebuild import rebuild
+from pitwatch.producers.simulate import Floor
+from pitwatch.replay.rebuild import rebuild
 
 from .conftest import Expected, Pipeline, committed, end_offsets, read_topic, wait_until
 

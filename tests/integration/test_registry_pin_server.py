@@ -21,11 +21,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from pitwatch.events.keys import REGISTRY_DOMAIN, KeyRegistryError
+from pitwatch.processors.worker import worker_registry
+from pitwatch.producers.simulate import Floor
 from pitwatch.registry import SITE_NOT_CHECKED, SITE_VERIFIED
 from pitwatch.store import registry_pin
 from pitwatch.store.server import ServerStore
-from processors.worker import worker_registry
-from producers.simulate import Floor
 
 from .conftest import CH_HOST, CH_PORT
 

@@ -25,9 +25,9 @@ from pathlib import Path
 import pytest
 
 from pitwatch.connect import ClickHouseAuth, KafkaAuth, Secret
+from pitwatch.producers.simulate import Floor
 from pitwatch.store.base import StoreError
 from pitwatch.store.server import ServerStore
-from producers.simulate import Floor
 
 from .conftest import ROOT, Expected, _free_port, wait_until
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import orjson
 
 from pitwatch.events.model import Event
-from producers.simulate import Floor as SimFloor
+from pitwatch.producers.simulate import Floor as SimFloor
 
 from .conftest import (
     DAY_MS,

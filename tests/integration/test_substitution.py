@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from pitwatch.events.model import Event, PayoutMade
-from producers.simulate import Floor
+from pitwatch.producers.simulate import Floor
 
 from .conftest import Expected, Pipeline, read_topic, wait_until
 

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from pitwatch.events.avro import encode_single
 from pitwatch.events.model import Event, PayoutMade
-from producers.simulate import Floor
+from pitwatch.producers.simulate import Floor
 
 from .conftest import KAFKA, Expected, Pipeline, committed, end_offsets, wait_until
 from .test_streaming import _assert_alerts, _assert_same, _get

@@ -29,9 +29,9 @@ from pitwatch.events.keys import KeyRegistry
 from pitwatch.events.model import Event
 from pitwatch.events.schema import released_writers
 from pitwatch.packs.registry import select
+from pitwatch.producers.simulate import Floor
 from pitwatch.store.embedded import EmbeddedStore
 from pitwatch.store.history import resume_state
-from producers.simulate import Floor
 
 SEED = 5  # faults of many kinds: lost events, conflicting copies, incomplete rounds
 PAUSE_MS = 20 * 60 * 1000  # past the round time-out (15 min)

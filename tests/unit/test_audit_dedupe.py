@@ -17,9 +17,9 @@ from pitwatch.audit.parallel import audit_parallel
 from pitwatch.audit.run import audit_events
 from pitwatch.events import jsonl
 from pitwatch.events.model import Event
+from pitwatch.producers.simulate import simulate_floor
 from pitwatch.store import order
 from pitwatch.store.embedded import EmbeddedStore
-from producers.simulate import simulate_floor
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import pytest
 
 from pitwatch.audit.run import audit_events
 from pitwatch.events.schema import released_writers
-from producers.simulate import Floor
+from pitwatch.producers.simulate import Floor
 
 GAMES = [("NJ", "BLACKJACK"), ("NJ", "BLACKJACK_SWITCH"), ("PA", "FREE_BET_BLACKJACK"),
          ("NZ", "BLACKJACK")]

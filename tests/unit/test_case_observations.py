@@ -17,13 +17,13 @@ from typing import Any
 import pytest
 
 from pitwatch.audit.run import audit_events
+from pitwatch.producers.simulate import simulate_floor
 from pitwatch.protect.observation import DEALER, TABLE, Observation
 from pitwatch.protect.stored import store_observations
+from pitwatch.replay import case_observations as words
+from pitwatch.replay.case import Selection, build_case
+from pitwatch.replay.case_files import write_case
 from pitwatch.store.embedded import EmbeddedStore
-from producers.simulate import simulate_floor
-from replay import case_observations as words
-from replay.case import Selection, build_case
-from replay.case_files import write_case
 
 HOSTILE = "<b>&amp; 'x'</b>"
 

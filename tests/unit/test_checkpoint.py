@@ -16,12 +16,12 @@ from faust.types import TP
 from pitwatch.engine.violation import Violation
 from pitwatch.events.avro import decode_single, encode_single
 from pitwatch.events.model import Event
+from pitwatch.processors.catch_up import Stretch
+from pitwatch.processors.checkpoint import Checkpoint, Outputs, Reader, SinkCheckpoint
+from pitwatch.processors.faust_batch import BatchApp, BatchConsumer
+from pitwatch.processors.state import Found, TableStates
+from pitwatch.producers.simulate import Floor
 from pitwatch.store.base import StoreError
-from processors.catch_up import Stretch
-from processors.checkpoint import Checkpoint, Outputs, Reader, SinkCheckpoint
-from processors.faust_batch import BatchApp, BatchConsumer
-from processors.state import Found, TableStates
-from producers.simulate import Floor
 
 TOPIC = "ev"
 

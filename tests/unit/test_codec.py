@@ -178,7 +178,7 @@ def test_deflate_blocks_inflate_to_the_bytes_fastavro_reads() -> None:
     fewer records."""
     import fastavro
 
-    from producers.simulate import Floor
+    from pitwatch.producers.simulate import Floor
 
     evs = list(Floor(2, 30, seed=3).events())
     buf = io.BytesIO()

@@ -13,10 +13,10 @@ from urllib.parse import quote, unquote
 import pytest
 from aiohttp.test_utils import TestClient
 
-from console.accounts import Accounts
 from pitwatch.audit.run import audit_events
+from pitwatch.console.accounts import Accounts
+from pitwatch.producers.simulate import Floor
 from pitwatch.store.embedded import EmbeddedStore
-from producers.simulate import Floor
 
 from .test_console_views import PASSWORD, Flaky, login, post, serve, snapshot, users_file
 from .test_console_views import store_dir as store_dir  # the fixture, shared
@@ -266,7 +266,7 @@ def test_store_down_pages_are_held_as_of_and_actions_refused_with_a_message(
                                  "/\\evil.com", "https://evil.com", "evil.com"])
 def test_next_is_never_another_site(nxt: str) -> None:
     """yarl drops a tab or newline: `/<TAB>/evil.com` would redirect to //evil.com."""
-    from console.auth import _safe_next
+    from pitwatch.console.auth import _safe_next
 
     assert _safe_next(nxt) == "/"
     assert _safe_next("/search?table=AC-BJ-01&offset=20") == "/search?table=AC-BJ-01&offset=20"
@@ -291,7 +291,7 @@ def test_passwords_are_checked_off_the_event_loop_a_few_at_once(
     import threading
     import time
 
-    import console.auth
+    import pitwatch.console.auth as auth
 
     real = Accounts.verify
     running, most, threads = [0], [0], set()
@@ -322,7 +322,7 @@ def test_passwords_are_checked_off_the_event_loop_a_few_at_once(
         assert loop.time() - t0 < 0.25  # not behind a password check
         assert [r.status for r in await asyncio.gather(*logins)] == [401] * 5
         assert threading.get_ident() not in threads
-        assert most[0] <= console.auth.VERIFY_AT_ONCE
+        assert most[0] <= auth.VERIFY_AT_ONCE
 
     serve(store_dir, check, user=None)
 
@@ -331,8 +331,7 @@ def test_wrong_passwords_and_ended_sessions_are_forgotten(store_dir: Path) -> No
     """Neither the names tried nor the sessions grow without limit."""
     import time
 
-    import console.auth as auth
-
+    import pitwatch.console.auth as auth
     async def check(client: TestClient[Any, Any]) -> None:
         cfg = client.server.app[auth.AUTH]
         now = time.monotonic()
@@ -362,8 +361,7 @@ def test_single_sign_on_requests_without_the_cookie_do_not_pile_up_sessions(
         store_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import time
 
-    import console.auth as auth
-
+    import pitwatch.console.auth as auth
     monkeypatch.setattr(auth, "MAX_SSO_SESSIONS", 3)
 
     async def check(client: TestClient[Any, Any]) -> None:
@@ -407,7 +405,7 @@ def test_health_without_a_login_says_up_or_down_and_nothing_more(store_dir: Path
 
 def test_the_first_demo_password_is_kept_in_a_file_of_its_own_never_printed(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from console.serve import first_account
+    from pitwatch.console.serve import first_account
 
     accounts = Accounts(tmp_path / "console-users.json")
     kept = first_account(accounts)
@@ -426,8 +424,7 @@ def test_the_first_demo_password_is_kept_in_a_file_of_its_own_never_printed(
 def test_the_copies_held_for_outages_are_the_most_recent_few(
         store_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each distinct search is a question held: a least-recently-used cache, capped."""
-    import console.app as app_module
-
+    import pitwatch.console.app as app_module
     monkeypatch.setattr(app_module, "HELD_MAX", 5)
 
     async def check(client: TestClient[Any, Any]) -> None:
@@ -452,7 +449,7 @@ def test_a_question_the_store_refuses_is_that_request_s_error_not_an_outage(
     """A page far past the end, or a query the store refuses, does not mark the store
     down for every page: only a connection refused or timed out does."""
     async def check(client: TestClient[Any, Any]) -> None:
-        from console.app import DB
+        from pitwatch.console.app import DB
         from pitwatch.store.base import StoreError
 
         resp = await client.get("/search", params={"offset": "99999999999999999999"})

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from console.data import Filters, alert, pack_jurisdictions
-from console.feed import Hub, KafkaAlerts, StorePoller
-from console.feed_types import Polled
+from pitwatch.console.data import Filters, alert, pack_jurisdictions
+from pitwatch.console.feed import Hub, KafkaAlerts, StorePoller
+from pitwatch.console.feed_types import Polled
 from pitwatch.engine.violation import Violation
 from pitwatch.events.violation_avro import encode_violation
 

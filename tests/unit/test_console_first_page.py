@@ -15,14 +15,14 @@ from typing import Any, cast
 
 import pytest
 
-from console.data import SEVERITIES, ConsoleData, Filters
 from pitwatch.address import host_port
 from pitwatch.audit.run import audit_events
+from pitwatch.console.data import SEVERITIES, ConsoleData, Filters
+from pitwatch.producers.history import copy_floor
+from pitwatch.producers.simulate import simulate_floor
 from pitwatch.store import lookup
 from pitwatch.store.base import Store, StoreError, ddl_statements
 from pitwatch.store.embedded import EmbeddedStore
-from producers.history import copy_floor
-from producers.simulate import simulate_floor
 
 from .test_console_lookups import _MONTH, FEED_BOUND, _fine
 from .test_store_lookups import COPIES, SERVER, _bounded

@@ -9,13 +9,13 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from console.protection import TableFold, fold_begin, fold_rounds, take
 from pitwatch.audit.run import audit_events
+from pitwatch.console.protection import TableFold, fold_begin, fold_rounds, take
+from pitwatch.producers.simulate import Floor
 from pitwatch.protect.run import BREAKS
 from pitwatch.protect.stored import read_stored
 from pitwatch.store import lookup
 from pitwatch.store.embedded import EmbeddedStore
-from producers.simulate import Floor
 
 
 async def _direct(fn: Any, *args: Any) -> Any:

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from console.data import SEVERITIES, ConsoleData, Filters
 from pitwatch.audit.run import audit_events
+from pitwatch.console.data import SEVERITIES, ConsoleData, Filters
+from pitwatch.producers.history import copy_floor
+from pitwatch.producers.simulate import simulate_floor
 from pitwatch.store.base import StoreError
 from pitwatch.store.embedded import EmbeddedStore
-from producers.history import copy_floor
-from producers.simulate import simulate_floor
 
 from .test_store_lookups import BOUND, COPIES, _bounded
 
@@ -208,7 +208,7 @@ def test_the_pinned_unhandled_criticals_read_what_matches(
     """The pinned unhandled CRITICALs are found through `violation_codes` (severity
     first) and `triage` (violation id), then read by id: the same answer as the search
     over every violation, reading the CRITICALs alone with 41 times the history."""
-    from console.triage import Change
+    from pitwatch.console.triage import Change
 
     _fine(monkeypatch)
     store = EmbeddedStore(tmp_path / "data")

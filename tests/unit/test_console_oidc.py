@@ -27,8 +27,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 
-from console.app import Settings, make_app
-from console.oidc import OidcConfig, check_url, parse_roles
+from pitwatch.console.app import Settings, make_app
+from pitwatch.console.oidc import OidcConfig, check_url, parse_roles
 
 from .test_console_sessions import OneStore
 from .test_console_views import store_dir as store_dir  # the fixture, shared
@@ -219,7 +219,7 @@ def test_a_valid_sign_in_makes_a_session_with_the_mapped_role(store_dir: Path) -
 
 
 def _db_key() -> Any:
-    from console.app import DB
+    from pitwatch.console.app import DB
 
     return DB
 
@@ -304,7 +304,7 @@ def test_serve_takes_oidc_from_flags_or_the_environment_and_the_secret_from_a_fi
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import argparse
 
-    from console.serve import command, oidc_config
+    from pitwatch.console.serve import command, oidc_config
 
     def parsed(*argv: str) -> argparse.Namespace:
         p = argparse.ArgumentParser()
@@ -346,7 +346,7 @@ def test_serve_takes_oidc_from_flags_or_the_environment_and_the_secret_from_a_fi
 
 
 def test_an_rsa_key_under_2048_bits_is_not_trusted() -> None:
-    from console.oidc import verify_signature
+    from pitwatch.console.oidc import verify_signature
 
     weak = rsa.generate_private_key(public_exponent=65537, key_size=1024)
     strong = rsa.generate_private_key(public_exponent=65537, key_size=2048)

@@ -16,15 +16,15 @@ from typing import Any, cast
 
 import pytest
 
-from console.data import ConsoleData
-from console.triage import Change
 from pitwatch.address import host_port
 from pitwatch.audit.run import audit_events
+from pitwatch.console.data import ConsoleData
+from pitwatch.console.triage import Change
+from pitwatch.producers.history import copy_floor
+from pitwatch.producers.simulate import simulate_floor
 from pitwatch.store import lookup
 from pitwatch.store.base import Store, StoreError, ddl_statements
 from pitwatch.store.embedded import EmbeddedStore
-from producers.history import copy_floor
-from producers.simulate import simulate_floor
 
 from .test_console_first_page import Counting
 from .test_console_lookups import _MONTH, _fine

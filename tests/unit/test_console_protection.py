@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from console.charts import bet_chart, hold_chart
-from console.protection import (
+from pitwatch.audit.run import audit_events
+from pitwatch.console.charts import bet_chart, hold_chart
+from pitwatch.console.protection import (
     BetPoint,
     HoldPoint,
     ProtectionData,
@@ -25,8 +26,8 @@ from console.protection import (
     seat_session,
     session_tables,
 )
-from console.protection_pages import dealer_page, protection_list, session_page
-from pitwatch.audit.run import audit_events
+from pitwatch.console.protection_pages import dealer_page, protection_list, session_page
+from pitwatch.producers.players import SimTable, events, make_player
 from pitwatch.protect.hold import Z_THRESHOLD, hold_tallies
 from pitwatch.protect.rounds import read_floor
 from pitwatch.protect.run import protect
@@ -34,7 +35,6 @@ from pitwatch.protect.sessions import infer_sessions
 from pitwatch.protect.stored import store_observations
 from pitwatch.protect.touching import session_parts, touches
 from pitwatch.store.embedded import EmbeddedStore
-from producers.players import SimTable, events, make_player
 
 from .test_console_views import serve
 
@@ -113,7 +113,7 @@ def test_a_counters_session_charts_what_the_count_detector_judged(
 
 
 def test_an_unknown_or_garbage_session_is_not_found(data: ProtectionData) -> None:
-    from console.data import NotFound
+    from pitwatch.console.data import NotFound
 
     for sid in (f"{TABLE}/9/NO-SUCH-ROUND", "no slash at all", f"{TABLE}/x/{TABLE}-000001"):
         with pytest.raises(NotFound):
@@ -198,7 +198,7 @@ def test_hostile_ids_are_escaped_in_pages_and_charts() -> None:
 
 
 def test_each_scope_links_its_page() -> None:
-    from console.protection_pages import subject_link
+    from pitwatch.console.protection_pages import subject_link
 
     def link(scope: str, subject: str, table: str = "") -> str:
         return subject_link({"scope": scope, "subject": subject, "table_id": table,
@@ -262,9 +262,9 @@ def test_a_case_folder_carries_the_observations_of_its_rounds_and_verifies(
     `pitwatch verify` still verifies the folder."""
     import json
 
-    from replay.case import Selection, build_case
-    from replay.case_files import write_case
-    from replay.verify import REFUSED, UNSIGNED, verify
+    from pitwatch.replay.case import Selection, build_case
+    from pitwatch.replay.case_files import write_case
+    from pitwatch.replay.verify import REFUSED, UNSIGNED, verify
 
     heavy = next(o for o in data.table_observations(TABLE)
                  if o["code"] == "COUNT_CORRELATED_BETTING")
@@ -291,9 +291,9 @@ def test_a_case_folder_carries_the_observations_of_its_rounds_and_verifies(
 def test_seat_events_read_as_sentences_in_the_round_view_and_the_case_report() -> None:
     """Issue 37's seat events (`PlayerSeated`, `PlayerLeft`) in plain words, the
     player's id escaped on the page."""
-    from console.roundview import describe as on_page
+    from pitwatch.console.roundview import describe as on_page
     from pitwatch.events.model import Event, PlayerLeft, PlayerSeated
-    from replay.present import describe as in_case
+    from pitwatch.replay.present import describe as in_case
 
     seated = {"type": "PlayerSeated", "seat": 3, "player_id": HOSTILE,
               "player_kind": "ANONYMOUS"}

@@ -18,9 +18,10 @@ from urllib.parse import quote
 import pytest
 from aiohttp.test_utils import TestClient
 
-import console.protection as protection
-from console.data import NotFound
-from console.protection import (
+import pitwatch.console.protection as protection
+from pitwatch.audit.run import audit_events
+from pitwatch.console.data import NotFound
+from pitwatch.console.protection import (
     ProtectionData,
     Seated,
     SeatSessions,
@@ -28,11 +29,10 @@ from console.protection import (
     round_seated,
     seat_session,
 )
-from console.protection_pages import round_seats, seat_sessions_page, seated_section
-from pitwatch.audit.run import audit_events
+from pitwatch.console.protection_pages import round_seats, seat_sessions_page, seated_section
 from pitwatch.events.model import RoundStarted, WagerPlaced
+from pitwatch.producers.players import SimTable, events, make_player
 from pitwatch.store.embedded import EmbeddedStore
-from producers.players import SimTable, events, make_player
 
 from .test_console_views import serve
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from console.roundview import card, describe, layout
+from pitwatch.console.roundview import card, describe, layout
 
 
 def ev(type_: str, **fields: Any) -> dict[str, Any]:
@@ -63,7 +63,7 @@ def test_cards_and_money_read_as_people_read_them() -> None:
 
 def test_a_citation_of_the_gazette_and_the_posted_rules_quotes_both() -> None:
     """the NZ citation quoting both texts"""
-    from console.roundview import quotes, render_quote
+    from pitwatch.console.roundview import quotes, render_quote
 
     citation = ("NZ Gazette 1996 No 7, Blackjack 8.1–8.2 (blackjack 3 to 2, stand-off "
                 "against a dealer blackjack); other wins 1 to 1 as posted, "

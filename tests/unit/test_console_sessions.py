@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from console.app import Settings, make_app
-from console.sessions import csrf_of
+from pitwatch.console.app import Settings, make_app
+from pitwatch.console.sessions import csrf_of
 from pitwatch.store.embedded import EmbeddedStore
 
 from .test_console_views import CSRF, Flaky, login, serve, users_file
@@ -54,10 +54,10 @@ def test_a_session_made_at_one_process_holds_at_another_and_logout_ends_it_at_bo
         store_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Log in on one process, use the cookie on a second process over the same store;
     logout on the second; the first refuses it (and ends the live feed it streams)."""
-    import console.app
+    import pitwatch.console.app as app_module
 
-    monkeypatch.setattr(console.app, "STATUS_EVERY", 0.1)
-    monkeypatch.setattr(console.app, "SESSION_EVERY", 0.1)
+    monkeypatch.setattr(app_module, "STATUS_EVERY", 0.1)
+    monkeypatch.setattr(app_module, "SESSION_EVERY", 0.1)
     store = OneStore(store_dir)
 
     async def main() -> None:

@@ -14,14 +14,14 @@ import orjson
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from console.accounts import Accounts
-from console.app import Settings, make_app
-from console.data import refresh_aggregates
-from console.triage import ROLES
 from pitwatch.audit.run import audit_events
+from pitwatch.console.accounts import Accounts
+from pitwatch.console.app import Settings, make_app
+from pitwatch.console.data import refresh_aggregates
+from pitwatch.console.triage import ROLES
+from pitwatch.producers.simulate import Floor
 from pitwatch.store.base import StoreError
 from pitwatch.store.embedded import EmbeddedStore
-from producers.simulate import Floor
 
 Check = Callable[[TestClient[Any, Any]], Awaitable[None]]
 
@@ -505,7 +505,7 @@ def test_a_round_s_case_links_and_command_survive_any_name(tmp_path: Path) -> No
     import shlex
     from html import unescape
 
-    from console import pages
+    from pitwatch.console import pages
 
     r = {"summary": None, "table_id": "T", "round_id": "-rm x'y", "events": [],
          "violations": [], "triage": []}

@@ -18,13 +18,13 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from console.data import SEVERITIES
-from console.feed import Hub, StorePoller, Webhook
-from console.feed_types import Polled
-from console.shift import csv_bytes, pdf_bytes
-from console.sitetime import SiteTime
-from console.triage import Change, Refused, State, check
-from console.users import command as users_command
+from pitwatch.console.data import SEVERITIES
+from pitwatch.console.feed import Hub, StorePoller, Webhook
+from pitwatch.console.feed_types import Polled
+from pitwatch.console.shift import csv_bytes, pdf_bytes
+from pitwatch.console.sitetime import SiteTime
+from pitwatch.console.triage import Change, Refused, State, check
+from pitwatch.console.users import command as users_command
 
 from .test_console_views import post, serve, snapshot
 from .test_console_views import store_dir as store_dir  # the fixture, shared
@@ -263,10 +263,10 @@ def test_users_command_adds_lists_and_removes(tmp_path: Path, monkeypatch: Any,
 def test_a_finding_that_arrives_late_is_polled_by_its_arrival(tmp_path: Path) -> None:
     """A table's silence is measured on the processing clock ... never its device time
     against the wall clock; the feed's poller likewise reads findings by arrival."""
-    from console.data import ConsoleData, refresh_aggregates
     from pitwatch.audit.run import audit_events
+    from pitwatch.console.data import ConsoleData, refresh_aggregates
+    from pitwatch.producers.simulate import Floor
     from pitwatch.store.embedded import EmbeddedStore
-    from producers.simulate import Floor
 
     store = EmbeddedStore(tmp_path / "s")
     try:
@@ -298,8 +298,8 @@ def test_the_webhook_url_is_never_on_the_command_line_nor_in_the_log(
     import argparse
     import socket
 
-    from console.feed import webhook_failure
-    from console.serve import command, webhook_url
+    from pitwatch.console.feed import webhook_failure
+    from pitwatch.console.serve import command, webhook_url
 
     p = argparse.ArgumentParser()
     command.configure(p)

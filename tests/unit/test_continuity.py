@@ -24,7 +24,7 @@ from pitwatch.events.model import Event, PayoutMade, RoundEnded, RoundStarted, S
 from pitwatch.events.schema import released_writers
 from pitwatch.packs.base import RECORD_CITATIONS
 from pitwatch.packs.registry import select
-from producers.simulate import Floor
+from pitwatch.producers.simulate import Floor
 from tests.rounds import TableScript, codes, only
 
 SEED = 606

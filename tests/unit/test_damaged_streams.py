@@ -11,7 +11,7 @@ import pytest
 from pitwatch.audit.run import audit_events
 from pitwatch.events.avro import encode, from_datum, read_container_records, write_container
 from pitwatch.packs.registry import all_packs
-from producers.simulate import Floor
+from pitwatch.producers.simulate import Floor
 
 CODES = set().union(*(p.codes() for p in all_packs()))
 

@@ -2,7 +2,7 @@
 record): "A device that loses its counter ... starts again at seq 1 with `prev_digest`
 null: a new chain ... The audit reports it once, DEVICE_RESTARTED (MEDIUM), naming the
 device and where its record restarted, and treats it as a break". Built with the
-simulator's restart fault (`producers.devices.restarted`) on clean floors."""
+simulator's restart fault (`pitwatch.producers.devices.restarted`) on clean floors."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from pitwatch.events.keys import KeyRegistry
 from pitwatch.events.model import CardDealt, Checkpoint, Event, PayoutMade, ShoeLoaded
 from pitwatch.events.schema import released_writers
 from pitwatch.packs.registry import select
-from producers.devices import device_key, restarted
-from producers.simulate import Floor
-from producers.table import secret
+from pitwatch.producers.devices import device_key, restarted
+from pitwatch.producers.simulate import Floor
+from pitwatch.producers.table import secret
 
 SEED = 101
 

@@ -13,6 +13,7 @@ import pytest
 
 from pitwatch.events import avro
 from pitwatch.events.model import Event
+from pitwatch.producers.simulate import Floor
 from pitwatch.store import native
 from pitwatch.store.arrow import event_rows
 from pitwatch.store.base import column_types
@@ -20,7 +21,6 @@ from pitwatch.store.batch import BatchWriter
 from pitwatch.store.columns import EVENT_NAMES, EVENT_TYPES, EVENTS, event_row, event_values
 from pitwatch.store.embedded import EmbeddedStore
 from pitwatch.store.server import ServerStore
-from producers.simulate import Floor
 
 #: What each ClickHouse type of `EVENTS` holds: a Python type, and an integer's range.
 RANGES: dict[str, tuple[type, int, int]] = {

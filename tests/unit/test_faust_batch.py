@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 from faust.streams import current_event
 from faust.types import TP
 
-from processors.faust_batch import BatchApp, BatchConsumer, in_hand
+from pitwatch.processors.faust_batch import BatchApp, BatchConsumer, in_hand
 
 
 class Rec(NamedTuple):

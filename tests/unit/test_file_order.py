@@ -29,7 +29,7 @@ from pitwatch.events.order import (
     natural,
     survey,
 )
-from producers.simulate import simulate_floor
+from pitwatch.producers.simulate import simulate_floor
 
 PARTS = 12
 

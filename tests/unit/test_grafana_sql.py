@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from pitwatch.audit.run import audit_events
+from pitwatch.producers.simulate import Floor
 from pitwatch.store.embedded import EmbeddedStore
-from producers.simulate import Floor
 
 ROOT = Path(__file__).resolve().parents[2]
 GRAFANA = ROOT / "deploy" / "grafana"

@@ -19,10 +19,10 @@ from pitwatch.events.avro import encode_single
 from pitwatch.events.keys import KeyRegistry
 from pitwatch.events.model import Checkpoint, Event
 from pitwatch.packs.registry import select
-from processors.state import TableStates
-from producers.devices import HEARTBEAT_S
-from producers.produce import command as produce
-from producers.simulate import Floor
+from pitwatch.processors.state import TableStates
+from pitwatch.producers.devices import HEARTBEAT_S
+from pitwatch.producers.produce import command as produce
+from pitwatch.producers.simulate import Floor
 
 HEARTBEAT_MS = 5_000
 TIMEOUT_S = 3600

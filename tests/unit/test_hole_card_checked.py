@@ -19,9 +19,9 @@ from pitwatch.events.avro import decode_single, digest, encode, encode_single, t
 from pitwatch.events.jsonl import dumps, loads
 from pitwatch.events.model import Event, HoleCardChecked
 from pitwatch.events.schema import schemas_dir, strip_logical, writer_schemas
-from producers.floor import BLACKJACK, NJ_BLACKJACK, TableConfig
-from producers.simulate import Floor
-from producers.table import TableRun
+from pitwatch.producers.floor import BLACKJACK, NJ_BLACKJACK, TableConfig
+from pitwatch.producers.simulate import Floor
+from pitwatch.producers.table import TableRun
 from tests.rounds import TableScript, audit, expect, only, quotes, regulation_text
 
 INSURANCE = ("Posted insurance at a New Jersey blackjack table (13:69F-2.9 not retrieved), "

@@ -31,9 +31,9 @@ from pitwatch.events.model import (
 )
 from pitwatch.events.schema import released_writers
 from pitwatch.packs.registry import select
-from processors.dead_letters import dead_letter
-from processors.state import TableStates
-from producers.simulate import Floor
+from pitwatch.processors.dead_letters import dead_letter
+from pitwatch.processors.state import TableStates
+from pitwatch.producers.simulate import Floor
 
 TS = 1_796_000_000_000
 WAGER = Event("00000000-0000-4000-8000-000000000001", "T1", "T1-rfid", 3, TS, "T1-000001",

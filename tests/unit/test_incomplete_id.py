@@ -17,8 +17,8 @@ from pitwatch.engine.violation import Violation
 from pitwatch.events.avro import encode_single
 from pitwatch.events.model import Event, RoundEnded
 from pitwatch.packs.registry import select
-from processors.state import Found, TableStates
-from producers.simulate import Floor
+from pitwatch.processors.state import Found, TableStates
+from pitwatch.producers.simulate import Floor
 from tests.rounds import never_sent
 
 TOPIC, PARTITION = "table-events", 0

@@ -18,9 +18,9 @@ from pitwatch.events.files import read_files
 from pitwatch.events.jsonl import dumps, loads
 from pitwatch.events.keys import KEYS_FILE, KeyRegistry
 from pitwatch.events.model import Event, TableOpened, WagerPlaced
-from producers.floor import floor_tables
-from producers.inject import CONTRACT_FAULTS, refused_as_decoded
-from producers.simulate import Floor, write_floor
+from pitwatch.producers.floor import floor_tables
+from pitwatch.producers.inject import CONTRACT_FAULTS, refused_as_decoded
+from pitwatch.producers.simulate import Floor, write_floor
 from tests.rounds import quotes, regulation_text
 
 #: AC-BJ-01 peeks, AC-BJ-05 posts the streak wager beside the bonus wager, AC-BJ-09 the
@@ -173,7 +173,7 @@ def test_a_contract_floor_without_faults_has_the_postings_finding_alone() -> Non
 
 
 def test_simulate_contract_writes_the_faults_to_the_truth(tmp_path: Path) -> None:
-    from producers.simulate import main
+    from pitwatch.producers.simulate import main
 
     assert main(["--tables", str(TABLES), "--rounds", "30", "--seed", str(SEED),
                  "--inject", str(RATE), "--contract", "--quiet", "--out", str(tmp_path)]) == 0

@@ -22,11 +22,11 @@ import pytest
 from pitwatch.audit.run import audit_events
 from pitwatch.citations import quote
 from pitwatch.events.model import PayEntry, PayTable, Rules
+from pitwatch.producers.simulate import simulate_floor
+from pitwatch.replay.case import Selection, build_case
+from pitwatch.replay.case_files import write_case
+from pitwatch.replay.present import quote_kind, rules_lines
 from pitwatch.store.embedded import EmbeddedStore
-from producers.simulate import simulate_floor
-from replay.case import Selection, build_case
-from replay.case_files import write_case
-from replay.present import quote_kind, rules_lines
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,8 @@ import pytest
 from kafka.errors import KafkaTimeoutError, NotLeaderForPartitionError
 from kafka.future import Future
 
-from producers.kafka_out import DeliveryError, send_events
-from producers.simulate import Floor
+from pitwatch.producers.kafka_out import DeliveryError, send_events
+from pitwatch.producers.simulate import Floor
 
 EVENTS = list(Floor(2, 2, 7, 0.0).events())
 

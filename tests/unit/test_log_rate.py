@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from processors.log_rate import RepeatLimit, limit_repeats
+from pitwatch.processors.log_rate import RepeatLimit, limit_repeats
 
 
 class _Lines(logging.Handler):

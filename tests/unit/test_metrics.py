@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from processors.health import Probe, Readiness
-from processors.metrics import Metrics, checks
-from processors.settings import Settings
+from pitwatch.processors.health import Probe, Readiness
+from pitwatch.processors.metrics import Metrics, checks
+from pitwatch.processors.settings import Settings
 
 TOPIC = "table-events"
 
@@ -140,7 +140,7 @@ def test_ready_only_when_kafka_answers_and_partitions_are_held(tmp_path: Any) ->
 
 def test_the_sink_and_the_store_are_checks_of_a_worker_with_a_sink(
         tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from processors import health
+    from pitwatch.processors import health
 
     m = _metrics(tmp_path, [0.0], sink=True)
     answers = {"up": False}

@@ -129,7 +129,7 @@ def test_a_worker_picks_what_framing_then_building_its_records_gives(
 
 
 def test_pick_refuses_a_block_the_walk_refuses_and_raises_what_decide_raises() -> None:
-    from producers.simulate import Floor
+    from pitwatch.producers.simulate import Floor
 
     evs = list(Floor(1, 1, seed=5).events())[:6]
     buf = io.BytesIO()
@@ -760,8 +760,8 @@ def test_event_bytes_keep_this_schemas_bytes_and_hand_the_others_to_the_rows() -
     (C and Python alike); one without them (JSON Lines) or under another schema's is
     written by the rows writer, or refused (False) without one; `take` gives the batch
     and starts again."""
+    from pitwatch.producers.simulate import Floor
     from pitwatch.store.arrow import event_rows
-    from producers.simulate import Floor
 
     class Looked(Event):  # read through its own __getattribute__, not at its slots
         __slots__ = ()
@@ -800,9 +800,9 @@ def test_add_at_is_the_clocks_position_and_add_in_one_call() -> None:
     `add` give them (C and Python alike); None when the event was taken, else its
     position, the event left to the caller; a redelivery keeps its position. The rows'
     `add_at` takes every event, each at the position `add` would give it."""
+    from pitwatch.producers.simulate import Floor
     from pitwatch.store.arrow import event_rows
     from pitwatch.store.order import _PyTableClock, table_clock
-    from producers.simulate import Floor
 
     evs = [avro.decode(avro.encode(e)) for e in list(Floor(1, 1, seed=5).events())[:8]]
     evs.append(evs[3])  # redelivered
@@ -912,7 +912,7 @@ def test_rows_from_avro_bytes_build_no_event() -> None:
     """The rows of every payload type but a TableOpened (whose rules are built) are
     written with no event built: under an envelope class that cannot be built, the
     same rows as `add` writes of the events."""
-    from producers.simulate import Floor
+    from pitwatch.producers.simulate import Floor
 
     evs = [e for e in Floor(2, 3, seed=7).events() if not isinstance(e.payload, TableOpened)]
     assert {type(e.payload).__name__ for e in evs} >= {"CardDealt", "WagerPlaced",
@@ -943,7 +943,7 @@ def test_rows_changed_while_a_row_is_written_are_an_error_not_a_crash() -> None:
     """A `body_of` that takes the rows it is writing into (nothing of pitwatch's does)
     would free them under the writer: it is a RuntimeError, from `add` and `add_avro`
     alike, and the rows written before it stay whole."""
-    from producers.simulate import Floor
+    from pitwatch.producers.simulate import Floor
 
     evs = list(Floor(1, 1, seed=3).events())
     opened = next(e for e in evs if isinstance(e.payload, TableOpened))  # Python's body

@@ -20,7 +20,7 @@ from pitwatch.events.avro import decode_single, digest, encode, encode_single, t
 from pitwatch.events.jsonl import InvalidEvent, dumps, loads
 from pitwatch.events.model import POSTED_V5, Event, TableOpened
 from pitwatch.events.schema import schemas_dir, strip_logical
-from producers.simulate import Floor
+from pitwatch.producers.simulate import Floor
 from tests.rounds import TableScript, audit
 
 
@@ -110,8 +110,8 @@ def test_the_simulator_pays_by_the_posted_rounding_and_the_audit_agrees(rounding
                                                                         k: int) -> None:
     """Each game's table posting another rounding: dealt by it, judged by it, clean."""
     from pitwatch.audit.run import audit_events
-    from producers.floor import KINDS, TableConfig
-    from producers.table import TableRun
+    from pitwatch.producers.floor import KINDS, TableConfig
+    from pitwatch.producers.table import TableRun
 
     jurisdiction, game, variants = KINDS[k]
     variant, rules = variants[0]

@@ -4,8 +4,8 @@ then hashes them without encoding the event again, and judges the same."""
 from __future__ import annotations
 
 from pitwatch.events.avro import encode
+from pitwatch.producers.players import SimTable, events, make_player
 from pitwatch.protect.rounds import read_floor
-from producers.players import SimTable, events, make_player
 
 SEATS = {1: "counter-8", 2: "flat", 3: "holecard", 4: "random", 5: "paroli",
          6: "martingale", 7: "counter-8-camo"}

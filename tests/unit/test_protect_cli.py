@@ -10,7 +10,7 @@ import pytest
 
 from pitwatch.cli import main
 from pitwatch.events.files import write_jsonl
-from producers.players import SimTable, events, make_player
+from pitwatch.producers.players import SimTable, events, make_player
 
 
 @pytest.fixture(scope="module")

@@ -7,11 +7,11 @@ from __future__ import annotations
 import random
 
 from pitwatch.events.model import Rules
+from pitwatch.producers.players import SimTable, events, make_player
 from pitwatch.protect.counting import MIN_PAIRS, P_THRESHOLD, count_test, detect_count_betting
 from pitwatch.protect.observation import COUNT_BETTING
 from pitwatch.protect.rounds import RoundView, SeatRound, rounds_by_table
 from pitwatch.protect.sessions import SeatSession, infer_sessions
-from producers.players import SimTable, events, make_player
 
 UNIT = 1000
 

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Final
 
 from pitwatch.events.model import RoundStarted, Rules
+from pitwatch.producers.players import SimTable, events, make_player
 from pitwatch.protect.expectations import player_edge
 from pitwatch.protect.hold import (
     COV_BETWEEN_SEATS,
@@ -23,7 +24,6 @@ from pitwatch.protect.hold import (
 from pitwatch.protect.observation import DEALER, HOLD_OFF_THEORETICAL, SHIFT, TABLE
 from pitwatch.protect.rounds import RoundView, SeatRound, rounds_by_table
 from pitwatch.sitetime import SiteTime
-from producers.players import SimTable, events, make_player
 
 #: 2026-12-05 13:00 UTC: an hour before the default site's second shift (14:00)
 AT_13H: Final = int(datetime(2026, 12, 5, 13, tzinfo=UTC).timestamp() * 1000)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 from pitwatch.events.model import Rules
+from pitwatch.producers.players import SimTable, events, make_player
 from pitwatch.protect.holecard import (
     LR_THRESHOLD,
     P_RIGHT,
@@ -18,7 +19,6 @@ from pitwatch.protect.holecard import (
 from pitwatch.protect.observation import HOLE_CARD_PLAY
 from pitwatch.protect.rounds import RoundView, SeatRound, Spot, rounds_by_table
 from pitwatch.protect.sessions import SeatSession, infer_sessions
-from producers.players import SimTable, events, make_player
 
 RULES = Rules(decks=6)
 FULL = tuple(24 if v < 10 else 96 for v in range(1, 11))  # a fresh six-deck shoe

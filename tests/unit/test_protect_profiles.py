@@ -12,9 +12,9 @@ from pitwatch.engine.violation import Violation
 from pitwatch.events.model import Event
 from pitwatch.events.schema import released_writers
 from pitwatch.packs.registry import select
+from pitwatch.producers.floor import NJ_BLACKJACK
+from pitwatch.producers.players import SimTable, events, make_player
 from pitwatch.protect import protect
-from producers.floor import NJ_BLACKJACK
-from producers.players import SimTable, events, make_player
 
 SEATS = {1: "counter-8", 2: "flat", 3: "random", 4: "holecard", 5: "paroli",
          6: "martingale", 7: "counter-4-camo"}

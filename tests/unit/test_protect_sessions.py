@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from pitwatch.events.model import CardDealt, RoundStarted, Rules, ShoeLoaded, WagerPlaced
+from pitwatch.producers.players import SimTable, events, make_player
 from pitwatch.protect.hilo import HiLo, true_count
 from pitwatch.protect.rounds import RoundView, SeatRound, rounds_by_table
 from pitwatch.protect.sessions import GAP_ROUNDS, infer_sessions
-from producers.players import SimTable, events, make_player
 
 
 def _round(i: int, seats: dict[int, int]) -> RoundView:

@@ -14,6 +14,7 @@ import pytest
 from pitwatch.audit.run import audit_events
 from pitwatch.engine.violation import Violation
 from pitwatch.events.model import Event
+from pitwatch.producers.players import SimTable, events, make_player
 from pitwatch.protect.hold import hold_tallies
 from pitwatch.protect.observation import DEALER, SHIFT, TABLE, Observation
 from pitwatch.protect.rounds import ReadFloor
@@ -21,7 +22,6 @@ from pitwatch.protect.run import BREAKS, Findings, FloorJudge, observe
 from pitwatch.protect.stored import judge_stored, read_stored
 from pitwatch.store import lookup
 from pitwatch.store.embedded import EmbeddedStore
-from producers.players import SimTable, events, make_player
 
 PROFILES = {0: {1: "counter-8", 3: "flat"}, 1: {2: "holecard", 5: "martingale"}}
 

@@ -13,10 +13,10 @@ import pytest
 
 from pitwatch.cli import main
 from pitwatch.events.files import write_jsonl
+from pitwatch.producers.players import SimTable, events, make_player
 from pitwatch.protect.observation import Observation
 from pitwatch.protect.stored import observation_row
 from pitwatch.store.embedded import EmbeddedStore
-from producers.players import SimTable, events, make_player
 
 
 def test_a_row_holds_what_the_json_form_says() -> None:
@@ -111,7 +111,7 @@ def test_a_withdrawn_row_replaces_its_observation_and_no_reader_shows_it(
     """The worker's withdrawal (the same id, withdrawn 1) replaces the stored flag; the
     readers of stored observations (touching.stored, the console's pages, case folders
     through them) leave it out, and the table's other observation stays."""
-    from console.protection import ProtectionData
+    from pitwatch.console.protection import ProtectionData
     from pitwatch.protect.stored import store_observations, withdrawal
     from pitwatch.protect.touching import stored
 

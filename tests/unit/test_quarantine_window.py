@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from pitwatch.replay.rebuild import rebuild
 from pitwatch.store import base, embedded
 from pitwatch.store.base import StoreError
 from pitwatch.store.history import SEQ_BLOCK, Quarantine
-from replay.rebuild import rebuild
 
 from .test_refused_quarantine import _audited, _floor, _refused
 from .test_store_lookups import BOUND, _bounded

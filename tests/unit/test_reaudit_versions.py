@@ -19,10 +19,10 @@ from pitwatch.audit.run import audit_events
 from pitwatch.events.avro import digest
 from pitwatch.events.model import Event, WagerPlaced
 from pitwatch.packs.registry import get
+from pitwatch.producers.simulate import Floor, simulate_floor
+from pitwatch.replay.case import Selection
+from pitwatch.replay.reaudit import diff, reaudit
 from pitwatch.store.embedded import EmbeddedStore
-from producers.simulate import Floor, simulate_floor
-from replay.case import Selection
-from replay.reaudit import diff, reaudit
 
 OLD, NEW = "2024.09-1", "2024.09-3"
 

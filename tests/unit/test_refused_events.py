@@ -24,7 +24,7 @@ from pitwatch.events.files import Rejected, read_files, write_avro, write_jsonl
 from pitwatch.events.model import Event, PayoutMade, WagerPlaced
 from pitwatch.events.schema import released_writers
 from pitwatch.packs.registry import select
-from producers.simulate import Floor
+from pitwatch.producers.simulate import Floor
 
 RECORD_BREAKS = {"EVENTS_LOST", "SEQUENCE_CONFLICT", "DIGEST_MISMATCH", "DEVICE_RESTARTED"}
 
@@ -185,7 +185,7 @@ def test_files_cut_after_a_refused_event_are_ordered_by_it(tmp_path: Path, form:
 def test_the_worker_restored_from_a_snapshot_folds_a_refused_event_in_its_place() -> None:
     """processors/state.py: the catch-up after a snapshot reads the partition again; the
     refused event there takes its place as when first read (no EVENTS_LOST after it)."""
-    from processors.state import TableStates
+    from pitwatch.processors.state import TableStates
     from tests.unit.test_worker_records import _feed, _partition
 
     evs, bad = _with_bad_wager()

@@ -27,17 +27,17 @@ from pitwatch.audit.run import audit_events
 from pitwatch.events.avro import digest
 from pitwatch.events.keys import KeyRegistry
 from pitwatch.events.model import Event
+from pitwatch.producers.simulate import Floor
+from pitwatch.replay.case import Selection
+from pitwatch.replay.reaudit import reaudit
+from pitwatch.replay.rebuild import Rebuilt, rebuild, rebuild_span, signature_verdict
 from pitwatch.store.embedded import EmbeddedStore
 from pitwatch.store.history import Quarantine
-from producers.simulate import Floor
-from replay.case import Selection
-from replay.reaudit import reaudit
-from replay.rebuild import Rebuilt, rebuild, rebuild_span, signature_verdict
 
 
 def _floor() -> tuple[list[Event], KeyRegistry]:
     """A signed contract floor: a table carries a negative wager its
-    decoder refused (`producers.inject`, REFUSED), in round 3 of each table."""
+    decoder refused (`pitwatch.producers.inject`, REFUSED), in round 3 of each table."""
     f = Floor(2, 4, seed=2, inject=0.5, jurisdiction="NJ", game="BLACKJACK",
               contract=True)
     events = list(f.events())

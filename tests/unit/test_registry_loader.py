@@ -21,10 +21,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from pitwatch.events.keys import REGISTRY_DOMAIN, KeyRegistryError
+from pitwatch.processors.worker import worker_registry
 from pitwatch.registry import SITE_NOT_CHECKED, SITE_VERIFIED, load_registry
 from pitwatch.store import registry_pin
 from pitwatch.store.embedded import EmbeddedStore
-from processors.worker import worker_registry
 
 TAMPERED = "is not the site key's signature of this registry: refused"
 

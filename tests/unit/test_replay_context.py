@@ -16,13 +16,13 @@ import pytest
 
 from pitwatch.audit.run import audit_events
 from pitwatch.events.keys import KeyRegistry
+from pitwatch.producers.simulate import Floor
+from pitwatch.replay.rebuild import Fed, Rebuilt, rebuild_span
 from pitwatch.store import history, lookup
 from pitwatch.store.base import Store
 from pitwatch.store.embedded import EmbeddedStore
 from pitwatch.store.history import Context, context_of
 from pitwatch.store.order import table_clock
-from producers.simulate import Floor
-from replay.rebuild import Fed, Rebuilt, rebuild_span
 
 #: Rounds a table: several shoes under one TableOpened (a table that stays open).
 ROUNDS = 75

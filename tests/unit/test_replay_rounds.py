@@ -14,11 +14,11 @@ import pytest
 from pitwatch.audit.run import audit_events
 from pitwatch.events.files import Rejected
 from pitwatch.events.model import Event
+from pitwatch.producers.simulate import simulate_floor
+from pitwatch.replay.rebuild import rebuild, rebuild_span
 from pitwatch.store.embedded import EmbeddedStore
 from pitwatch.store.history import HistoryConflict
 from pitwatch.store.order import STRIDE, Positions
-from producers.simulate import simulate_floor
-from replay.rebuild import rebuild, rebuild_span
 
 
 def _floor(seed: int) -> list[Event]:

@@ -22,14 +22,14 @@ import pytest
 from pitwatch.audit.run import audit_events
 from pitwatch.events.keys import KeyRegistry
 from pitwatch.events.model import CardDealt
+from pitwatch.producers.devices import device_key, restarted
+from pitwatch.producers.produce import command as produce
+from pitwatch.producers.simulate import Floor
+from pitwatch.producers.table import secret
+from pitwatch.replay.case import stored_only
+from pitwatch.replay.cli import show
+from pitwatch.replay.rebuild import rebuild, signature_verdict
 from pitwatch.store.embedded import EmbeddedStore
-from producers.devices import device_key, restarted
-from producers.produce import command as produce
-from producers.simulate import Floor
-from producers.table import secret
-from replay.case import stored_only
-from replay.cli import show
-from replay.rebuild import rebuild, signature_verdict
 
 
 @pytest.fixture(scope="module")

@@ -19,9 +19,9 @@ from pitwatch.events.model import Event
 from pitwatch.events.schema import released_writers
 from pitwatch.packs.checks import hands
 from pitwatch.packs.registry import select
-from processors.metrics import Metrics
-from processors.settings import Settings
-from processors.state import TableStates
+from pitwatch.processors.metrics import Metrics
+from pitwatch.processors.settings import Settings
+from pitwatch.processors.state import TableStates
 from tests.unit.test_engine_errors import Run, _two_rounds, _typo, _with
 
 TOPIC, PARTITION = "table-events", 0

@@ -9,7 +9,7 @@ from pitwatch.engine.auditor import Auditor, RoundSummary
 from pitwatch.engine.violation import Violation
 from pitwatch.events.schema import released_writers
 from pitwatch.packs.registry import select
-from producers.simulate import Floor
+from pitwatch.producers.simulate import Floor
 from tests.rounds import TableScript, only
 from tests.unit.test_record_checks import plain_round
 

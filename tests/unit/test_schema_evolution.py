@@ -26,7 +26,7 @@ from pitwatch.events.avro import (
 from pitwatch.events.files import read_files
 from pitwatch.events.schema import released_writers
 from pitwatch.packs.registry import select
-from producers.simulate import Floor
+from pitwatch.producers.simulate import Floor
 from tests.evolution import as_v2, release_v2
 
 

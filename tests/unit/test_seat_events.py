@@ -22,10 +22,10 @@ from pitwatch.events.jsonl import InvalidEvent, dumps, loads
 from pitwatch.events.model import Event, PlayerLeft, PlayerSeated
 from pitwatch.events.schema import released_writers, schemas_dir, strip_logical, writer_schemas
 from pitwatch.packs.registry import select
+from pitwatch.producers.players import SimTable, events, make_player
+from pitwatch.producers.simulate import Floor
 from pitwatch.protect import protect
 from pitwatch.protect.rounds import read_floor
-from producers.players import SimTable, events, make_player
-from producers.simulate import Floor
 from tests.rounds import TableScript, audit, codes
 
 

@@ -16,7 +16,13 @@ from types import ModuleType
 
 import pytest
 
-from processors.settings import SETTINGS, SettingError, Settings, add_flags, settings_from_args
+from pitwatch.processors.settings import (
+    SETTINGS,
+    SettingError,
+    Settings,
+    add_flags,
+    settings_from_args,
+)
 
 from .test_settings_documented import NAME, asked_at_run_time, constants_read
 

@@ -41,8 +41,8 @@ from pitwatch.events.model import (
 )
 from pitwatch.events.schema import released_writers
 from pitwatch.packs.base import RECORD_CITATIONS
-from producers.devices import device_key
-from producers.simulate import Floor
+from pitwatch.producers.devices import device_key
+from pitwatch.producers.simulate import Floor
 
 SECRET = "pitwatch-simulate/11"  # the simulator's keys for seed 11 (TableRun)
 DEVICE = "AC-BJ-01-rfid"
@@ -341,7 +341,7 @@ def test_the_worker_finds_a_truncated_chain_by_processing_time() -> None:
 
     from pitwatch.events.avro import encode_single
     from pitwatch.packs.registry import select
-    from processors.state import TableStates
+    from pitwatch.processors.state import TableStates
 
     events, keys = floor()
     evs = list(events)
@@ -372,7 +372,7 @@ def test_audit_jobs_verifies_as_one_process_does(tmp_path: Path) -> None:
     """`--jobs N`: each process verifies its tables' checkpoints with the registry."""
     from pitwatch.audit.parallel import audit_parallel
     from pitwatch.audit.run import audit_paths
-    from producers.simulate import write_floor
+    from pitwatch.producers.simulate import write_floor
 
     f = Floor(4, 3, seed=5, inject=1.0, jurisdiction="NJ", game="BLACKJACK")
     write_floor(f, tmp_path)

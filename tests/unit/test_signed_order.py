@@ -29,9 +29,9 @@ from pitwatch.events.avro import decode_single, digest, encode, encode_single
 from pitwatch.events.keys import KeyRegistry, sign_checkpoint
 from pitwatch.events.model import CardDealt, Checkpoint, Event, PayoutMade
 from pitwatch.events.schema import released_writers
-from producers.devices import device_key
-from producers.simulate import Floor
-from producers.table import secret
+from pitwatch.producers.devices import device_key
+from pitwatch.producers.simulate import Floor
+from pitwatch.producers.table import secret
 
 SEED = 11
 

@@ -33,9 +33,9 @@ from pitwatch.events.model import (
     WagerPlaced,
     WagerReturned,
 )
-from producers import table as table_mod
-from producers.floor import floor_tables
-from producers.simulate import Floor, command, simulate_floor
+from pitwatch.producers import table as table_mod
+from pitwatch.producers.floor import floor_tables
+from pitwatch.producers.simulate import Floor, command, simulate_floor
 
 Key = tuple[str, int, int, str]
 
@@ -285,7 +285,7 @@ def test_same_seed_same_bytes(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 
 def test_same_bytes_in_another_process(tmp_path: Path) -> None:
     """Nothing depends on the process: not Python's hash seed, not os.urandom."""
-    code = ("import sys; from producers.simulate import main; "
+    code = ("import sys; from pitwatch.producers.simulate import main; "
             "sys.exit(main(sys.argv[1:]))")
     argv = ["--tables", "3", "--rounds", "6", "--seed", "5", "--inject", "0.5", "--avro",
             "--quiet"]

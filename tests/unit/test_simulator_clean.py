@@ -11,7 +11,7 @@ from pitwatch.engine.errors import EngineError
 from pitwatch.engine.violation import Violation
 from pitwatch.events.schema import released_writers
 from pitwatch.packs.registry import select
-from producers.simulate import Floor
+from pitwatch.producers.simulate import Floor
 
 
 def test_two_thousand_clean_rounds_of_the_four_games_raise_nothing() -> None:

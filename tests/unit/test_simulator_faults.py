@@ -32,8 +32,8 @@ from pitwatch.events.model import (
 )
 from pitwatch.events.schema import released_writers
 from pitwatch.packs.registry import select
-from producers.inject import CATALOGUE, CODES, NOT_INJECTED
-from producers.simulate import floor_registry, simulate_floor
+from pitwatch.producers.inject import CATALOGUE, CODES, NOT_INJECTED
+from pitwatch.producers.simulate import floor_registry, simulate_floor
 
 #: (tables, rounds, jurisdiction, game) of the floors dealt with a fault in every round.
 #: Free Bet gets more rounds: EVEN_MONEY_CARDS_REMOVED needs a Push 22 wager at a seat

@@ -13,10 +13,10 @@ from typing import Any
 import orjson
 import pytest
 
+from pitwatch.processors.dead_letters import MAX_VALUE_BYTES, dead_letter
+from pitwatch.processors.settings import Settings
+from pitwatch.processors.sink import Batches, Rejected, Source, Writer, _commit, to_row
 from pitwatch.store.base import StoreError
-from processors.dead_letters import MAX_VALUE_BYTES, dead_letter
-from processors.settings import Settings
-from processors.sink import Batches, Rejected, Source, Writer, _commit, to_row
 
 S = Settings()
 NOPOS: Any = None  # positions: only events need them
@@ -42,8 +42,8 @@ def test_an_event_under_another_tables_key_is_no_record() -> None:
     """The audit dead-letters an event whose key is not its table_id (it never folds
     it), so the sink does not land it either; under its own key it lands."""
     from pitwatch.events.avro import encode_single
+    from pitwatch.producers.simulate import Floor
     from pitwatch.store.order import Positions
-    from producers.simulate import Floor
 
     ev = next(iter(Floor(1, 1, 3, 0.0).events()))
     value = encode_single(ev)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from console.serve import command as serve
 from pitwatch.cli import main
+from pitwatch.console.serve import command as serve
 from pitwatch.protect.cli import PROTECT
 from pitwatch.sitetime import SiteTime, add_site_flags, site_from_flags
 

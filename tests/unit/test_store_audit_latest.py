@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from pitwatch.audit.run import audit_events
+from pitwatch.producers.simulate import simulate_floor
 from pitwatch.store import base, embedded, history, lookup
 from pitwatch.store.base import StoreError, ddl_statements
 from pitwatch.store.embedded import EmbeddedStore, _created
-from producers.simulate import simulate_floor
 
 from .test_store_lookups import _bounded
 

@@ -211,10 +211,10 @@ def test_batch_writer_hands_the_same_rows_to_chdb_and_to_a_store_of_columns(
 
 def test_batch_writer_hands_events_written_in_c_or_as_columns_as_the_store_says(
         store: EmbeddedStore) -> None:
+    from pitwatch.producers.simulate import Floor
     from pitwatch.store.batch import BatchWriter
     from pitwatch.store.columns import event_row
     from pitwatch.store.order import Positions
-    from producers.simulate import Floor
 
     evs = list(Floor(1, 2, seed=3).events())
     pos = Positions()
@@ -256,10 +256,10 @@ def test_the_c_events_batch_is_the_python_rows_for_every_payload_type() -> None:
     from C's buffers equals the one built from `event_values` row by row."""
     from dataclasses import replace
 
+    from pitwatch.producers.simulate import Floor
     from pitwatch.store import native
     from pitwatch.store.arrow import arrow_events
     from pitwatch.store.base import column_types
-    from producers.simulate import Floor
 
     assert column_types("events") == native.EVENT_COLUMNS  # else C is never used
     evs = list(Floor(3, 6, seed=4, inject=0.3).events())
@@ -347,7 +347,7 @@ def test_building_batches_does_not_import_pandas() -> None:
 
     code = (
         "import sys\n"
-        "from producers.simulate import Floor\n"
+        "from pitwatch.producers.simulate import Floor\n"
         "from pitwatch.store.arrow import arrow_columns, arrow_events\n"
         "from pitwatch.store.base import TABLES, to_columns\n"
         "from pitwatch.store.columns import event_values\n"
@@ -473,8 +473,8 @@ def test_rows_written_an_event_at_a_time_are_the_batchs_and_a_refused_one_writes
     from dataclasses import replace
 
     from pitwatch.events.model import Event, WagerPlaced
+    from pitwatch.producers.simulate import Floor
     from pitwatch.store import native
-    from producers.simulate import Floor
 
     evs = list(Floor(3, 6, seed=4, inject=0.3).events())
     positions = [i * 1024 + i % 3 for i in range(len(evs))]

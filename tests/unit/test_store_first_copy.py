@@ -29,12 +29,12 @@ from pitwatch.audit.run import REFUSED_SOURCE, AuditReport, audit_events, audit_
 from pitwatch.events import jsonl
 from pitwatch.events.files import Rejected
 from pitwatch.events.model import Event, PayoutMade
+from pitwatch.processors.settings import Settings
+from pitwatch.processors.sink import Batches, Source, Writer
+from pitwatch.producers.simulate import simulate_floor
 from pitwatch.store.columns import event_row
 from pitwatch.store.embedded import EmbeddedStore
 from pitwatch.store.order import Positions
-from processors.settings import Settings
-from processors.sink import Batches, Source, Writer
-from producers.simulate import simulate_floor
 
 
 @pytest.fixture(scope="module")

@@ -24,16 +24,16 @@ from pitwatch.engine.auditor import TableAuditor
 from pitwatch.events.model import Event
 from pitwatch.events.schema import released_writers
 from pitwatch.packs.registry import select
+from pitwatch.producers.history import copy_floor
+from pitwatch.producers.simulate import simulate_floor
+from pitwatch.replay.case import Selection
+from pitwatch.replay.rebuild import rebuild
 from pitwatch.store import history, lookup
 from pitwatch.store.base import Store, StoreError
 from pitwatch.store.embedded import EmbeddedStore
 from pitwatch.store.first_copy import stored_copies
 from pitwatch.store.order import Positions
 from pitwatch.store.rows import EVENT_COLUMNS, stored_event
-from producers.history import copy_floor
-from producers.simulate import simulate_floor
-from replay.case import Selection
-from replay.rebuild import rebuild
 
 #: Rows a query may read: more than a few granules of each table (events 2,048 rows a
 #: granule in chDB, the index tables 8,192), far less than 41 floors' events.

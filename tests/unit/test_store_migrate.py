@@ -11,12 +11,12 @@ import pytest
 
 from pitwatch.audit import run
 from pitwatch.audit.run import audit_events
+from pitwatch.producers.simulate import simulate_floor
+from pitwatch.replay.rebuild import rebuild
 from pitwatch.store import lookup
 from pitwatch.store.base import ddl_statements
 from pitwatch.store.embedded import EmbeddedStore, _created
 from pitwatch.store.history import context_start, primers, round_span, stream
-from producers.simulate import simulate_floor
-from replay.rebuild import rebuild
 
 #: The base tables and their rows, which a migration must leave as they were.
 BASE = ("events", "rounds", "violations", "audit_states")

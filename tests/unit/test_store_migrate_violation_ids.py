@@ -8,10 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from pitwatch.audit.run import audit_events
+from pitwatch.producers.simulate import simulate_floor
 from pitwatch.store import lookup
 from pitwatch.store.base import ddl_statements
 from pitwatch.store.embedded import EmbeddedStore, _created
-from producers.simulate import simulate_floor
 
 
 def test_a_store_made_before_violation_ids_is_migrated_with_nothing_lost(

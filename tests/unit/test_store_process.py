@@ -20,10 +20,10 @@ from pitwatch.events.avro import to_datum
 from pitwatch.events.files import write_avro, write_jsonl
 from pitwatch.events.model import Event
 from pitwatch.events.schema import schemas_dir, strip_logical
+from pitwatch.producers.simulate import Floor
 from pitwatch.store.base import TABLES, StoreError
 from pitwatch.store.embedded import EmbeddedStore
 from pitwatch.store.process import StoreProcess, store_cpus
-from producers.simulate import Floor
 from tests.unit.test_store_background import _violation
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from pitwatch.engine.violation import Violation
 from pitwatch.events.jsonl import InvalidEvent, dumps
+from pitwatch.producers.simulate import Floor
 from pitwatch.store import history
 from pitwatch.store.base import column_names
 from pitwatch.store.batch import BatchWriter
@@ -24,7 +25,6 @@ from pitwatch.store.rows import (
     violation_from_row,
     violation_row,
 )
-from producers.simulate import Floor
 
 
 @pytest.fixture

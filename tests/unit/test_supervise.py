@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from processors import supervise
+from pitwatch.processors import supervise
 
 
 def test_a_gap_longer_than_the_session_is_a_freeze(monkeypatch: pytest.MonkeyPatch) -> None:

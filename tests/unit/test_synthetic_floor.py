@@ -15,8 +15,8 @@ import orjson
 from pitwatch.audit.run import audit_events
 from pitwatch.events.avro import encode
 from pitwatch.events.jsonl import loads
-from producers.simulate import main as simulate
-from producers.synthetic import SyntheticFloor, envelope
+from pitwatch.producers.simulate import main as simulate
+from pitwatch.producers.synthetic import SyntheticFloor, envelope
 
 
 def _audit(floor: SyntheticFloor) -> tuple[Counter[tuple[str, str, str]], int, list]:

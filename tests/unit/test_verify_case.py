@@ -28,8 +28,8 @@ from cryptography.hazmat.primitives.serialization import (
     PublicFormat,
 )
 
+from pitwatch.replay.present import device_time
 from pitwatch.store.embedded import EmbeddedStore
-from replay.present import device_time
 
 #: The kinds of round a case must verify: money paid wrongly, a dealer's wrong draw
 #: (the shoe's history and posted rules behind it), a round the next one cut short

@@ -13,10 +13,10 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from processors.health import Readiness
-from processors.metrics import SECONDS_BUCKETS, Metrics, checks
-from processors.settings import Settings
-from processors.sink import Batches, Source, Writer
+from pitwatch.processors.health import Readiness
+from pitwatch.processors.metrics import SECONDS_BUCKETS, Metrics, checks
+from pitwatch.processors.settings import Settings
+from pitwatch.processors.sink import Batches, Source, Writer
 
 
 def _histograms(m: Metrics) -> dict[str, Any]:

@@ -19,6 +19,10 @@ from pitwatch.events.avro import encode_single
 from pitwatch.events.model import Event
 from pitwatch.events.schema import released_writers
 from pitwatch.packs.registry import select
+from pitwatch.processors.observe import Observed, ObservedAuditor, ObservedStates, TableObserver
+from pitwatch.processors.settings import Settings
+from pitwatch.processors.sink import Rejected, to_row
+from pitwatch.producers.players import SimTable, events, make_player
 from pitwatch.protect.hold import hold_tallies
 from pitwatch.protect.observation import (
     COUNT_BETTING,
@@ -36,10 +40,6 @@ from pitwatch.protect.stored import (
     observation_row,
 )
 from pitwatch.store.order import Positions
-from processors.observe import Observed, ObservedAuditor, ObservedStates, TableObserver
-from processors.settings import Settings
-from processors.sink import Rejected, to_row
-from producers.players import SimTable, events, make_player
 
 SEATS = {1: "counter-8", 3: "flat", 4: "holecard"}
 

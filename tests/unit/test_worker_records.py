@@ -17,14 +17,14 @@ from pitwatch.engine.violation import Violation
 from pitwatch.events.avro import encode_single
 from pitwatch.events.model import Event
 from pitwatch.packs.registry import select
+from pitwatch.processors.catch_up import Record, Stretch
+from pitwatch.processors.faust_batch import NotCommitted, require_committed
+from pitwatch.processors.gaps import unread_before
+from pitwatch.processors.metrics import Metrics
+from pitwatch.processors.settings import Settings
+from pitwatch.processors.state import Moved, TableStates
+from pitwatch.producers.simulate import Floor
 from pitwatch.topics import topic_partitions
-from processors.catch_up import Record, Stretch
-from processors.faust_batch import NotCommitted, require_committed
-from processors.gaps import unread_before
-from processors.metrics import Metrics
-from processors.settings import Settings
-from processors.state import Moved, TableStates
-from producers.simulate import Floor
 
 TOPIC = "table-events"
 

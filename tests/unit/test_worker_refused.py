@@ -20,12 +20,20 @@ import pytest
 from pitwatch.events.avro import DecodeError, decode_single, encode_single
 from pitwatch.events.model import Event
 from pitwatch.packs.registry import select
+from pitwatch.processors.catch_up import Record, Stretch
+from pitwatch.processors.settings import Settings
+from pitwatch.processors.sink import (
+    ROW_TOPICS,
+    Batches,
+    Rejected,
+    Source,
+    Writer,
+    row_topics,
+    to_row,
+)
+from pitwatch.processors.state import TableStates
+from pitwatch.producers.simulate import Floor
 from pitwatch.store.rows import refused_row
-from processors.catch_up import Record, Stretch
-from processors.settings import Settings
-from processors.sink import ROW_TOPICS, Batches, Rejected, Source, Writer, row_topics, to_row
-from processors.state import TableStates
-from producers.simulate import Floor
 
 TOPIC = "table-events"
 S = Settings()
@@ -34,7 +42,7 @@ NOPOS: Any = None  # positions: only events need them
 
 def _wire(ev: Event) -> Event:
     """`ev` as the worker has it from the topic: decoded from its bytes (a refused
-    one is the DecodeError's event, as `processors.app.handle` takes it)."""
+    one is the DecodeError's event, as `pitwatch.processors.app.handle` takes it)."""
     try:
         return decode_single(encode_single(ev))
     except DecodeError as e:

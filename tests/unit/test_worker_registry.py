@@ -12,12 +12,12 @@ import orjson
 import pytest
 
 from pitwatch.events.keys import KeyRegistry
+from pitwatch.processors import app as worker_app
+from pitwatch.processors.observe import ObservedStates
+from pitwatch.processors.settings import Settings
+from pitwatch.processors.worker import worker_registry
 from pitwatch.store import registry_pin
 from pitwatch.store.embedded import EmbeddedStore
-from processors import app as worker_app
-from processors.observe import ObservedStates
-from processors.settings import Settings
-from processors.worker import worker_registry
 
 REGISTRY = orjson.dumps({
     "version": 1, "algorithm": "Ed25519", "checkpoint_every": 50,

@@ -16,9 +16,9 @@ from pitwatch.engine.violation import Violation
 from pitwatch.events.avro import decode_single, encode_single
 from pitwatch.events.schema import released_writers
 from pitwatch.packs.registry import select
-from processors.gaps import unread_before
-from processors.state import TableStates
-from producers.simulate import Floor
+from pitwatch.processors.gaps import unread_before
+from pitwatch.processors.state import TableStates
+from pitwatch.producers.simulate import Floor
 
 TOPIC, PARTITION = "table-events", 0
 

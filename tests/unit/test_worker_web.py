@@ -20,11 +20,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from processors import supervise
-from processors.health import Readiness
-from processors.metrics import Metrics, checks
-from processors.settings import Settings
-from processors.web import WEB_FD_ENV, WebServer
+from pitwatch.processors import supervise
+from pitwatch.processors.health import Readiness
+from pitwatch.processors.metrics import Metrics, checks
+from pitwatch.processors.settings import Settings
+from pitwatch.processors.web import WEB_FD_ENV, WebServer
 
 ROOT = Path(__file__).resolve().parents[2]
 
