@@ -32,10 +32,11 @@ partition's first offset, or a fetch that jumped past deleted offsets): one log 
 saying what to do, counted in /metrics, listed in /health, and each table of the
 partition with state here told (processors/state.py).
 
-The events topic's partitions come from Kafka: the worker checks their count every
-PARTITIONS_CHECK_S. When it changes, tables move between partitions and their state
-would not follow them: the worker stops auditing (nothing more is committed), says so
-in /health (503), in /metrics and in the log, with the steps (docs/deployment.md).
+The events topic's partitions come from Kafka: the worker's watchdogs
+(processors/watchdogs.py) check their count. When it changes, tables move between
+partitions and their state would not follow them: the worker stops auditing (nothing
+more is committed), says so in /health (503), in /metrics and in the log, with the
+steps (docs/deployment.md).
 
 The ClickHouse sink runs beside it, in a process of its own (`sink.py`, supervised by
 `worker.py`), so the two use both cores.
@@ -43,7 +44,6 @@ The ClickHouse sink runs beside it, in a process of its own (`sink.py`, supervis
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from pathlib import Path
 from typing import Any
@@ -58,17 +58,13 @@ from .faust_batch import BatchApp
 from .metrics import Metrics
 from .observe import ObservedStates
 from .settings import Settings
-from .supervise import Frozen, Stalled, log_tasks, restart_self
+from .watchdogs import Watchdogs
 from .web import WebServer
 
 #: The audit takes a fetch at a time, at most BATCH records (processors/faust_batch.py):
 #: one wait for Kafka's acknowledgements and one snapshot per table per fetch, instead
 #: of per message (a wait costs the producer's linger plus a broker round trip).
 BATCH = 2000
-#: the watchdog's wait for a partition's end offset (a broker down answers nothing)
-END_OFFSET_WAIT_S = 3.0
-#: how often the events topic's partition count is asked of Kafka
-PARTITIONS_CHECK_S = 10.0
 #: how often each partition is settled past offsets that hold no record after its last
 #: one read (two small requests a partition): the commit reaches the end within this of
 #: the last record, inside Faust's own commit interval (2.8 s)
@@ -139,12 +135,16 @@ def create_app(settings: Settings, keys: KeyRegistry | None = None,
     checkpoint = Checkpoint(app, states, Outputs(alerts, rounds, refused, observations, dead),
                             PartitionReader(settings.kafka, group=settings.app_id), probe,
                             metrics, settings.events_topic)
+    watchdogs = Watchdogs(checkpoint, PartitionReader(settings.kafka), metrics,
+                          settings.events_topic, partitions, settings.session_timeout_s,
+                          settings.stall_timeout_s)
+    watchdogs.install(app)
 
     @app.on_partitions_revoked.connect
     async def on_revoked(sender: Any, /, *args: Any, signal: Any, **kwargs: Any) -> None:
         async with checkpoint.lock:
             checkpoint.forget()
-            stalled.forget()
+            watchdogs.forget()
 
     app.batch_consume(events, checkpoint.audit, checkpoint.commit)
 
@@ -154,63 +154,6 @@ def create_app(settings: Settings, keys: KeyRegistry | None = None,
     app.timer(interval=settings.idle_check_s)(expire_idle)
     app.timer(interval=SETTLE_S)(checkpoint.settle)
 
-    async def partitions_watch() -> None:
-        """The events topic's partition count, from Kafka: a change stops the audit."""
-        try:
-            n = await probe.partition_count(settings.events_topic)
-        except Exception as e:  # Kafka away: nothing to judge now
-            log.info("could not ask Kafka for %s's partitions (%s)", settings.events_topic, e)
-            return
-        metrics.partitions = n
-        if n is not None and n != partitions:
-            checkpoint.refuse(
-                f"{settings.events_topic} has {n} partitions, not the {partitions} this "
-                "worker's state is kept for: tables now keyed to other partitions would be "
-                "audited without their state")
-
-    app.timer(interval=PARTITIONS_CHECK_S)(partitions_watch)
-
-    frozen = Frozen(settings.session_timeout_s)
-    stalled = Stalled(settings.stall_timeout_s)
-    ends = PartitionReader(settings.kafka)
-
-    async def freeze_watch() -> None:
-        """A worker that was frozen (SIGSTOP, a paused VM) for longer than its session
-        has lost its partitions, and Faust does not always recover its consumer from
-        that: it starts again, clean, from its snapshots and committed offsets. This
-        timer awaits nothing, so a gap between its ticks is a freeze, never a wait."""
-        gap = frozen.tick()
-        if gap is not None:
-            log.error("this worker was frozen for %.0f s, longer than its %.0f s session: "
-                      "its partitions have moved on; restarting it clean", gap,
-                      settings.session_timeout_s)
-            restart_self()
-
-    async def stall_watch() -> None:
-        """A partition with messages waiting must not stand still: past the stall
-        time-out the worker starts again, clean (never under the lock: it must work
-        when the audit is stuck). A broker that does not answer is nothing to judge."""
-        for tp in checkpoint.assigned():
-            try:
-                end = await asyncio.wait_for(ends.end_offset(tp.topic, tp.partition),
-                                             END_OFFSET_WAIT_S)
-                nxt = checkpoint.next_to_read(tp)
-                if nxt < 0:  # nothing read, nothing committed: reading starts at its first
-                    nxt = await asyncio.wait_for(ends.first_offset(tp.topic, tp.partition),
-                                                 END_OFFSET_WAIT_S)
-            except Exception as e:  # Kafka unreachable: nothing to judge now
-                log.info("watchdog: no end offset for %s (%s)", tp, e)
-                return
-            still = stalled.check((tp.topic, tp.partition), nxt - 1, end)
-            if still is not None:
-                log.error("%s[%d] has messages up to offset %d but nothing was read for "
-                          "%.0f s; restarting this worker clean", tp.topic, tp.partition,
-                          end - 1, still)
-                log_tasks()
-                restart_self()
-
-    app.timer(interval=1.0)(freeze_watch)
-    app.timer(interval=5.0)(stall_watch)
     metrics.install(checkpoint.next_to_read)
     if web is not None:
         web.attach(metrics)

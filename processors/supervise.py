@@ -54,47 +54,6 @@ SINK_BACKOFF = Backoff(0.5, 10.0, 60.0)
 WORKER_BACKOFF = Backoff(1.0, 60.0, 300.0)
 
 
-class Frozen:
-    """Notices that the process did not run for longer than `limit_s` (monotonic time
-    goes on while a process is stopped)."""
-
-    def __init__(self, limit_s: float) -> None:
-        self.limit_s = limit_s
-        self.last: float | None = None  # from the first tick: start-up is not a freeze
-
-    def tick(self) -> float | None:
-        now = time.monotonic()
-        gap = None if self.last is None else now - self.last
-        self.last = now
-        return gap if gap is not None and gap > self.limit_s else None
-
-
-class Stalled:
-    """Notices a partition this worker holds that has messages to read (by its end
-    offset) while the worker's read position has not moved for `limit_s`."""
-
-    def __init__(self, limit_s: float) -> None:
-        self.limit_s = limit_s
-        self.since: dict[object, tuple[int, float]] = {}
-
-    def check(self, tp: object, read: int, end: int) -> float | None:
-        """`read`: the last offset read (-1 for none); `end`: the end offset. Returns
-        how long it has been stalled, once that is over the limit."""
-        now = time.monotonic()
-        if end <= read + 1:
-            self.since.pop(tp, None)
-            return None
-        prev = self.since.get(tp)
-        if prev is None or prev[0] != read:
-            self.since[tp] = (read, now)
-            return None
-        stalled = now - prev[1]
-        return stalled if stalled > self.limit_s else None
-
-    def forget(self) -> None:
-        self.since.clear()
-
-
 def supervise_sink(settings: Settings, loglevel: str, stop: threading.Event) -> None:
     """Run the sink process; whenever it dies (a crash, SIGKILL, OOM), log it and start
     another after a short back-off. The sink stops by itself when the worker is gone."""
