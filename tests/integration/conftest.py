@@ -282,16 +282,19 @@ class Pipeline:
         # sink, multiprocessing's helpers: all in its process group), none of it outliving
         # the test. Not a graceful stop (about 2 s a worker, in turn): what a worker does
         # on SIGTERM is what the drills that send it assert on.
-        for p in self.workers:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(p.pid, signal.SIGKILL)
-        for p in self.workers:
-            p.wait(timeout=60)
+        self.kill_workers()
         try:  # PITWATCH_KEEP=1 keeps the database for a look after the test
             if not os.environ.get("PITWATCH_KEEP"):
                 self.store._execute(f"DROP DATABASE IF EXISTS {self.id}")
         finally:
             self.store.close()
+
+    def kill_workers(self) -> None:
+        for p in self.workers:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(p.pid, signal.SIGKILL)
+        for p in self.workers:
+            p.wait(timeout=60)
 
 
 @pytest.fixture

@@ -175,9 +175,12 @@ class ClusterPipeline(Pipeline):
                           ignore=(StoreError,))
 
     def close(self) -> None:
+        """Its database is replicated: dropped on every server at once (ON CLUSTER),
+        never on one server alone, which waits on ZooKeeper past a client's time-out."""
         try:
-            super().close()
+            self.kill_workers()
         finally:
+            self.store.close()
             if not os.environ.get("PITWATCH_KEEP"):
                 drop = ServerStore.at(CH_HOSTS, "default")
                 try:  # a replicated table is dropped once ZooKeeper is back for it
