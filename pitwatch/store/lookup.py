@@ -507,14 +507,6 @@ def stored_violations(store: Store, violation_ids: Iterable[str],
         {"v": ids, "t": table_id or ""})}
 
 
-def violations_of_severity(store: Store, severity: str) -> set[str]:
-    """The ids of the stored violations of a severity, through `violation_codes`' sort
-    key (severity first): what matches, never the rest of the store."""
-    return {r["violation_id"] for r in store.query(
-        "SELECT DISTINCT violation_id FROM violation_codes WHERE severity = {s:String}",
-        {"s": severity})}
-
-
 def pinned_open(store: Store) -> set[str]:
     """The ids of the CRITICAL violations no triage change has taken out of `pinned_open`
     (schemas/clickhouse/023_pinned.sql): a row each once merged, whatever the history's

@@ -184,7 +184,8 @@ def test_the_pinned_list_reads_the_unhandled_alone_with_41_times_the_history(
         got = ConsoleData(cast(Store, counting)).pinned()
         if chdb:
             with pytest.raises(StoreError, match="Limit for rows"):  # the read replaced
-                lookup.violations_of_severity(store, "CRITICAL")
+                store.query("SELECT DISTINCT violation_id FROM violation_codes "
+                            "WHERE severity = 'CRITICAL'")
     finally:
         if chdb:
             _bounded(store, 0)
