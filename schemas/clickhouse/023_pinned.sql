@@ -11,8 +11,9 @@
 -- violation that is not in (not CRITICAL, or handled already) adds nothing. Filled by
 -- materialized views as rows land (the triage view reads this table, small once merged,
 -- to know what is in), backfilled once in a store made before it (`lookup.MIGRATIONS`,
--- "lookups-7": the violations first, then the triage). Only what ClickHouse 18.16 and chDB
--- both run.
+-- "lookups-7": the violations first, then the triage). GLOBAL IN: on a cluster the backfill
+-- reads two Distributed tables, whose plain IN ClickHouse refuses (distributed_product_mode);
+-- on one server it is IN. Only what ClickHouse 18.16 and chDB both run.
 CREATE TABLE IF NOT EXISTS pinned_open (
     violation_id  String,
     sign          Int8
@@ -27,5 +28,5 @@ WHERE severity = 'CRITICAL';
 CREATE MATERIALIZED VIEW IF NOT EXISTS pinned_handled_mv TO pinned_open AS
 SELECT DISTINCT violation_id, toInt8(-1) AS sign
 FROM triage
-WHERE violation_id IN (SELECT violation_id FROM pinned_open GROUP BY violation_id
-                       HAVING sum(sign) > 0)
+WHERE violation_id GLOBAL IN (SELECT violation_id FROM pinned_open GROUP BY violation_id
+                              HAVING sum(sign) > 0)
