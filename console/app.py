@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 import orjson
 from aiohttp import web
@@ -379,8 +380,6 @@ async def round_seat_view(request: web.Request) -> web.Response:
     """A seat's session in a round, found when asked: 303 to its page when there is
     one whose id is known, else a page that says why not. A round or seat that is not
     one (a seat outside 1..MAX_SEAT, an id the contract does not allow): 404."""
-    from urllib.parse import quote
-
     rid, seat = request.match_info["round_id"], request.match_info["seat"]
     if not (seat.isascii() and seat.isdigit() and len(seat) <= 2
             and 1 <= int(seat) <= MAX_SEAT) or not 1 <= len(rid) <= MAX_ID:
@@ -435,8 +434,6 @@ def case_folders(root: Path, round_id: str) -> list[str]:
 
 
 async def violation_page(request: web.Request) -> web.Response:
-    from urllib.parse import quote
-
     vid = checked_id(request.match_info["violation_id"], "violation id")
     v = request.app[HUB].recent.get(vid)
     if v is None:
