@@ -42,12 +42,11 @@ from pitwatch.engine.state import Round
 from pitwatch.engine.violation import Violation
 from pitwatch.events.avro import rules_from_dict, rules_to_dict
 from pitwatch.events.model import Event, PlayerLeft, PlayerSeated, Rules, ShoeLoaded
-from pitwatch.protect.counting import detect_count_betting
 from pitwatch.protect.hold import HoldTally, detect_hold
-from pitwatch.protect.holecard import basic_play, detect_hole_card_play
+from pitwatch.protect.holecard import basic_play
 from pitwatch.protect.observation import SEAT_SESSION, TABLE, Observation
 from pitwatch.protect.rounds import BLACKJACK, RoundView, SeatRound, Spot, TableReader
-from pitwatch.protect.run import BREAKS
+from pitwatch.protect.run import BREAKS, session_observations
 from pitwatch.protect.seating import Seating, SeatLog
 from pitwatch.protect.sessions import GAP_ROUNDS, SeatSession, infer_sessions
 from pitwatch.protect.stored import withdrawal
@@ -59,18 +58,6 @@ log = logging.getLogger("pitwatch.worker")
 SEAT_EVENTS: Final = (PlayerSeated, PlayerLeft)
 #: the version of the observer's part of a snapshot; another one starts it afresh
 STATE_VERSION: Final = 2
-
-
-def session_observations(session: SeatSession) -> list[Observation]:
-    """A seat session's observations, naming its player where seat events do (as
-    `pitwatch.protect.run.observe` gives them)."""
-    out = []
-    for detect in (detect_count_betting, detect_hole_card_play):
-        found = detect(session)
-        if found is not None:
-            out.append(found if session.player_id is None else replace(
-                found, player_id=session.player_id, player_kind=session.player_kind))
-    return out
 
 
 def slim(view: RoundView) -> RoundView | None:
