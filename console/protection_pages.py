@@ -10,7 +10,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from pitwatch.money import dollars
-from pitwatch.protect.observation import CATALOGUE, DEALER, SEAT_SESSION, SHIFT
+from pitwatch.protect.observation import CATALOGUE, DEALER, SEAT_SESSION, SHIFT, evidence_text
 
 from .charts import bet_chart, hold_chart
 from .html import context, e, local, page, u
@@ -45,14 +45,6 @@ def _f2(x: float | None) -> str:
     return "" if x is None else f"{x:.2f}"
 
 
-def _evidence(o: dict[str, Any]) -> str:
-    if o["p_value"] is not None:
-        return f"p = {o['p_value']:.2g}"
-    if o["likelihood_ratio"] is not None:
-        return f"likelihood ratio {o['likelihood_ratio']:.3g}"
-    return ""
-
-
 def _rounds(ids: list[str]) -> str:
     return ", ".join(f'<a class="id" href="/rounds/{u(r)}">{e(r)}</a>' for r in ids) or "—"
 
@@ -67,7 +59,7 @@ def observations_table(obs: list[dict[str, Any]], caption: str) -> str:
         f'<span class="note">{e(CATALOGUE.get(o["code"], ""))}</span></td>'
         f"<td>{subject_link(o)}{' (inferred)' if o['inferred'] else ''}</td>"
         f'<td class="n">{e(o["statistic"])} = {e(_g(o["value"]))}</td>'
-        f'<td class="n">{e(_evidence(o))}</td><td class="n">{e(_f2(o["strength"]))}</td>'
+        f'<td class="n">{e(evidence_text(o))}</td><td class="n">{e(_f2(o["strength"]))}</td>'
         f'<td class="n">{e(o["rounds"])}</td><td class="ids">{_rounds(o["weight_rounds"])}</td>'
         f'<td>{e(o["message"])}</td></tr>' for o in obs)
     return (f'<div class="scroll"><table class="observations"><caption>{e(caption)}'
@@ -146,7 +138,7 @@ def dealer_page(d: dict[str, Any]) -> str:
         f'<td class="n">{e(r.get("violations") or "")}</td></tr>' for r in d["rounds"])
     errors = [o for o in d["observations"] if o["code"] == "DEALER_ERROR_RATE"]
     rate = ("".join(
-        f'<p class="obs-line">{e(o["message"])} ({e(_evidence(o))}; the floor: '
+        f'<p class="obs-line">{e(o["message"])} ({e(evidence_text(o))}; the floor: '
         f'{e(_f1(o["details"].get("floor_per_100", 0)))} per 100 rounds)</p>'
         for o in errors) or '<p class="note">No error-rate observation: the dealer\'s '
                              "rounds with errors are not above the floor's rate by the "

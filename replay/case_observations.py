@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from pitwatch.money import dollars
+from pitwatch.protect.observation import evidence_text
 
 TITLE: Final = "Game protection observations"
 NOTE: Final = (
@@ -22,15 +23,6 @@ HEADERS: Final = ("observation", "about", "statistic", "evidence", "money",
                   "rounds that carry the weight", "what it says")
 #: the cells of HEADERS that hold ids (set in a fixed-width face)
 ID_CELLS: Final = frozenset({1, 5})
-
-
-def evidence(o: dict[str, Any]) -> str:
-    """The test's figure: a p-value, or a likelihood ratio."""
-    if o["p_value"] is not None:
-        return f"p = {o['p_value']:.2g}"
-    if o["likelihood_ratio"] is not None:
-        return f"likelihood ratio {o['likelihood_ratio']:.3g}"
-    return ""
 
 
 def _cents(details: dict[str, Any], key: str) -> str | None:
@@ -56,5 +48,5 @@ def observation_cells(o: dict[str, Any]) -> tuple[str, ...]:
     """One observation (its JSON form) as the cells of HEADERS, plain text."""
     value = o["value"] if o["value"] is not None else 0.0
     return (str(o["code"]), f"{str(o['scope']).lower()} {o['subject']}",
-            f"{o['statistic']} = {value:.3g}", evidence(o), money(o),
+            f"{o['statistic']} = {value:.3g}", evidence_text(o), money(o),
             ", ".join(o["weight_rounds"]) or "none named", str(o["message"]))

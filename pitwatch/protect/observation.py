@@ -10,6 +10,7 @@ statistic and p-value or likelihood ratio, the rounds that carry the weight, and
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -103,3 +104,13 @@ def strength(evidence: float, threshold: float) -> float:
     if threshold <= 0:
         return 0.0
     return max(0.0, min(1.0, (evidence - threshold) / (9.0 * threshold)))
+
+
+def evidence_text(o: Mapping[str, Any]) -> str:
+    """An observation's (JSON form) test figure in words: its p-value, or its likelihood
+    ratio; '' for neither."""
+    if o["p_value"] is not None:
+        return f"p = {o['p_value']:.2g}"
+    if o["likelihood_ratio"] is not None:
+        return f"likelihood ratio {o['likelihood_ratio']:.3g}"
+    return ""
