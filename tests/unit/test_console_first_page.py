@@ -9,13 +9,12 @@ span index (schemas/clickhouse/022_spans.sql) is migrated in place."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
 
-from pitwatch.address import host_port
 from pitwatch.audit.run import audit_events
 from pitwatch.console.data import SEVERITIES, ConsoleData, Filters
 from pitwatch.producers.history import copy_floor
@@ -24,8 +23,9 @@ from pitwatch.store import lookup
 from pitwatch.store.base import Store, StoreError, ddl_statements
 from pitwatch.store.embedded import EmbeddedStore
 
-from .test_console_lookups import _MONTH, FEED_BOUND, _fine
-from .test_store_lookups import COPIES, SERVER, _bounded
+from .lookup_stores import Counting, floor_store
+from .test_console_lookups import _MONTH, FEED_BOUND
+from .test_store_lookups import COPIES, _bounded
 
 #: Store calls a first page may make: the feed's first poll (its clock, the span, one
 #: window, the triage of what it shows and of the last day), a table's page, an
@@ -33,54 +33,12 @@ from .test_store_lookups import COPIES, SERVER, _bounded
 MOST_CALLS = 12
 
 
-class Counting:
-    """A store that counts the queries made through it (each one round trip)."""
-
-    def __init__(self, store: Store) -> None:
-        self.store, self.calls = store, 0
-
-    def query(self, sql: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        self.calls += 1
-        return self.store.query(sql, params)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.store, name)
-
-
 @pytest.fixture(params=["chDB", "server"])
 def store(request: pytest.FixtureRequest, tmp_path: Path,
           monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
-    if request.param == "chDB":
-        _fine(monkeypatch)  # granules of 32 rows: the rows read tell a scan
-        _finer_triage(monkeypatch)
-        s: Store = EmbeddedStore(tmp_path / "data")
-    else:
-        if not SERVER:
-            pytest.skip("PITWATCH_TEST_CLICKHOUSE=HOST:PORT names no server")
-        from pitwatch.store.server import ServerStore
-
-        host, port = host_port(SERVER)
-        s = ServerStore(host, port, "pitwatch_test_first_page")
-        s._admin.execute("DROP DATABASE IF EXISTS pitwatch_test_first_page")
-    s.setup()
-    audit_events(simulate_floor(2, 12, 11, 0.3)[0], store=s)
-    getattr(s, "sync", lambda: None)()
-    yield s
-    if request.param == "server":
-        s._admin.execute("DROP DATABASE IF EXISTS pitwatch_test_first_page")  # type: ignore[attr-defined]
-    s.close()
-
-
-def _finer_triage(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`triage` made with granules of 4 rows: a violation's changes are looked up by its
-    id, which is no order of time, so a window's few ids are each in a granule of their
-    own, and the rows read tell a read of those ids from a read of all of triage."""
-    from pitwatch.store import embedded
-
-    made: Callable[[], list[str]] = embedded.__dict__["ddl_statements"]  # as `_fine` made it
-    monkeypatch.setattr(embedded, "ddl_statements", lambda: [
-        s.replace("SETTINGS index_granularity = 32", "SETTINGS index_granularity = 4")
-        if s.startswith("CREATE TABLE IF NOT EXISTS triage ") else s for s in made()])
+    yield from floor_store(request, tmp_path, monkeypatch, "pitwatch_test_first_page",
+                           ("triage",), lambda s: audit_events(
+                               simulate_floor(2, 12, 11, 0.3)[0], store=s))
 
 
 def _first_pages(store: Store, table: str) -> tuple[list[int], dict[str, Any]]:

@@ -9,14 +9,12 @@ PITWATCH_TEST_CLICKHOUSE names one. A store made before the index is migrated in
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
 
-from pitwatch.address import host_port
 from pitwatch.audit.run import audit_events
 from pitwatch.console.data import ConsoleData
 from pitwatch.console.triage import Change
@@ -26,9 +24,9 @@ from pitwatch.store import lookup
 from pitwatch.store.base import Store, StoreError, ddl_statements
 from pitwatch.store.embedded import EmbeddedStore
 
-from .test_console_first_page import Counting
-from .test_console_lookups import _MONTH, _fine
-from .test_store_lookups import COPIES, SERVER, _bounded
+from .lookup_stores import Counting, floor_store
+from .test_console_lookups import _MONTH
+from .test_store_lookups import COPIES, _bounded
 
 #: Rows a query of `pinned` may read at 41x history on chDB (granules of 32 rows, of 4
 #: for `triage` and `pinned_open`): a few granules around the floor's unhandled
@@ -40,40 +38,11 @@ _COLUMNS = ("violation_id, code, severity, table_id, round_id, seat, hand, event
             "evidence, citation, message, pack, pack_version, detected_at, detected_ms")
 
 
-def _finer(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`triage` and `pinned_open` made with granules of 4 rows (the others of 32:
-    `_fine`), so that the rows read tell a read of a few ids from a read of all."""
-    from pitwatch.store import embedded
-
-    made = embedded.__dict__["ddl_statements"]
-    monkeypatch.setattr(embedded, "ddl_statements", lambda: [
-        re.sub(r"(SETTINGS index_granularity = 32)?$", " SETTINGS index_granularity = 4",
-               s, count=1)
-        if re.match(r"CREATE TABLE IF NOT EXISTS (triage|pinned_open) ", s) else s
-        for s in made()])
-
-
 @pytest.fixture(params=["chDB", "server"])
 def store(request: pytest.FixtureRequest, tmp_path: Path,
           monkeypatch: pytest.MonkeyPatch) -> Iterator[Store]:
-    if request.param == "chDB":
-        _fine(monkeypatch)
-        _finer(monkeypatch)
-        s: Store = EmbeddedStore(tmp_path / "data")
-    else:
-        if not SERVER:
-            pytest.skip("PITWATCH_TEST_CLICKHOUSE=HOST:PORT names no server")
-        from pitwatch.store.server import ServerStore
-
-        host, port = host_port(SERVER)
-        s = ServerStore(host, port, "pitwatch_test_pinned")
-        s._admin.execute("DROP DATABASE IF EXISTS pitwatch_test_pinned")
-    s.setup()
-    _floor(s)
-    yield s
-    if request.param == "server":
-        s._admin.execute("DROP DATABASE IF EXISTS pitwatch_test_pinned")  # type: ignore[attr-defined]
-    s.close()
+    yield from floor_store(request, tmp_path, monkeypatch, "pitwatch_test_pinned",
+                           ("triage", "pinned_open"), _floor)
 
 
 def _sync(store: Store) -> None:
