@@ -614,9 +614,11 @@ async def add_triage(request: web.Request) -> web.Response:
     refused: list[dict[str, str]] = []
     for vid in ids:
         try:
-            if vid not in hub.recent:
+            known = hub.recent.get(vid)
+            if known is None:
                 await db.run(db.data.violation, vid)  # NotFound: refused below
-            row = await db.run(db.data.apply, vid, change, s.user, s.role, now_ms())
+            row = await db.run(db.data.apply, vid, change, s.user, s.role, now_ms(),
+                               None if known is None else known["table_id"])
         except (Refused, NotFound) as exc:
             refused.append({"violation_id": vid, "error": str(exc)})
             continue

@@ -20,7 +20,7 @@ import orjson
 from pitwatch.engine.violation import Severity
 from pitwatch.packs.registry import all_packs
 from pitwatch.store import lookup
-from pitwatch.store.base import Store, columns, ddl_statements
+from pitwatch.store.base import Store, added_columns, columns, ddl_statements
 from pitwatch.store.rows import VIOLATION_COLUMNS, stored_json, violation_from_row
 
 from .feed_types import Polled
@@ -90,7 +90,8 @@ def refresh_aggregates(store: Store) -> list[str]:
         have = [r["name"] for r in store.query(
             "SELECT name FROM system.columns WHERE database = currentDatabase() "
             "AND table = {t:String}", {"t": agg.table})]
-        if have and have != columns(agg.table):
+        added = {c for t, c, _ in added_columns() if t == agg.table}  # setup adds them
+        if have and have != [c for c in columns(agg.table) if c in have or c not in added]:
             store.query(f"DROP TABLE IF EXISTS {agg.view}")
             store.query(f"DROP TABLE IF EXISTS {agg.table}")
             done.append(f"{agg.table}: made again to the current schema")
@@ -113,7 +114,7 @@ def migrate_triage(store: Store) -> list[str]:
     have = [r["name"] for r in store.query(
         "SELECT name FROM system.columns WHERE database = currentDatabase() "
         "AND table = 'triage'")]
-    if not have or have == columns("triage"):
+    if not have or "change_id" in have:  # today's (`lookup.add_columns` adds the rest)
         return []
     if "action" not in have or "triage_id" not in have:
         raise RuntimeError(f"the store's triage table has columns pitwatch does not know: "
@@ -121,7 +122,9 @@ def migrate_triage(store: Store) -> list[str]:
     store.query("RENAME TABLE triage TO triage_v1")
     store.setup()
     store.query(
-        "INSERT INTO triage SELECT triage_id AS change_id, violation_id, "
+        "INSERT INTO triage (change_id, violation_id, action, status, prev_status, "
+        "assignee, prev_assignee, disposition, amount, note, who, role, ts, ts_ms) "
+        "SELECT triage_id AS change_id, violation_id, "
         "'acknowledge' AS action, 'acknowledged' AS status, 'new' AS prev_status, "
         "'' AS assignee, '' AS prev_assignee, '' AS disposition, toInt64(0) AS amount, "
         "note, who, '' AS role, ts, ts_ms FROM triage_v1")
@@ -477,10 +480,14 @@ class ConsoleData:
         return out
 
     def apply(self, violation_id: str, change: Change, user: str, role: str,
-              at_ms: int) -> dict[str, Any]:
+              at_ms: int, table_id: str | None = None) -> dict[str, Any]:
         """Check a change against the violation's current state and append it (the
-        violation is never touched); Refused when the role or the state forbids it."""
+        violation is never touched); Refused when the role or the state forbids it.
+        `table_id`: the violation's casino table (the row carries it: a cluster keeps
+        the change on the violation's shard), looked up when not given."""
         vid = checked_id(violation_id, "violation id")
+        if table_id is None:
+            table_id = lookup.violation_tables(self.store, [vid]).get(vid, "")
         cur = self.states([vid]).get(vid)
         before = State(cur["status"], cur["assignee"]) if cur else State()
         after = check(change, role, before)
@@ -493,7 +500,7 @@ class ConsoleData:
                "disposition": change.disposition if change.action == "close" else "",
                "amount": change.amount if change.disposition == "confirmed" else 0,
                "note": change.note, "who": user, "role": role,
-               "ts": at_ms // 1000, "ts_ms": at_ms % 1000}
+               "ts": at_ms // 1000, "ts_ms": at_ms % 1000, "table_id": table_id}
         self.store.insert("triage", [row])
         out = {k: v for k, v in row.items() if k not in ("ts", "ts_ms")}
         return {**out, "at": at_ms}
@@ -579,18 +586,21 @@ class ConsoleData:
         from `round_index` (round id first), then `rounds` through its sort key (table,
         round) in the months they started in alone (a round starts within its events'
         span)."""
+        pairs = [(t, r) for t, r in pairs if r]
+        if not pairs:  # no table has a round: nothing to ask (an empty IN is no SQL)
+            return set()
+        rounds = tuple(sorted({r for _, r in pairs}))
         spans = self.store.query(
             "SELECT toUInt32(minMerge(began)) AS a, toUInt32(maxMerge(ended)) AS z, "
             "count() AS n FROM round_index WHERE round_id IN {r:Array(String)}",
-            {"r": tuple(sorted({r for _, r in pairs if r}))}) if pairs else []
+            {"r": rounds})
         if not spans or not int(spans[0]["n"]):
             return set()
         return {r["round_id"] for r in self.store.query(
             "SELECT round_id FROM rounds WHERE table_id IN {t:Array(String)} "
             "AND round_id IN {r:Array(String)} AND started >= toDateTime({a:UInt32}) "
             "AND started <= toDateTime({z:UInt32})",
-            {"t": tuple(sorted({t for t, _ in pairs})),
-             "r": tuple(sorted({r for _, r in pairs})),
+            {"t": tuple(sorted({t for t, _ in pairs})), "r": rounds,
              "a": int(spans[0]["a"]), "z": int(spans[0]["z"])})}
 
     def tables(self) -> list[str]:

@@ -53,6 +53,13 @@ def shard_key(columns: str, clauses: str) -> str:
     return m.group(1)
 
 
+def _fields(database: str, cluster: str, m: re.Match[str]) -> dict[str, str]:
+    args = m["args"].strip()
+    return {"db": database, "cluster": cluster, "name": m["name"], "columns": m["columns"],
+            "engine": m["engine"], "args": f", {args}" if args else "",
+            "clauses": m["clauses"].strip(), "shard_key": shard_key(m["columns"], m["clauses"])}
+
+
 def cluster_statements(database: str, cluster: str) -> list[str]:
     """The store's DDL for `database` on `cluster`, in the one-server DDL's order: each
     table's local and Distributed tables, each view on the shards."""
@@ -60,11 +67,7 @@ def cluster_statements(database: str, cluster: str) -> list[str]:
     out: list[str] = []
     for stmt in ddl_statements():
         if m := _TABLE.fullmatch(stmt):
-            args = m["args"].strip()
-            fields = {"db": database, "cluster": cluster, "name": m["name"],
-                      "columns": m["columns"], "engine": m["engine"],
-                      "args": f", {args}" if args else "", "clauses": m["clauses"].strip(),
-                      "shard_key": shard_key(m["columns"], m["clauses"])}
+            fields = _fields(database, cluster, m)
             out.append(t["local"].format(**fields))
             out.append(t["distributed"].format(**fields))
         elif m := VIEW.fullmatch(stmt):
@@ -86,3 +89,15 @@ def table_names() -> list[str]:
         elif m := VIEW.fullmatch(stmt):
             names.append(m["name"])
     return names
+
+
+def distributed(database: str, cluster: str) -> dict[str, tuple[str, str]]:
+    """Each table's Distributed table: its sharding expression (as `system.tables`
+    shows it in `engine_full`) and the statement that makes it."""
+    out: dict[str, tuple[str, str]] = {}
+    for stmt in ddl_statements():
+        if m := _TABLE.fullmatch(stmt):
+            fields = _fields(database, cluster, m)
+            out[m["name"]] = (f"cityHash64({fields['shard_key']})",
+                              templates()["distributed"].format(**fields))
+    return out

@@ -342,13 +342,14 @@ class EmbeddedStore:
         return _run(self._session, sql, fmt, params)
 
     def setup(self) -> None:
+        from .lookup import add_columns, migrate
+
+        add_columns(self)  # a later version's columns, before a view reads them
         for stmt in ddl_statements():
             self._run(_created(stmt))
         for t in TABLES:
             self._run(f"ALTER TABLE {t} MODIFY SETTING {TABLE_SETTINGS}")
-        from .lookup import migrate  # the index tables of a store made before them
-
-        migrate(self)
+        migrate(self)  # the index tables of a store made before them
 
     def insert(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
         if rows:

@@ -90,21 +90,22 @@ def backfills() -> dict[str, list[str]]:
 
 def add_columns(store: Store) -> list[str]:
     """The columns later files add to a table (`base.added_columns`) added to a store
-    made before them, each once: checked in `system.columns` (ClickHouse 18.16 has no
-    ADD COLUMN IF NOT EXISTS). On a cluster, to the shards' local tables and the
-    Distributed one, ON CLUSTER. The columns it added, as table.column."""
+    made before them, each once, before the store's DDL runs (a view of a later file may
+    read the column): checked in `system.columns` (ClickHouse 18.16 has no ADD COLUMN
+    IF NOT EXISTS); a table not made yet gets it in its CREATE. On a cluster, to the
+    shards' local tables, ON CLUSTER (18.16 runs no ALTER ON CLUSTER of a Distributed
+    table: `ServerStore` makes those again). The columns it added, as table.column."""
     cluster = getattr(store, "cluster", None)
     added = []
     for table, column, decl in added_columns():
-        have = store.query("SELECT count() AS n FROM system.columns WHERE database = "
-                           "currentDatabase() AND table = {t:String} AND name = {c:String}",
-                           {"t": table, "c": column})
-        if int(have[0]["n"]):
+        name = f"{table}_local" if cluster else table
+        have = {r["name"] for r in store.query(
+            "SELECT name FROM system.columns WHERE database = currentDatabase() AND "
+            "table = {t:String}", {"t": name})}
+        if not have or column in have:
             continue
-        names = [f"{table}_local", table] if cluster else [table]
-        for name in names:
-            on = f" ON CLUSTER {cluster}" if cluster else ""
-            store.query(f"ALTER TABLE {name}{on} ADD COLUMN {column} {decl}")
+        on = f" ON CLUSTER {cluster}" if cluster else ""
+        store.query(f"ALTER TABLE {name}{on} ADD COLUMN {column} {decl}")
         added.append(f"{table}.{column}")
     return added
 
@@ -112,9 +113,7 @@ def add_columns(store: Store) -> list[str]:
 def migrate(store: Store) -> list[str]:
     """Fill the index tables of a store made before them from its base tables, once
     (after `setup` made them; rows stored meanwhile are written twice, which the
-    tables absorb), after adding the columns it lacks (`add_columns`). The migrations
-    it ran, by name."""
-    add_columns(store)
+    tables absorb). The migrations it ran, by name."""
     done = {r["name"] for r in store.query("SELECT name FROM store_migrations")}
     ran = []
     fills = backfills()
@@ -505,6 +504,17 @@ def stored_violations(store: Store, violation_ids: Iterable[str],
         "SELECT DISTINCT violation_id FROM violation_ids WHERE violation_id IN "
         "{v:Array(String)}" + ("" if table_id is None else " AND table_id = {t:String}"),
         {"v": ids, "t": table_id or ""})}
+
+
+def violation_tables(store: Store, violation_ids: Iterable[str]) -> dict[str, str]:
+    """The casino table of each of these stored violations, through `violation_ids`'
+    sort key; one not stored is not in the answer."""
+    ids = _ids(violation_ids)
+    if not ids:
+        return {}
+    return {r["violation_id"]: r["table_id"] for r in store.query(
+        "SELECT DISTINCT violation_id, table_id FROM violation_ids WHERE violation_id IN "
+        "{v:Array(String)}", {"v": ids})}
 
 
 def pinned_open(store: Store) -> set[str]:

@@ -89,8 +89,13 @@ class ServerStore:
         for other, _ in alt_hosts:
             auth.driver(other)  # a password goes in clear to none of them either
         alt = ",".join(join_host_port(h, p) for h, p in alt_hosts) or None
-        # on a cluster, an insert returns once every shard holds its rows
-        settings = {"insert_distributed_sync": 1} if self.cluster else {}
+        # on a cluster, an insert returns once every shard holds its rows, and a
+        # subquery over a Distributed table inside a query of one (an index's pairs,
+        # the triage of what a page shows) is read once and sent to every shard as
+        # GLOBAL IN: ClickHouse refuses it otherwise, and a shard's own rows alone
+        # ('local') would miss those of a table sharded by another key
+        settings = {"insert_distributed_sync": 1, "distributed_product_mode": "global"} \
+            if self.cluster else {}
         self.client = Client(host=host, port=port, database=database, alt_hosts=alt,
                              connect_timeout=connect_timeout, send_receive_timeout=30,
                              settings=settings, **login)
@@ -114,15 +119,16 @@ class ServerStore:
             raise StoreError(f"ClickHouse: {reason(e)}") from e
 
     def setup(self) -> None:
+        from .lookup import add_columns, migrate
+
         if self.cluster:
             self._setup_cluster()
         else:
             self._admin_execute(f"CREATE DATABASE IF NOT EXISTS {self.database}")
+            add_columns(self)  # a later version's columns, before a view reads them
             for stmt in ddl_statements():
                 self._execute(stmt)
-        from .lookup import migrate  # the index tables of a store made before them
-
-        migrate(self)
+        migrate(self)  # the index tables of a store made before them
 
     def _admin_execute(self, sql: str) -> Any:
         try:
@@ -134,18 +140,46 @@ class ServerStore:
 
     def _setup_cluster(self) -> None:
         """The cluster's tables, made ON CLUSTER once: a store whose every table the
-        server it reached already has is left as it is (a DDL ON CLUSTER waits for every
+        server it reached already has is left as it is, but for a later version's
+        columns and sharding, each changed once (a DDL ON CLUSTER waits for every
         server, and a sink starting again while one is down must not)."""
         from .cluster import cluster_statements, table_names
+        from .lookup import add_columns
 
         have = {r[0] for r in self._admin_execute(
             f"SELECT name FROM system.tables WHERE database = '{self.database}'")}
+        if have:  # a store made before: a later version's columns and sharding first
+            add_columns(self)
+            self._remake_distributed()
         if set(table_names()) <= have:
             return
         self._admin_execute(f"CREATE DATABASE IF NOT EXISTS {self.database} "
                             f"ON CLUSTER {self.cluster}")
         for stmt in cluster_statements(self.database, self.cluster):
             self._execute(stmt)
+
+    def _remake_distributed(self) -> None:
+        """Each Distributed table that is not as this version makes it (a column its
+        local tables gained, or a sharding key a later version changed: `triage` and
+        `pinned_open` by violation, then by casino table, 024_triage_table.sql) dropped
+        and made again ON CLUSTER. A Distributed table holds no rows (inserts are
+        synchronous), so only the routing of later inserts changes; each row already
+        stored stays on its shard."""
+        from .cluster import distributed
+
+        made = dict(self._admin_execute(
+            "SELECT name, engine_full FROM system.tables WHERE database = "
+            f"'{self.database}' AND engine = 'Distributed'"))
+        cols: dict[str, set[str]] = {}
+        for table, name in self._admin_execute(
+                f"SELECT table, name FROM system.columns WHERE database = '{self.database}'"):
+            cols.setdefault(table, set()).add(name)
+        on = f"ON CLUSTER {self.cluster}"
+        for name, (key, create) in distributed(self.database, self.cluster).items():
+            if name in made and (not made[name].endswith(f", {key})")
+                                 or cols.get(name) != cols.get(f"{name}_local")):
+                self._admin_execute(f"DROP TABLE IF EXISTS {self.database}.{name} {on}")
+                self._execute(create)
 
     def insert(self, table: str, rows: Sequence[dict[str, Any]]) -> None:
         if rows:

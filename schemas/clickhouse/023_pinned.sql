@@ -21,12 +21,12 @@ CREATE TABLE IF NOT EXISTS pinned_open (
 ORDER BY violation_id;
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS pinned_open_mv TO pinned_open AS
-SELECT DISTINCT violation_id, toInt8(1) AS sign
+SELECT DISTINCT violation_id, toInt8(1) AS sign, table_id
 FROM violations
 WHERE severity = 'CRITICAL';
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS pinned_handled_mv TO pinned_open AS
-SELECT DISTINCT violation_id, toInt8(-1) AS sign
+SELECT DISTINCT violation_id, toInt8(-1) AS sign, table_id
 FROM triage
 WHERE violation_id GLOBAL IN (SELECT violation_id FROM pinned_open GROUP BY violation_id
                               HAVING sum(sign) > 0)

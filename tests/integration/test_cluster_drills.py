@@ -9,6 +9,8 @@ alerts topic and in ClickHouse, nothing missing and nothing doubled:
   then goes on;
 - restart every broker in turn while the floor streams (a rolling restart).
 
+And the console, replay and investigate read the cluster's store as they read one store.
+
 The cluster is started once for the module and stopped by PID after it, however it
 ends (unless it was running before). Every node a drill stops is started again in a
 `finally`, so the next drill finds the whole cluster."""
@@ -28,9 +30,16 @@ from typing import Any
 
 import pytest
 
+from pitwatch.audit.run import audit_events
+from pitwatch.console.data import ConsoleData, Filters
+from pitwatch.console.triage import Change
 from pitwatch.events.model import Event
 from pitwatch.producers.kafka_out import Pacing, make_producer, send_events
-from pitwatch.store.base import StoreError
+from pitwatch.producers.simulate import simulate_floor
+from pitwatch.replay.case import Selection, build_case
+from pitwatch.replay.rebuild import rebuild
+from pitwatch.store.base import Store, StoreError
+from pitwatch.store.embedded import EmbeddedStore
 from pitwatch.store.server import ServerStore
 from pitwatch.topics import ensure_topics
 
@@ -328,3 +337,84 @@ def test_rolling_restart_of_every_broker_while_a_floor_streams(cpipe: ClusterPip
 
     # about 190 s of stream: a roll takes 60-140 s on a 2-core host
     drill(cpipe, events, exp, rate=20, during=roll, within_stream=True)
+
+
+def _answers(store: Store) -> dict[str, Any]:
+    """What the console, replay and investigate show of a store, by the ids they name."""
+    data = ConsoleData(store)
+    v = store.query("SELECT violation_id, round_id, code, table_id FROM violations "
+                    "ORDER BY violation_id LIMIT 1")[0]
+    dealer = store.query("SELECT min(dealer_id) AS d FROM rounds")[0]["d"]
+
+    def search(**f: Any) -> tuple[int, list[str]]:
+        got = data.search(Filters(**f), 0, 50)
+        return got["total"], [a["violation_id"] for a in got["alerts"]]
+
+    case = build_case(store, Selection(dealer=dealer), "x", 0, 50)
+    rebuilt = rebuild(store, v["round_id"])
+    return {
+        "feed": [a["violation_id"] for a in data.poll(None, None).alerts],
+        "pinned": [a["violation_id"] for a in data.pinned()["alerts"]],
+        "round": search(round=v["round_id"]), "dealer": search(dealer=dealer),
+        "code": search(code=v["code"]), "unhandled": search(unhandled=True),
+        "code unhandled": search(code=v["code"], unhandled=True),
+        "table": [r["round_id"] for r in data.table(v["table_id"], 20)["rounds"]],
+        "floor": [(r["table_id"], r["open_round"], r["today"])
+                  for r in data.floor(0, 60_000, 0, clock="store")],
+        "replay": sorted(x.violation_id for x in rebuilt.violations),
+        "case": [(rb.round_id, sorted((f.violation.violation_id, f.status)
+                                      for f in case.findings(rb))) for rb in case.rounds],
+    }
+
+
+def test_the_console_and_replay_read_the_cluster_as_they_read_one_store(
+        on_cluster: None, tmp_path: Path) -> None:
+    """'The sink, console, replay, investigate and reaudit take a list of ClickHouse
+    hosts': over the cluster each shows what it shows of one embedded store of the same
+    floor (a subquery over a Distributed table inside a query of one goes to every shard
+    as GLOBAL IN). A triage change is stored on its violation's shard, so a handled
+    CRITICAL's two rows of `pinned_open` cancel when that shard merges: the index holds
+    the unhandled alone, however many were handled."""
+    events = simulate_floor(4, 12, 11, 0.3)[0]
+    db = "t" + uuid.uuid4().hex[:10]
+    stores: list[Store] = [ServerStore.at(CH_HOSTS, db), EmbeddedStore(tmp_path / "one")]
+    try:
+        for s in stores:
+            s.setup()
+            audit_events(events, store=s)
+            s.query(  # the floor raises no CRITICAL: its findings again, as CRITICALs
+                "INSERT INTO violations (violation_id, code, severity, table_id, round_id, "
+                "seat, hand, event_id, evidence, citation, message, pack, pack_version, "
+                "detected_at, detected_ms) SELECT concat(violation_id, '-c'), code, "
+                "'CRITICAL', table_id, round_id, seat, hand, event_id, evidence, citation, "
+                "message, pack, pack_version, detected_at, detected_ms FROM violations")
+            getattr(s, "sync", lambda: None)()
+        first = _answers(stores[0])
+        assert first == _answers(stores[1])
+        assert first["feed"] and first["round"][0] and first["dealer"][0] and first["case"]
+        crit = sorted(first["pinned"])
+        assert len(crit) > 4
+        for s in stores:  # every CRITICAL handled but the last
+            for vid in crit[:-1]:
+                ConsoleData(s).apply(vid, Change("acknowledge"), "ann", "supervisor",
+                                     1_764_547_200_000)
+            getattr(s, "sync", lambda: None)()
+        after = _answers(stores[0])
+        assert after == _answers(stores[1]) and after["pinned"] == crit[-1:]
+        from clickhouse_driver import Client
+
+        for port in (CH_PORTS[0], CH_PORTS[2]):  # a replica of each shard merges
+            c = Client(host="127.0.0.1", port=port, database=db, connect_timeout=3)
+            c.execute("OPTIMIZE TABLE pinned_open_local FINAL")
+            c.disconnect()
+        wait_until("the handled CRITICALs' rows cancelled on their shards", lambda: sorted(
+            r["violation_id"] for r in stores[0].query(
+                "SELECT violation_id FROM pinned_open")) == crit[-1:], 60, every=1)
+    finally:
+        stores[1].close()
+        stores[0].close()
+        drop = ServerStore.at(CH_HOSTS, "default")
+        try:
+            drop._admin_execute(f"DROP DATABASE IF EXISTS {db} ON CLUSTER {CLUSTER_NAME}")
+        finally:
+            drop.close()
