@@ -42,7 +42,16 @@ from .arrow import (
     event_rows,
     orphans,
 )
-from .base import TABLES, EventsInsert, Params, StoreError, columns, ddl_statements, to_columns
+from .base import (
+    TABLES,
+    EventsInsert,
+    Params,
+    StoreError,
+    check_params,
+    columns,
+    ddl_statements,
+    to_columns,
+)
 from .native import RowWriter
 
 
@@ -405,6 +414,7 @@ class EmbeddedStore:
         self._inserter.sync()
 
     def query(self, sql: str, params: Params | None = None) -> list[dict[str, Any]]:
+        check_params(sql, params)
         self.sync()
         out = self._run(sql, "JSONEachRow", params)
         return [orjson.loads(line) for line in out.splitlines() if line.strip()]

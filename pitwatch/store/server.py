@@ -12,7 +12,7 @@ from typing import Any
 
 from ..address import host_ports, join_host_port
 from ..connect import CLICKHOUSE_PORT, ClickHouseAuth
-from .base import TABLES, Params, StoreError, columns, ddl_statements
+from .base import TABLES, Params, StoreError, check_params, columns, ddl_statements
 
 _TIME_COLUMNS = frozenset({"ts", "started", "ended", "detected_at"})
 _PLACEHOLDER = re.compile(r"\{(\w+):[^{}]+\}")
@@ -208,6 +208,7 @@ class ServerStore:
             raise StoreError(f"ClickHouse: {reason(e)}", is_outage(e)) from e
 
     def query(self, sql: str, params: Params | None = None) -> list[dict[str, Any]]:
+        check_params(sql, params)
         try:
             if params:
                 rows, meta = self.client.execute(driver_placeholders(sql), dict(params),
