@@ -26,12 +26,12 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from pitwatch.audit.run import audit_events
-from pitwatch.console.data import ConsoleData, Filters
+from pitwatch.console.data import ConsoleData, Filters, refresh_aggregates
 from pitwatch.console.triage import Change
 from pitwatch.events.model import Event
 from pitwatch.producers.kafka_out import Pacing, make_producer, send_events
@@ -364,6 +364,10 @@ def _answers(store: Store) -> dict[str, Any]:
         "replay": sorted(x.violation_id for x in rebuilt.violations),
         "case": [(rb.round_id, sorted((f.violation.violation_id, f.status)
                                       for f in case.findings(rb))) for rb in case.rounds],
+        "shift": sorted(data.shift(0, 2**62), key=lambda r: (r["table_id"], r["dealer_id"])),
+        "violation_codes": [r["name"] for r in store.query(
+            "SELECT name FROM system.columns WHERE database = currentDatabase() "
+            "AND table = 'violation_codes'")],
     }
 
 
@@ -389,6 +393,20 @@ def test_the_console_and_replay_read_the_cluster_as_they_read_one_store(
                 "'CRITICAL', table_id, round_id, seat, hand, event_id, evidence, citation, "
                 "message, pack, pack_version, detected_at, detected_ms FROM violations")
             getattr(s, "sync", lambda: None)()
+        # an aggregate of an earlier schema (a column this one has not) is made again on
+        # every server of the cluster, its _local tables too, and filled again
+        stores[0].query(f"ALTER TABLE {db}.violation_codes_local ON CLUSTER {CLUSTER_NAME} "
+                        "ADD COLUMN earlier UInt8")
+        cast(ServerStore, stores[0])._remake_distributed()
+        assert refresh_aggregates(stores[0])[:1] == [
+            "violation_codes: made again to the current schema"]
+        from clickhouse_driver import Client
+
+        for port in CH_PORTS:
+            c = Client(host="127.0.0.1", port=port, database=db, connect_timeout=3)
+            assert not c.execute("SELECT table FROM system.columns WHERE database = "
+                                 "currentDatabase() AND name = 'earlier'"), port
+            c.disconnect()
         first = _answers(stores[0])
         assert first == _answers(stores[1])
         assert first["feed"] and first["round"][0] and first["dealer"][0] and first["case"]
@@ -401,7 +419,6 @@ def test_the_console_and_replay_read_the_cluster_as_they_read_one_store(
             getattr(s, "sync", lambda: None)()
         after = _answers(stores[0])
         assert after == _answers(stores[1]) and after["pinned"] == crit[-1:]
-        from clickhouse_driver import Client
 
         for port in (CH_PORTS[0], CH_PORTS[2]):  # a replica of each shard merges
             c = Client(host="127.0.0.1", port=port, database=db, connect_timeout=3)
