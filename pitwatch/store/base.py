@@ -28,6 +28,10 @@ class StoreError(RuntimeError):
         self.outage = outage
 
 
+#: The parameter values that are sequences of values (a string is one value).
+_SEQUENCES = (list, tuple, set, frozenset)
+
+
 def check_params(sql: str, params: Params | None) -> None:
     """Refuse a statement with a parameter that is an empty sequence, on every store:
     ClickHouse 18.16 has no typed parameters (the driver writes the value as a literal)
@@ -39,7 +43,7 @@ def check_params(sql: str, params: Params | None) -> None:
     if not params:
         return
     for name, value in params.items():
-        if not value and isinstance(value, list | tuple | set | frozenset):
+        if not value and isinstance(value, _SEQUENCES):
             raise StoreError(
                 f"the query's parameter {name!r} is an empty sequence, which the ClickHouse "
                 "server refuses (`x IN ()`, `has([], x)`): the caller must ask nothing when "
