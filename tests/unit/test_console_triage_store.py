@@ -98,3 +98,34 @@ def test_a_first_release_triage_is_kept_and_carried_over(tmp_path: Path) -> None
                        "note": "seen", "who": "ann", "table_id": ""}
     finally:
         store.close()
+
+
+def test_an_aggregate_of_an_earlier_schema_is_made_again_with_every_view_it_has(
+        tmp_path: Path) -> None:
+    """'An aggregate whose columns differ from the schema's (a store made by an earlier
+    pitwatch) is dropped with its view and made again': `pinned_open` has two views, and
+    the second, left at its earlier SELECT, would fail every triage change after."""
+    store = EmbeddedStore(tmp_path / "data")
+    try:
+        store.setup()
+        tables = _floor(store)
+        for old in ("pinned_handled_mv", "pinned_open_mv", "pinned_open"):
+            store.query(f"DROP TABLE {old}")
+        store.query("CREATE TABLE pinned_open (violation_id String, sign Int8, "
+                    "earlier UInt8) ENGINE = CollapsingMergeTree(sign) ORDER BY violation_id")
+        for view, sign, source in (("pinned_open_mv", 1, "violations"),
+                                   ("pinned_handled_mv", -1, "triage")):
+            store.query(f"CREATE MATERIALIZED VIEW {view} TO pinned_open AS SELECT DISTINCT "
+                        f"violation_id, toInt8({sign}) AS sign, toUInt8(0) AS earlier "
+                        f"FROM {source} WHERE 0")
+        assert refresh_aggregates(store)[:1] == ["pinned_open: made again to the current schema"]
+        a = sorted(tables)[0]
+        store.query(  # a CRITICAL, then handled: its two rows cancel
+            "INSERT INTO violations SELECT * REPLACE ('CRITICAL' AS severity) "
+            "FROM violations WHERE violation_id = {v:String}", {"v": a})
+        ConsoleData(store).apply(a, Change("acknowledge"), "ann", "supervisor", AT)
+        store.sync()
+        assert store.query("SELECT sum(sign) AS s, count() AS n FROM pinned_open WHERE "
+                           "violation_id = {v:String}", {"v": a}) == [{"s": 0, "n": 2}]
+    finally:
+        store.close()
