@@ -9,7 +9,7 @@ ROUND` runs) and `build_case` (what `pitwatch investigate --table T --from --to`
 before it writes the folder). Each figure is the median of --repeat runs.
 
     .venv/bin/python bench/scale.py [--sizes 250000,1000000,10000000] [--repeat 7]
-        [--clickhouse 127.0.0.1:39000] [--cluster HOST:PORT,...] [--data DIR]
+        [--clickhouse 127.0.0.1:39000] [--cluster HOST:PORT,...] [--data DIR] [--keep]
 
 Then the sink's sustained insert rate (its write path: first copies, then insert) into
 chDB, the one server and the cluster (`--cluster`, `--cluster-name`), one after the
@@ -28,8 +28,10 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -74,62 +76,71 @@ def active_parts(store: Store) -> int:
                            "database = currentDatabase()")[0]["n"])
 
 
-def compact(store: Store) -> tuple[int, int]:
+def compact(store: Store, run: Callable[[str], Any]) -> tuple[int, int]:
     """Merge each partition of each table to one part, as a store in its steady state
     holds its past months; the measured rounds lie in the oldest month. Without this
     a big build's lookups read its merge backlog (hundreds of fresh parts), not its
-    history. Returns the active parts before and after."""
+    history. `run`: a statement without the store's time-out (a month of 100M events
+    merges for minutes). Returns the active parts before and after."""
     before = active_parts(store)
     for row in store.query(
             "SELECT table, partition, count() AS n FROM system.parts WHERE active AND "
             "database = currentDatabase() GROUP BY table, partition HAVING n > 1"):
         name = str(row["table"]).replace("`", "")
-        store.query(f"OPTIMIZE TABLE `{name}` PARTITION {row['partition']} FINAL")
+        run(f"OPTIMIZE TABLE `{name}` PARTITION {row['partition']} FINAL")
     return before, active_parts(store)
 
 
-def open_side(backend: str, where: str) -> Store:
+def open_side(backend: str, where: str) -> tuple[Store, Callable[[str], Any]]:
+    """The store, and how to run a long statement on it."""
     if backend == "chDB":
         from pitwatch.store.embedded import EmbeddedStore
 
-        return EmbeddedStore(where)
+        embedded = EmbeddedStore(where)
+        return embedded, embedded.query
+    from clickhouse_driver import Client
+
     from pitwatch.store.server import ServerStore
 
     address, _, db = where.rpartition(":")
     host, port = host_port(address)
-    return ServerStore(host, port, db)
+    long = Client(host=host, port=port, database=db, send_receive_timeout=4 * 3600)
+    return ServerStore(host, port, db), long.execute
 
 
 def side(conn: Connection, backend: str, where: str, size: int, tables: int,
-         rounds: int) -> None:
-    """A worker holding one store of `size` events: builds it, then measures on demand."""
-    store = open_side(backend, where)
-    if backend != "chDB":
-        store._admin.execute(f"DROP DATABASE IF EXISTS {where.rpartition(':')[2]}")  # type: ignore[attr-defined]
+         rounds: int, keep: bool) -> None:
+    """A worker holding one store of `size` events: builds it (or, with `keep`, takes
+    the one an earlier run kept), then measures on demand."""
+    store, run_long = open_side(backend, where)
+    db = where.rpartition(":")[2]
+    if backend != "chDB" and not keep:
+        store._admin.execute(f"DROP DATABASE IF EXISTS {db}")  # type: ignore[attr-defined]
     store.setup()
     t0 = time.perf_counter()
-    audit_events(simulate_floor(tables, rounds, 33, 0.05)[0], store=store)
-    getattr(store, "sync", lambda: None)()
-    floor = int(store.query("SELECT count() AS n FROM events")[0]["n"])
-    at, copies, want = extent(store), 0, max(0, size // floor - 1)
-    while copies < want:
-        last = min(want, copies + COPIES_A_STATEMENT)
-        copy_floor(store, copies + 1, last, at=at)
-        copies = last
-    parts = compact(store)
+    if not int(store.query("SELECT count() AS n FROM events")[0]["n"]):
+        audit_events(simulate_floor(tables, rounds, 33, 0.05)[0], store=store)
+        getattr(store, "sync", lambda: None)()
+        floor = int(store.query("SELECT count() AS n FROM events")[0]["n"])
+        at, copies, want = extent(store), 0, max(0, size // floor - 1)
+        while copies < want:
+            last = min(want, copies + COPIES_A_STATEMENT)
+            copy_floor(store, copies + 1, last, at=at)
+            copies = last
+    parts = compact(store, run_long)
     held = int(store.query("SELECT count() AS n FROM events")[0]["n"])
     picked = targets(store)
     once(store, *picked)  # warm: the first read of a part loads its index
     conn.send((held, time.perf_counter() - t0, len(picked[1].round_ids(store)), parts))
     while conn.recv() == "measure":
         conn.send(once(store, *picked))
-    if backend != "chDB":
-        store._admin.execute(f"DROP DATABASE IF EXISTS {where.rpartition(':')[2]}")  # type: ignore[attr-defined]
+    if backend != "chDB" and not keep:
+        store._admin.execute(f"DROP DATABASE IF EXISTS {db}")  # type: ignore[attr-defined]
     store.close()
 
 
 def run(backend: str, wheres: list[str], sizes: list[int], tables: int, rounds: int,
-        repeat: int) -> None:
+        repeat: int, keep: bool = False) -> None:
     """Build a store of each size (one after the other), then measure them in turns,
     `repeat` rounds, each round every size once (the order turning): on a shared host
     that drifts, a round's sizes meet the same host. Ratios: each round's own against
@@ -138,7 +149,8 @@ def run(backend: str, wheres: list[str], sizes: list[int], tables: int, rounds: 
     sides = []
     for size, where in zip(sizes, wheres, strict=True):
         mine, theirs = ctx.Pipe()
-        proc = ctx.Process(target=side, args=(theirs, backend, where, size, tables, rounds))
+        proc = ctx.Process(target=side, args=(theirs, backend, where, size, tables, rounds,
+                                                      keep))
         proc.start()
         held, built, n, (before, after) = mine.recv()
         print(f"{backend}: {held:>12,} events built and merged in {built:6.1f} s "
@@ -246,6 +258,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--insert-events", type=int, default=200_000, metavar="N",
                    help="events the insert rate is measured with (0: not measured)")
     p.add_argument("--no-chdb", action="store_true")
+    p.add_argument("--keep", action="store_true",
+                   help="keep the server's databases after the run, and measure the ones "
+                   "an earlier run kept rather than build them again")
     p.add_argument("--data", type=Path, help="where chDB's stores go (default a temp dir)")
     args = p.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -259,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.clickhouse:
         run("ClickHouse server", [f"{args.clickhouse}:pitwatch_scale_{i}"
                                   for i in range(len(sizes))],
-            sizes, args.tables, args.rounds, args.repeat)
+            sizes, args.tables, args.rounds, args.repeat, args.keep)
     if args.insert_events:
         targets: list[tuple[str, str, str]] = []
         if not args.no_chdb:
