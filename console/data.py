@@ -92,7 +92,8 @@ def refresh_aggregates(store: Store) -> list[str]:
             "AND table = {t:String}", {"t": agg.table})]
         added = {c for t, c, _ in added_columns() if t == agg.table}  # setup adds them
         if have and have != [c for c in columns(agg.table) if c in have or c not in added]:
-            _drop(store, [a.view for a in aggregates() if a.table == agg.table], agg.table)
+            lookup.drop_derived(store, agg.table,
+                                [a.view for a in aggregates() if a.table == agg.table])
             done.append(f"{agg.table}: made again to the current schema")
     done += migrate_triage(store)
     store.setup()  # every table and view of the schema that is missing
@@ -104,21 +105,6 @@ def refresh_aggregates(store: Store) -> list[str]:
             if _count(store, agg.table):
                 done.append(f"{agg.table}: filled from the rows stored before it existed")
     return done
-
-
-def _drop(store: Store, views: list[str], table: str) -> None:
-    """An aggregate and its views dropped, to be made again by `store.setup()`. On a
-    cluster (`ServerStore.cluster`) every server's: the view on each shard, the
-    Distributed table and the shards' `_local` tables, ON CLUSTER (a plain DROP drops
-    the one server's view and Distributed table alone, and the setup then makes the
-    Distributed table again AS the old local table, at the old columns)."""
-    cluster = getattr(store, "cluster", None)
-    db = getattr(store, "database", "")
-    for name in [*views, table, *([f"{table}_local"] if cluster else [])]:
-        if cluster:
-            store.query(f"DROP TABLE IF EXISTS {db}.{name} ON CLUSTER {cluster}")
-        else:
-            store.query(f"DROP TABLE IF EXISTS {name}")
 
 
 def migrate_triage(store: Store) -> list[str]:

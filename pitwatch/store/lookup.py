@@ -110,6 +110,22 @@ def add_columns(store: Store) -> list[str]:
     return added
 
 
+def drop_derived(store: Store, table: str, views: Sequence[str]) -> None:
+    """A table that views fill, and those views, dropped, for `setup` to make again. On
+    a cluster every server's: each shard's views, the Distributed table and the
+    shards' `_local` tables, ON CLUSTER (a plain DROP drops the one server's view and
+    Distributed table alone, and setup then makes the Distributed table again AS the
+    old local table, at the old columns)."""
+    cluster = getattr(store, "cluster", None)
+    if not cluster:
+        for name in (*views, table):
+            store.query(f"DROP TABLE IF EXISTS {name}")
+        return
+    db = getattr(store, "database", "")
+    for name in (*views, table, f"{table}_local"):
+        store.query(f"DROP TABLE IF EXISTS {db}.{name} ON CLUSTER {cluster}")
+
+
 def migrate(store: Store) -> list[str]:
     """Fill the index tables of a store made before them from its base tables, once
     (after `setup` made them; rows stored meanwhile are written twice, which the
