@@ -60,6 +60,7 @@ echo "== lookup tests against the ClickHouse server"
 # the unit tests' server cases (skipped above: no server named), now that one runs
 PITWATCH_TEST_CLICKHOUSE="127.0.0.1:${CLICKHOUSE_TCP_PORT:-19000}" $BIN/python -m pytest -q \
     -p no:cacheprovider -k server tests/unit/test_store_lookups.py \
-    tests/unit/test_console_first_page.py tests/unit/test_console_pinned.py
+    tests/unit/test_console_first_page.py tests/unit/test_console_pinned.py \
+    tests/unit/test_store_params.py
 echo "== integration tests"
 PITWATCH_SERVICES=1 $BIN/python -m pytest -q -m integration -p no:cacheprovider --durations=25
