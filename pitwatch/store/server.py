@@ -101,6 +101,12 @@ class ServerStore:
                              settings=settings, **login)
         self._admin = Client(host=host, port=port, database="default", alt_hosts=alt,
                              connect_timeout=connect_timeout, send_receive_timeout=30, **login)
+        # a cluster's insert in one thread: a shard that takes a Distributed insert runs
+        # its materialized views there, and 18.16 fails a view's subquery read in more
+        # than one thread in that context ("Attempt to attach to nullptr thread group",
+        # code 49: pinned_handled_mv's, when its table has parts to read in parallel),
+        # refusing the insert
+        self._insert_settings = {"max_threads": 1} if self.cluster else None
         self._cols = {t: columns(t) for t in TABLES}
 
     @classmethod
@@ -202,7 +208,7 @@ class ServerStore:
                 for c, col in zip(cols, data, strict=True)]
         try:
             self.client.execute(f"INSERT INTO {table} ({', '.join(cols)}) VALUES", data,
-                                columnar=True)
+                                columnar=True, settings=self._insert_settings)
         except Exception as e:  # network errors and server exceptions alike
             self.client.disconnect()
             raise StoreError(f"ClickHouse: {reason(e)}", is_outage(e)) from e
